@@ -1,0 +1,76 @@
+-- functions.invocation-stats (SPEC §4.1): execution-time statistics of one project's function
+-- invocations per time bucket. The window is the series of truncated timestamps from
+-- trunc(now - window) to trunc(now); a record counts in the bucket its truncated timestamp equals.
+-- Each metadata element of the project (and function, when given) is one invocation.
+WITH buckets AS (
+  SELECT bucket
+  FROM UNNEST(CASE @interval
+    WHEN '5min' THEN GENERATE_TIMESTAMP_ARRAY(
+      TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 5 MINUTE), SECOND),
+      TIMESTAMP_TRUNC(CURRENT_TIMESTAMP(), SECOND), INTERVAL 1 SECOND)
+    WHEN '15min' THEN GENERATE_TIMESTAMP_ARRAY(
+      TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 15 MINUTE), MINUTE),
+      TIMESTAMP_TRUNC(CURRENT_TIMESTAMP(), MINUTE), INTERVAL 1 MINUTE)
+    WHEN '1hr' THEN GENERATE_TIMESTAMP_ARRAY(
+      TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 HOUR), MINUTE),
+      TIMESTAMP_TRUNC(CURRENT_TIMESTAMP(), MINUTE), INTERVAL 1 MINUTE)
+    WHEN '7day' THEN GENERATE_TIMESTAMP_ARRAY(
+      TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY), DAY),
+      TIMESTAMP_TRUNC(CURRENT_TIMESTAMP(), DAY), INTERVAL 1 DAY)
+    ELSE GENERATE_TIMESTAMP_ARRAY(
+      TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 DAY), HOUR),
+      TIMESTAMP_TRUNC(CURRENT_TIMESTAMP(), HOUR), INTERVAL 1 HOUR)
+  END) AS bucket
+),
+
+invocations AS (
+  SELECT
+    CASE @interval
+      WHEN '5min' THEN TIMESTAMP_TRUNC(t.timestamp, SECOND)
+      WHEN '15min' THEN TIMESTAMP_TRUNC(t.timestamp, MINUTE)
+      WHEN '1hr' THEN TIMESTAMP_TRUNC(t.timestamp, MINUTE)
+      WHEN '7day' THEN TIMESTAMP_TRUNC(t.timestamp, DAY)
+      ELSE TIMESTAMP_TRUNC(t.timestamp, HOUR)
+    END AS bucket,
+    t.id,
+    m.execution_time_ms,
+    EXISTS (SELECT 1 FROM UNNEST(m.response) AS r WHERE r.status_code >= 400) AS failed
+  FROM function_edge_logs AS t
+  CROSS JOIN UNNEST(t.metadata) AS m
+  -- The first bucket again, as a constant expression: BigQuery prunes timestamp partitions with it.
+  WHERE t.timestamp >= CASE @interval
+      WHEN '5min' THEN TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 5 MINUTE), SECOND)
+      WHEN '15min' THEN TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 15 MINUTE), MINUTE)
+      WHEN '1hr' THEN TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 HOUR), MINUTE)
+      WHEN '7day' THEN TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY), DAY)
+      ELSE TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 DAY), HOUR)
+    END
+    AND m.project_ref = @project
+    AND (IFNULL(@function_id, '') = '' OR m.function_id = @function_id)
+),
+
+stats AS (
+  SELECT
+    bucket,
+    MIN(execution_time_ms) AS min_execution_time,
+    MAX(execution_time_ms) AS max_execution_time,
+    AVG(execution_time_ms) AS avg_execution_time,
+    APPROX_QUANTILES(execution_time_ms, 100) AS quantiles,
+    COUNT(id) AS count,
+    COUNT(IF(failed, id, NULL)) AS error_count
+  FROM invocations
+  JOIN buckets USING (bucket)
+  GROUP BY bucket
+)
+
+SELECT
+  bucket AS timestamp,
+  min_execution_time,
+  max_execution_time,
+  avg_execution_time,
+  quantiles[OFFSET(95)] AS p95_execution_time,
+  quantiles[OFFSET(99)] AS p99_execution_time,
+  count,
+  error_count
+FROM stats
+ORDER BY timestamp

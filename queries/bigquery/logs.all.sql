@@ -1,0 +1,20 @@
+-- logs.all (SPEC §4.2): the newest edge request records of one project, within the retention of
+-- its tier and the optional range (iso_timestamp_start, iso_timestamp_end].
+SELECT
+  t.id,
+  t.timestamp,
+  t.event_message,
+  t.metadata
+FROM edge_logs AS t
+WHERE t.project = @project
+  AND t.timestamp > TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL CASE @project_tier
+      WHEN 'PRO' THEN 7
+      WHEN 'PAYG' THEN 90
+      WHEN 'ENTERPRISE' THEN 90
+      ELSE 1
+    END DAY)
+  -- An empty or absent bound compares as NULL, which IFNULL turns into "no bound".
+  AND IFNULL(t.timestamp > CAST(NULLIF(@iso_timestamp_start, '') AS TIMESTAMP), TRUE)
+  AND IFNULL(t.timestamp <= CAST(NULLIF(@iso_timestamp_end, '') AS TIMESTAMP), TRUE)
+ORDER BY t.timestamp DESC
+LIMIT 100

@@ -1,0 +1,31 @@
+-- usage.api-counts (SPEC §4.3): requests of one project per time bucket, by API area. Each request
+-- element whose URL matches the project regex counts once in every area its path contains.
+WITH requests AS (
+  SELECT
+    CASE @interval
+      WHEN 'minutely' THEN TIMESTAMP_TRUNC(t.timestamp, MINUTE)
+      WHEN 'hourly' THEN TIMESTAMP_TRUNC(t.timestamp, HOUR)
+      WHEN 'daily' THEN TIMESTAMP_TRUNC(t.timestamp, DAY)
+    END AS bucket,
+    r.path
+  FROM edge_logs AS t
+  CROSS JOIN UNNEST(t.metadata) AS m
+  CROSS JOIN UNNEST(m.request) AS r
+  -- No upper bound (DESIGN.md); an interval outside the table matches nothing.
+  WHERE t.timestamp >= CASE @interval
+      WHEN 'minutely' THEN TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 60 MINUTE)
+      WHEN 'hourly' THEN TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 HOUR)
+      WHEN 'daily' THEN TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
+    END
+    AND REGEXP_CONTAINS(r.url, @project)
+)
+
+SELECT
+  DATETIME(bucket, 'UTC') AS timestamp,
+  COUNTIF(STRPOS(path, '/rest') > 0) AS total_rest_requests,
+  COUNTIF(STRPOS(path, '/storage') > 0) AS total_storage_requests,
+  COUNTIF(STRPOS(path, '/auth') > 0) AS total_auth_requests,
+  COUNTIF(STRPOS(path, '/realtime') > 0) AS total_realtime_requests
+FROM requests
+GROUP BY bucket
+ORDER BY bucket

@@ -1,0 +1,56 @@
+// What every query engine offers the service: run one endpoint query with bound STRING params.
+
+export type JsonValue =
+  | string
+  | number
+  | boolean
+  | null
+  | JsonValue[]
+  | { [key: string]: JsonValue };
+
+/** A result row in the wire format of DESIGN.md (TIMESTAMP as RFC 3339 µs string, INT64 as number). */
+export type Row = Record<string, JsonValue>;
+
+export interface QueryRequest {
+  /** Endpoint name: job label and log field. */
+  endpoint: string;
+  /** SQL in the engine's own dialect, with named parameters. */
+  sql: string;
+  /** Every parameter the endpoint declares; null when absent. Always bound, never spliced. */
+  params: Record<string, string | null>;
+  /** Rows beyond this are not fetched; `truncated` says so. */
+  maxRows: number;
+}
+
+export interface QueryResult {
+  rows: Row[];
+  truncated: boolean;
+  /** Engine job id and bytes processed, for the request log (BigQuery only). */
+  jobId?: string;
+  bytesProcessed?: number;
+}
+
+export type Dialect = "bigquery" | "duckdb";
+
+export interface QueryEngine {
+  readonly dialect: Dialect;
+  run(request: QueryRequest): Promise<QueryResult>;
+  /** Resolves when the engine answers a trivial query (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * An engine failure the client may see. `message` is safe to return; `detail` (the engine's own
+ * message, job id) goes to the log only.
+ */
+export class EngineError extends Error {
+  constructor(
+    readonly code: "engine_error" | "engine_timeout",
+    message: string,
+    readonly detail?: { jobId?: string; cause?: string },
+  ) {
+    super(message);
+    this.name = "EngineError";
+  }
+}

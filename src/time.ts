@@ -1,0 +1,54 @@
+// Timestamps travel as epoch microseconds (bigint): BigQuery's precision, which a JS Date (ms) loses.
+
+const ISO_WITH_ZONE =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+
+/** Parses ISO 8601 / RFC 3339 with a zone (`Z` or `±hh:mm`); undefined if not one. Sub-µs digits are dropped. */
+export function parseIsoTimestamp(text: string): bigint | undefined {
+  const m = ISO_WITH_ZONE.exec(text);
+  if (!m) return undefined;
+  const [, y, mo, d, h, mi, s, fraction = "", z, sign, zh, zm] = m;
+  const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
+  date.setUTCFullYear(year);
+  const valid =
+    date.getUTCMonth() === month - 1 &&
+    date.getUTCDate() === day &&
+    hour < 24 &&
+    minute < 60 &&
+    second < 60 &&
+    (z !== undefined || (Number(zh) < 24 && Number(zm) < 60));
+  if (!valid || year < 1) return undefined;
+  const offsetMinutes = z ? 0 : (sign === "-" ? -1 : 1) * (Number(zh) * 60 + Number(zm));
+  const micros = BigInt(fraction.padEnd(6, "0").slice(0, 6));
+  return (BigInt(date.getTime()) - BigInt(offsetMinutes) * 60_000n) * 1000n + micros;
+}
+
+/** RFC 3339 in UTC with exactly six fraction digits: `2026-11-21T05:00:00.000000Z`. */
+export function formatTimestamp(micros: bigint): string {
+  const fraction = mod(micros, 1_000_000n);
+  const seconds = new Date(Number((micros - fraction) / 1000n)).toISOString().slice(0, 19);
+  return `${seconds}.${String(fraction).padStart(6, "0")}Z`;
+}
+
+/** A UTC wall-clock time without zone, `2026-11-21T05:00:00`; fraction digits only when non-zero. */
+export function formatDatetime(micros: bigint): string {
+  const fraction = mod(micros, 1_000_000n);
+  const seconds = new Date(Number((micros - fraction) / 1000n)).toISOString().slice(0, 19);
+  return fraction === 0n ? seconds : `${seconds}.${String(fraction).padStart(6, "0")}`;
+}
+
+export function dateToMicros(date: Date): bigint {
+  return BigInt(date.getTime()) * 1000n;
+}
+
+function mod(a: bigint, b: bigint): bigint {
+  return ((a % b) + b) % b;
+}

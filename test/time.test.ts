@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { formatDatetime, formatTimestamp, parseIsoTimestamp } from "../src/time.ts";
+
+describe("parseIsoTimestamp", () => {
+  it.each([
+    ["2026-11-21T05:00:00Z", "2026-11-21T05:00:00.000000Z"],
+    ["2026-11-21T05:00:00.5Z", "2026-11-21T05:00:00.500000Z"],
+    ["2026-11-21T05:00:00.123456789Z", "2026-11-21T05:00:00.123456Z"],
+    ["2026-11-21T07:00:00+02:00", "2026-11-21T05:00:00.000000Z"],
+    ["2026-11-21T00:30:00-05:30", "2026-11-21T06:00:00.000000Z"],
+    ["2024-02-29t23:59:59.999999z", "2024-02-29T23:59:59.999999Z"],
+  ])("reads %s as %s", (text, expected) => {
+    expect(formatTimestamp(parseIsoTimestamp(text) as bigint)).toBe(expected);
+  });
+
+  it.each([
+    "2026-11-21T05:00:00",
+    "2026-11-21",
+    "2026-02-29T00:00:00Z",
+    "2026-11-21T24:00:00Z",
+    "2026-11-21T05:00:60Z",
+    "2026-11-21T05:00:00+0200",
+    "2026-11-21T05:00:00+24:00",
+    "yesterday",
+    "' OR 1=1 --",
+    "",
+  ])("rejects %j", (text) => {
+    expect(parseIsoTimestamp(text)).toBeUndefined();
+  });
+});
+
+describe("formatting", () => {
+  it("writes timestamps before 1970 with a positive fraction", () => {
+    expect(formatTimestamp(-1_500_000n)).toBe("1969-12-31T23:59:58.500000Z");
+  });
+
+  it("writes a datetime without zone, with a fraction only when there is one", () => {
+    expect(formatDatetime(1_700_000_000_000_000n)).toBe("2023-11-14T22:13:20");
+    expect(formatDatetime(1_700_000_000_000_001n)).toBe("2023-11-14T22:13:20.000001");
+  });
+});
