@@ -285,9 +285,10 @@ export class GoogleSqlError extends Error {
 
 // The reference evaluator lacks APPROX_QUANTILES. This shim is exact: element i of n is the value
 // of rank floor(i·(len−1)/n) in sorted order, which matches BigQuery's documented examples; BigQuery
-// itself is approximate, so on large inputs its answer may be another nearby value.
+// itself is approximate, so on large inputs its answer may be another nearby value. ARRAY_AGG gives
+// NULL (not []) when every input is NULL, and BigQuery's APPROX_QUANTILES is NULL then too.
 const EXACT_QUANTILES_SQL =
-  "IF(ARRAY_LENGTH(a) = 0, NULL, ARRAY(" +
+  "IF(IFNULL(ARRAY_LENGTH(a), 0) = 0, NULL, ARRAY(" +
   "SELECT s[OFFSET(DIV(i * (ARRAY_LENGTH(s) - 1), n))] " +
   "FROM (SELECT ARRAY(SELECT v FROM UNNEST(a) AS v ORDER BY v) AS s), UNNEST(GENERATE_ARRAY(0, n)) AS i " +
   "ORDER BY i))";
