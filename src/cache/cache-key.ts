@@ -1,0 +1,13 @@
+// One cache entry per endpoint and parameter set, however the request spelled it: the route (name, UUID,
+// Logflare path) and the query-string order do not reach the key.
+
+/**
+ * `<endpointId>?<params>`: params sorted by name, absent (null) ones dropped, URL-encoded so that no
+ * value can forge a separator. Readable in logs.
+ */
+export function cacheKey(endpointId: string, params: Record<string, string | null>): string {
+  const present = Object.entries(params)
+    .filter((entry): entry is [string, string] => entry[1] !== null)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `${endpointId}?${new URLSearchParams(present).toString()}`;
+}

@@ -1,0 +1,249 @@
+// In-memory result cache for the dashboard endpoints: answers from memory, one engine query per key at a
+// time, background warming, stale-if-error.
+//
+// Semantics (all times from `now()`, in ms; policy values in seconds):
+// - A value is "computed" when its load *started* (the engine's "now" is read then), lives `ttlSeconds`
+//   from that instant and is never served at or after `computedAt + ttl`.
+// - A key is "in use" while it was requested within the last `ttlSeconds`. While in use, its value is
+//   re-queried in the background every `warmingSeconds` (when 0 < warming < ttl), the new value replacing
+//   the old one in a single `set`. At a warming tick where the key is no longer in use, the entry is
+//   dropped: no more warming, the next request is a MISS.
+// - A refresh that fails is logged and counted; the previous value is still served until its own TTL
+//   ends, the refresh is retried one warming interval later, and at the TTL the entry is dropped. The
+//   next request is then a MISS that queries synchronously.
+// - HIT: served from memory, younger than the warming interval. STALE: served from memory but at least
+//   one warming interval old, i.e. its refresh is in flight, queued behind others, or failed. MISS: the
+//   caller waited for the engine. A caller holding a live value never waits, even while it is refreshed.
+// - Single flight: one load per key at a time, shared by concurrent misses and by a refresh; every
+//   waiter gets its result or its error. Errors are never stored.
+// - Bounded by entry count and by bytes (body + headers + key), least recently *requested or refreshed*
+//   evicted first. A value larger than the byte bound is served but not stored.
+// - Each entry owns one unref'd timer, either for its next refresh or for its expiry; close() clears them.
+import { LRUCache } from "lru-cache";
+import { ConcurrencyLimit } from "./concurrency-limit.ts";
+import { strongEtag } from "./etag.ts";
+
+export { cacheKey } from "./cache-key.ts";
+
+export interface CachePolicy {
+  ttlSeconds: number;
+  warmingSeconds: number;
+}
+
+/** What a loader produces: the serialized JSON body and extra response headers (e.g. X-Result-Truncated). */
+export interface Payload {
+  body: string;
+  headers: Record<string, string>;
+}
+
+export type CacheStatus = "HIT" | "MISS" | "STALE";
+
+export interface CacheAnswer {
+  payload: Payload;
+  /** Strong, quoted: `"<base64url sha-256>"` of the body and headers. */
+  etag: string;
+  status: CacheStatus;
+  /** Whole seconds since the value was computed (HTTP `Age`). */
+  ageSeconds: number;
+  /** Whole seconds left of its TTL. */
+  maxAgeSeconds: number;
+}
+
+export interface CacheStats {
+  hits: number;
+  misses: number;
+  stale: number;
+  /** Background refreshes started. */
+  refreshes: number;
+  refreshFailures: number;
+  entries: number;
+  bytes: number;
+}
+
+/** The part of a pino logger the cache uses. */
+export interface CacheLogger {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface ResultCacheOptions {
+  maxEntries: number;
+  maxBytes: number;
+  /** Background refreshes running at once; default 4. */
+  refreshConcurrency?: number;
+  logger?: CacheLogger;
+  /** Clock in ms; default Date.now. Timers are plain setTimeout, so tests use fake timers. */
+  now?: () => number;
+}
+
+type Load = () => Promise<Payload>;
+
+interface Entry {
+  payload: Payload;
+  etag: string;
+  bytes: number;
+  policy: CachePolicy;
+  load: Load;
+  computedAt: number;
+  expiresAt: number;
+  /** Infinity when the policy does not warm. */
+  nextRefreshAt: number;
+  lastRequestedAt: number;
+  /** Set while a refresh is queued or running: the timer then waits for the expiry only. */
+  refreshing: boolean;
+  timer?: NodeJS.Timeout;
+}
+
+const SECOND = 1000;
+
+export class ResultCache {
+  readonly #entries: LRUCache<string, Entry>;
+  readonly #inFlight = new Map<string, Promise<Entry>>();
+  readonly #refreshes: ConcurrencyLimit;
+  readonly #logger: CacheLogger | undefined;
+  readonly #now: () => number;
+  readonly #counts = { hits: 0, misses: 0, stale: 0, refreshes: 0, refreshFailures: 0 };
+  #closed = false;
+
+  constructor(options: ResultCacheOptions) {
+    this.#entries = new LRUCache<string, Entry>({
+      max: options.maxEntries,
+      maxSize: options.maxBytes,
+      sizeCalculation: (entry) => entry.bytes,
+      dispose: (entry) => clearTimeout(entry.timer),
+    });
+    this.#refreshes = new ConcurrencyLimit(options.refreshConcurrency ?? 4);
+    this.#logger = options.logger;
+    this.#now = options.now ?? Date.now;
+  }
+
+  async get(key: string, policy: CachePolicy, load: Load): Promise<CacheAnswer> {
+    const now = this.#now();
+    const cached = this.#entries.get(key);
+    if (cached && now < cached.expiresAt) {
+      cached.lastRequestedAt = now;
+      const status = now - cached.computedAt >= warmingMs(cached.policy) ? "STALE" : "HIT";
+      this.#counts[status === "HIT" ? "hits" : "stale"]++;
+      return answer(cached, status, now);
+    }
+    if (cached) this.#entries.delete(key);
+    this.#counts.misses++;
+    const entry = await this.#flight(key, policy, load);
+    const answeredAt = this.#now();
+    entry.lastRequestedAt = Math.max(entry.lastRequestedAt, answeredAt);
+    return answer(entry, "MISS", answeredAt);
+  }
+
+  stats(): CacheStats {
+    return { ...this.#counts, entries: this.#entries.size, bytes: this.#entries.calculatedSize };
+  }
+
+  /** Stops all timers and drops all entries. Loads in flight still answer their waiters, unstored. */
+  close(): void {
+    this.#closed = true;
+    this.#refreshes.clear();
+    this.#entries.clear();
+  }
+
+  /** The one load of `key` in flight, started here if there is none. */
+  #flight(key: string, policy: CachePolicy, load: Load): Promise<Entry> {
+    const running = this.#inFlight.get(key);
+    if (running) return running;
+    const startedAt = this.#now();
+    const flight = (async () => this.#store(key, policy, load, await load(), startedAt))();
+    this.#inFlight.set(key, flight);
+    const forget = () => this.#inFlight.delete(key);
+    flight.then(forget, forget);
+    return flight;
+  }
+
+  #store(
+    key: string,
+    policy: CachePolicy,
+    load: Load,
+    payload: Payload,
+    computedAt: number,
+  ): Entry {
+    const warming = warmingMs(policy);
+    const entry: Entry = {
+      payload,
+      etag: strongEtag(payload.body, payload.headers),
+      bytes: byteSize(key, payload),
+      policy,
+      load,
+      computedAt,
+      expiresAt: computedAt + policy.ttlSeconds * SECOND,
+      nextRefreshAt: computedAt + warming,
+      // A refresh inherits the key's use; a miss sets it when it answers.
+      lastRequestedAt: this.#entries.peek(key)?.lastRequestedAt ?? computedAt,
+      refreshing: false,
+    };
+    if (this.#closed) return entry;
+    this.#entries.set(key, entry);
+    if (this.#entries.peek(key) === entry) this.#arm(key, entry);
+    return entry;
+  }
+
+  /** (Re)sets the entry's one timer: its next refresh, or its expiry when no refresh is due before. */
+  #arm(key: string, entry: Entry): void {
+    clearTimeout(entry.timer);
+    const refreshDue = !entry.refreshing && entry.nextRefreshAt < entry.expiresAt;
+    const at = refreshDue ? entry.nextRefreshAt : entry.expiresAt;
+    entry.timer = setTimeout(() => this.#wake(key, entry), Math.max(0, at - this.#now()));
+    entry.timer.unref();
+  }
+
+  #wake(key: string, entry: Entry): void {
+    if (this.#entries.peek(key) !== entry) return;
+    const now = this.#now();
+    const inUse = now - entry.lastRequestedAt < entry.policy.ttlSeconds * SECOND;
+    if (now >= entry.expiresAt || !inUse) {
+      this.#entries.delete(key);
+      return;
+    }
+    entry.refreshing = true;
+    this.#arm(key, entry);
+    this.#refreshes.run(() => this.#refresh(key, entry));
+  }
+
+  async #refresh(key: string, entry: Entry): Promise<void> {
+    if (this.#entries.peek(key) !== entry) return;
+    this.#counts.refreshes++;
+    try {
+      await this.#flight(key, entry.policy, entry.load);
+    } catch (error) {
+      this.#counts.refreshFailures++;
+      const keepsUntil = new Date(entry.expiresAt).toISOString();
+      this.#logger?.warn(
+        { key, err: error, keepsUntil },
+        "cache refresh failed; serving the previous value",
+      );
+      if (this.#entries.peek(key) !== entry) return;
+      entry.refreshing = false;
+      entry.nextRefreshAt = this.#now() + warmingMs(entry.policy);
+      this.#arm(key, entry);
+    }
+  }
+}
+
+/** Warming interval in ms; Infinity when the policy does not warm (0, or not shorter than the TTL). */
+function warmingMs(policy: CachePolicy): number {
+  const warms = policy.warmingSeconds > 0 && policy.warmingSeconds < policy.ttlSeconds;
+  return warms ? policy.warmingSeconds * SECOND : Number.POSITIVE_INFINITY;
+}
+
+function byteSize(key: string, payload: Payload): number {
+  let bytes = Buffer.byteLength(payload.body) + Buffer.byteLength(key);
+  for (const [name, value] of Object.entries(payload.headers))
+    bytes += name.length + Buffer.byteLength(value);
+  return bytes;
+}
+
+function answer(entry: Entry, status: CacheStatus, now: number): CacheAnswer {
+  return {
+    payload: entry.payload,
+    etag: entry.etag,
+    status,
+    ageSeconds: Math.max(0, Math.floor((now - entry.computedAt) / SECOND)),
+    maxAgeSeconds: Math.max(0, Math.floor((entry.expiresAt - now) / SECOND)),
+  };
+}
