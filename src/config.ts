@@ -1,0 +1,139 @@
+// The environment, read once into a typed config. A bad setting stops startup with one line
+// naming the variable and what it expects.
+import { z } from "zod";
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+const flag = z
+  .enum(["true", "false", "1", "0", "on", "off"], { error: "expects true or false" })
+  .transform((value) => ["true", "1", "on"].includes(value));
+
+const positiveInt = (fallback: number) =>
+  z.coerce
+    .number({ error: "expects a whole number" })
+    .int("expects a whole number")
+    .positive("expects a positive number")
+    .default(fallback);
+
+const text = z.string().trim().min(1, "must not be empty");
+
+const environment = z.object({
+  PORT: z.coerce
+    .number({ error: "expects a port number" })
+    .int()
+    .min(0)
+    .max(65535, "expects a port number (0-65535)")
+    .default(3000),
+  HOST: text.default("127.0.0.1"),
+  API_KEYS: z
+    .string()
+    .transform((value) =>
+      value
+        .split(",")
+        .map((key) => key.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().min(16, "each key needs at least 16 characters")))
+    .optional(),
+  QUERY_ENGINE: z.enum(["bigquery", "duckdb"], { error: "expects bigquery or duckdb" }).optional(),
+  BIGQUERY_PROJECT_ID: text.optional(),
+  BIGQUERY_DATASET: text.optional(),
+  BIGQUERY_LOCATION: text.optional(),
+  BIGQUERY_API_ENDPOINT: z
+    .url({ protocol: /^https?$/, error: "expects a URL such as http://127.0.0.1:9050" })
+    .optional(),
+  BIGQUERY_JOB_TIMEOUT_MS: positiveInt(30_000),
+  BIGQUERY_MAX_BYTES_BILLED: z
+    .string()
+    .regex(/^\d+$/, "expects a whole number of bytes")
+    .optional(),
+  DUCKDB_PATH: text.optional(),
+  LOCAL_DATA: text.optional(),
+  DEMO_DATA: flag.optional(),
+  CACHE_MAX_ENTRIES: positiveInt(10_000),
+  CACHE_MAX_BYTES: positiveInt(64 * 1024 * 1024),
+  RATE_LIMIT_PER_MINUTE: positiveInt(600),
+  LOG_LEVEL: z
+    .enum(LOG_LEVELS, { error: `expects one of ${LOG_LEVELS.join(", ")}` })
+    .default("info"),
+});
+
+export interface BigQuerySettings {
+  kind: "bigquery";
+  projectId: string;
+  dataset: string;
+  location?: string;
+  apiEndpoint?: string;
+  jobTimeoutMs: number;
+  maximumBytesBilled?: string;
+}
+
+export interface DuckDbSettings {
+  kind: "duckdb";
+  path?: string;
+  localData?: string;
+  demoData: boolean;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  /** Empty when none is configured: startup then generates one. */
+  apiKeys: string[];
+  engine: BigQuerySettings | DuckDbSettings;
+  cache: { maxEntries: number; maxBytes: number };
+  rateLimitPerMinute: number;
+  logLevel: (typeof LOG_LEVELS)[number];
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv): Config {
+  // An empty variable counts as unset, as in most shells' `VAR= command`.
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
+  const parsed = environment.safeParse(present);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ConfigError(`${String(issue?.path[0])}: ${issue?.message}`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    apiKeys: e.API_KEYS ?? [],
+    engine: engineSettings(e),
+    cache: { maxEntries: e.CACHE_MAX_ENTRIES, maxBytes: e.CACHE_MAX_BYTES },
+    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    logLevel: e.LOG_LEVEL,
+  };
+}
+
+function engineSettings(e: z.infer<typeof environment>): Config["engine"] {
+  const kind = e.QUERY_ENGINE ?? (e.BIGQUERY_PROJECT_ID ? "bigquery" : "duckdb");
+  if (kind === "duckdb") {
+    return {
+      kind,
+      path: e.DUCKDB_PATH,
+      localData: e.LOCAL_DATA,
+      demoData: e.DEMO_DATA ?? !e.LOCAL_DATA,
+    };
+  }
+  if (!e.BIGQUERY_PROJECT_ID)
+    throw new ConfigError("BIGQUERY_PROJECT_ID: required for the bigquery engine");
+  if (!e.BIGQUERY_DATASET) {
+    throw new ConfigError(
+      "BIGQUERY_DATASET: required for the bigquery engine (the dataset holding edge_logs)",
+    );
+  }
+  return {
+    kind,
+    projectId: e.BIGQUERY_PROJECT_ID,
+    dataset: e.BIGQUERY_DATASET,
+    location: e.BIGQUERY_LOCATION,
+    apiEndpoint: e.BIGQUERY_API_ENDPOINT,
+    jobTimeoutMs: e.BIGQUERY_JOB_TIMEOUT_MS,
+    maximumBytesBilled: e.BIGQUERY_MAX_BYTES_BILLED,
+  };
+}

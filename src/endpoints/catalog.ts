@@ -1,0 +1,80 @@
+// The endpoints, as data. Adding one is an entry here plus queries/{bigquery,duckdb}/<name>.sql
+// and its tests; nothing else changes.
+import type { CachePolicy } from "../cache/result-cache.ts";
+import {
+  oneOf,
+  optionalText,
+  optionalTimestamp,
+  type ParamsSchema,
+  paramsOf,
+  re2Pattern,
+  requiredText,
+} from "./params.ts";
+
+export interface EndpointDefinition {
+  name: string;
+  id: string;
+  description: string;
+  params: ParamsSchema;
+  maxRows: number;
+  /** Absent: every request runs the query. */
+  cache?: CachePolicy;
+}
+
+const DASHBOARD_CACHE: CachePolicy = { ttlSeconds: 900, warmingSeconds: 300 };
+
+const STATS_INTERVALS = ["5min", "15min", "1hr", "1day", "7day"] as const;
+
+export const catalog: readonly EndpointDefinition[] = [
+  {
+    name: "functions.invocation-stats",
+    id: "301c3c3d-c4b3-4d6e-b0a1-e6310fabb99c",
+    description:
+      "Time-bucketed statistics of serverless function invocations for one project: counts, error counts, execution times.",
+    params: paramsOf({
+      project: requiredText("project ref whose invocations are counted", "project=default"),
+      function_id: optionalText("only this function's invocations; absent or empty for all"),
+      interval: requiredText(
+        `window and bucket size: ${STATS_INTERVALS.join(", ")}; any other value means 1day`,
+        "interval=1hr",
+      ).transform((value) => (STATS_INTERVALS.some((known) => known === value) ? value : "1day")),
+    }),
+    maxRows: 1000,
+    cache: DASHBOARD_CACHE,
+  },
+  {
+    name: "logs.all",
+    id: "c4e48f7a-e763-48a3-9217-93a065d845d8",
+    description:
+      "The newest 100 edge request log records of one project, within its tier's retention and an optional time range.",
+    params: paramsOf({
+      project: requiredText("project ref", "project=default"),
+      project_tier: requiredText(
+        "retention tier: FREE (1 day), PRO (7 days), PAYG or ENTERPRISE (90 days); any other value means 1 day",
+        "project_tier=PRO",
+      ),
+      iso_timestamp_start: optionalTimestamp("only records strictly after this ISO 8601 instant"),
+      iso_timestamp_end: optionalTimestamp("only records at or before this ISO 8601 instant"),
+    }),
+    maxRows: 1000,
+  },
+  {
+    name: "usage.api-counts",
+    id: "fa6e0509-d5f7-468e-b429-8c4aecf8563d",
+    description:
+      "Time-bucketed counts of one project's API requests by area: REST, storage, auth, realtime.",
+    params: paramsOf({
+      project: re2Pattern("RE2 regular expression matched against request URLs", "project=default"),
+      interval: oneOf(["minutely", "hourly", "daily"], "window and bucket size"),
+    }),
+    maxRows: 1000,
+    cache: DASHBOARD_CACHE,
+  },
+];
+
+/** By UUID or by name; undefined when neither matches. */
+export function findEndpoint(nameOrId: string): EndpointDefinition | undefined {
+  return catalog.find(
+    (endpoint) => endpoint.id === nameOrId.toLowerCase() || endpoint.name === nameOrId,
+  );
+}

@@ -1,0 +1,71 @@
+// Runs an endpoint: through the result cache when its policy says so, else straight on the engine.
+import {
+  type CacheAnswer,
+  cacheKey,
+  type Payload,
+  type ResultCache,
+} from "../cache/result-cache.ts";
+import type { QueryEngine } from "../engines/engine.ts";
+import type { EndpointDefinition } from "./catalog.ts";
+import type { SqlParams } from "./params.ts";
+
+/** What the engine did for this request, for the request log; absent when the cache answered. */
+export interface Execution {
+  rows: number;
+  jobId?: string;
+  bytesProcessed?: number;
+}
+
+export interface Answer {
+  payload: Payload;
+  cache?: Omit<CacheAnswer, "payload">;
+  execution?: Execution;
+}
+
+export type RunEndpoint = (endpoint: EndpointDefinition, params: SqlParams) => Promise<Answer>;
+
+export function createRunner(deps: {
+  engine: QueryEngine;
+  queries: ReadonlyMap<string, string>;
+  cache?: ResultCache;
+}): RunEndpoint {
+  const { engine, queries, cache } = deps;
+
+  async function query(
+    endpoint: EndpointDefinition,
+    params: SqlParams,
+  ): Promise<[Payload, Execution]> {
+    const result = await engine.run({
+      endpoint: endpoint.name,
+      sql: queries.get(endpoint.name) as string,
+      params,
+      maxRows: endpoint.maxRows,
+    });
+    const payload: Payload = {
+      body: JSON.stringify({ result: result.rows }),
+      headers: result.truncated ? { "x-result-truncated": "true" } : {},
+    };
+    return [
+      payload,
+      { rows: result.rows.length, jobId: result.jobId, bytesProcessed: result.bytesProcessed },
+    ];
+  }
+
+  return async (endpoint, params) => {
+    if (!endpoint.cache || !cache) {
+      const [payload, execution] = await query(endpoint, params);
+      return { payload, execution };
+    }
+    let execution: Execution | undefined;
+    const { payload, ...answer } = await cache.get(
+      cacheKey(endpoint.id, params),
+      endpoint.cache,
+      async () => {
+        const [loaded, executed] = await query(endpoint, params);
+        execution = executed;
+        return loaded;
+      },
+    );
+    return { payload, cache: answer, execution };
+  };
+}

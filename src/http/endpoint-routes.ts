@@ -1,0 +1,59 @@
+// The query routes of SPEC §4 and DESIGN.md, and the catalog listing.
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { catalog, findEndpoint } from "../endpoints/catalog.ts";
+import { parseParams } from "../endpoints/params.ts";
+import type { RunEndpoint } from "../endpoints/runner.ts";
+import { HttpError } from "./errors.ts";
+import { sendAnswer } from "./reply.ts";
+
+export function endpointRoutes(app: FastifyInstance, run: RunEndpoint): void {
+  app.get("/api/endpoints", async () => ({ result: catalog.map(describeEndpoint) }));
+
+  // By name (SPEC), by UUID (SPEC) and by name under /query (the path Logflare and Supabase Studio call).
+  for (const path of ["/api/endpoints/:nameOrId", "/api/endpoints/query/:nameOrId"]) {
+    app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
+      const endpoint = findEndpoint(request.params.nameOrId);
+      if (!endpoint) {
+        throw new HttpError(
+          404,
+          "endpoint_not_found",
+          `No endpoint is named or has the id "${request.params.nameOrId}"; GET /api/endpoints lists them.`,
+        );
+      }
+      request.queryLog.endpoint = endpoint.name;
+      const answer = await run(endpoint, parseParams(endpoint.params, request.query));
+      request.queryLog.cache = answer.cache?.status;
+      Object.assign(request.queryLog, answer.execution);
+      return sendAnswer(request, reply, answer);
+    });
+  }
+}
+
+function describeEndpoint(endpoint: (typeof catalog)[number]) {
+  const schema = z.toJSONSchema(endpoint.params, { io: "input", unrepresentable: "any" }) as {
+    properties: Record<string, { description?: string; enum?: string[] }>;
+    required?: string[];
+  };
+  return {
+    name: endpoint.name,
+    id: endpoint.id,
+    description: endpoint.description,
+    params: Object.entries(schema.properties).map(([name, property]) => ({
+      name,
+      type: "string",
+      required: schema.required?.includes(name) ?? false,
+      description: property.description,
+      ...(property.enum && { allowed: property.enum }),
+    })),
+    max_rows: endpoint.maxRows,
+    cache: endpoint.cache
+      ? { ttl_seconds: endpoint.cache.ttlSeconds, warming_seconds: endpoint.cache.warmingSeconds }
+      : null,
+    paths: [
+      `/api/endpoints/${endpoint.name}`,
+      `/api/endpoints/query/${endpoint.id}`,
+      `/api/endpoints/query/${endpoint.name}`,
+    ],
+  };
+}

@@ -1,0 +1,79 @@
+// The error envelope of DESIGN.md: {"error":{"code","message",...}}, and the mapping from every
+// failure to it. Bodies never carry stacks or engine internals.
+import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import { InvalidParamsError } from "../endpoints/params.ts";
+import { EngineError } from "../engines/engine.ts";
+
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "HttpError";
+  }
+}
+
+export function sendError(
+  reply: FastifyReply,
+  statusCode: number,
+  code: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+): FastifyReply {
+  return reply
+    .code(statusCode)
+    .type("application/json; charset=utf-8")
+    .send({ error: { code, message, ...extra } });
+}
+
+export function registerErrorHandlers(app: FastifyInstance): void {
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      reply,
+      404,
+      "not_found",
+      `No route ${request.method} ${request.url.split("?")[0]}; see GET /api/endpoints.`,
+    ),
+  );
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof InvalidParamsError) {
+      return sendError(
+        reply,
+        400,
+        "invalid_params",
+        "Some query parameters are invalid; see details.",
+        {
+          details: error.details,
+        },
+      );
+    }
+    if (error instanceof HttpError)
+      return sendError(reply, error.statusCode, error.code, error.message);
+    if (error instanceof EngineError) {
+      request.log.error(
+        { err: { message: error.message, ...error.detail } },
+        "engine query failed",
+      );
+      return sendError(
+        reply,
+        error.code === "engine_timeout" ? 504 : 502,
+        error.code,
+        error.message,
+      );
+    }
+    if (error.statusCode === 429) return sendError(reply, 429, "rate_limited", error.message);
+    if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+      return sendError(reply, error.statusCode, "bad_request", error.message);
+    }
+    request.log.error({ err: error }, "unhandled error");
+    return sendError(
+      reply,
+      500,
+      "internal_error",
+      `An internal error occurred; quote request id ${request.id} when reporting it.`,
+    );
+  });
+}

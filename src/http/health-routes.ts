@@ -1,0 +1,33 @@
+import type { FastifyInstance } from "fastify";
+import type { QueryEngine } from "../engines/engine.ts";
+import { sendError } from "./errors.ts";
+
+const READY_TIMEOUT_MS = 5_000;
+
+/** Liveness (the process serves HTTP) and readiness (the engine answers a trivial query); no key needed. */
+export function healthRoutes(app: FastifyInstance, engine: QueryEngine): void {
+  app.get("/health", async () => ({ status: "ok" }));
+
+  app.get("/ready", async (request, reply) => {
+    try {
+      await withTimeout(engine.ping(), READY_TIMEOUT_MS);
+      return { status: "ready", engine: engine.dialect };
+    } catch (error) {
+      request.log.warn({ err: error }, "readiness check failed");
+      return sendError(
+        reply,
+        503,
+        "not_ready",
+        `The ${engine.dialect} engine did not answer a trivial query.`,
+      );
+    }
+  });
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

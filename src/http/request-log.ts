@@ -1,0 +1,39 @@
+// One log line per request: id, endpoint, status, duration, rows, engine job and bytes, cache status.
+// Headers are never logged, so keys cannot leak; the query string is logged by parameter name only.
+import type { FastifyInstance } from "fastify";
+
+export interface QueryLog {
+  endpoint?: string;
+  cache?: string;
+  rows?: number;
+  jobId?: string;
+  bytesProcessed?: number;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    queryLog: QueryLog;
+  }
+}
+
+export function requestLog(app: FastifyInstance): void {
+  app.decorateRequest("queryLog", null as unknown as QueryLog);
+  app.addHook("onRequest", async (request, reply) => {
+    request.queryLog = {};
+    reply.header("x-request-id", request.id);
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    const [path] = request.url.split("?");
+    request.log.info(
+      {
+        method: request.method,
+        path,
+        params: Object.keys((request.query as object | undefined) ?? {}),
+        status: reply.statusCode,
+        durationMs: Math.round(reply.elapsedTime * 100) / 100,
+        ...request.queryLog,
+      },
+      "request",
+    );
+  });
+}

@@ -1,0 +1,66 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../src/config.ts";
+
+describe("loadConfig", () => {
+  it("defaults to the embedded engine with demo data, on loopback port 3000", () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      port: 3000,
+      host: "127.0.0.1",
+      apiKeys: [],
+      engine: { kind: "duckdb", demoData: true },
+      logLevel: "info",
+    });
+  });
+
+  it("serves local exports instead of demo data when LOCAL_DATA is set", () => {
+    expect(loadConfig({ LOCAL_DATA: "./exports" }).engine).toEqual({
+      kind: "duckdb",
+      localData: "./exports",
+      demoData: false,
+    });
+  });
+
+  it("picks BigQuery when a project is set, with the job timeout and byte limit", () => {
+    const config = loadConfig({
+      BIGQUERY_PROJECT_ID: "acme",
+      BIGQUERY_DATASET: "logs",
+      BIGQUERY_LOCATION: "EU",
+      BIGQUERY_MAX_BYTES_BILLED: "1000000000",
+    });
+    expect(config.engine).toEqual({
+      kind: "bigquery",
+      projectId: "acme",
+      dataset: "logs",
+      location: "EU",
+      jobTimeoutMs: 30_000,
+      maximumBytesBilled: "1000000000",
+    });
+  });
+
+  it("splits API_KEYS on commas and trims them", () => {
+    const keys = ["k".repeat(16), "z".repeat(20)];
+    expect(loadConfig({ API_KEYS: ` ${keys[0]} ,${keys[1]},` }).apiKeys).toEqual(keys);
+  });
+
+  it("treats an empty variable as unset", () => {
+    expect(loadConfig({ PORT: "", QUERY_ENGINE: "" }).port).toBe(3000);
+  });
+
+  it.each([
+    [{ PORT: "http" }, /^PORT: /],
+    [{ PORT: "70000" }, /^PORT: /],
+    [{ QUERY_ENGINE: "postgres" }, /^QUERY_ENGINE: expects bigquery or duckdb$/],
+    [{ QUERY_ENGINE: "bigquery" }, /^BIGQUERY_PROJECT_ID: required/],
+    [{ BIGQUERY_PROJECT_ID: "acme" }, /^BIGQUERY_DATASET: required/],
+    [{ BIGQUERY_API_ENDPOINT: "localhost:9050" }, /^BIGQUERY_API_ENDPOINT: expects a URL/],
+    [{ BIGQUERY_MAX_BYTES_BILLED: "1e9" }, /^BIGQUERY_MAX_BYTES_BILLED: expects a whole number/],
+    [{ API_KEYS: "short" }, /^API_KEYS: each key needs at least 16 characters$/],
+    [{ DEMO_DATA: "maybe" }, /^DEMO_DATA: expects true or false$/],
+    [{ LOG_LEVEL: "verbose" }, /^LOG_LEVEL: expects one of fatal, error/],
+    [{ CACHE_MAX_BYTES: "-1" }, /^CACHE_MAX_BYTES: expects a positive number$/],
+  ])("rejects %j with one line naming the variable", (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});

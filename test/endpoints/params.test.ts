@@ -1,0 +1,170 @@
+import { describe, expect, it } from "vitest";
+import { catalog, findEndpoint } from "../../src/endpoints/catalog.ts";
+import { InvalidParamsError, parseParams, type SqlParams } from "../../src/endpoints/params.ts";
+
+function endpoint(name: string) {
+  const found = findEndpoint(name);
+  if (!found) throw new Error(`no endpoint ${name}`);
+  return found;
+}
+
+function parse(name: string, query: Record<string, unknown>): SqlParams {
+  return parseParams(endpoint(name).params, query);
+}
+
+function issues(name: string, query: Record<string, unknown>) {
+  try {
+    parse(name, query);
+  } catch (error) {
+    if (error instanceof InvalidParamsError) return error.details;
+    throw error;
+  }
+  throw new Error("expected invalid params");
+}
+
+describe("catalog", () => {
+  it("holds the three endpoints of DESIGN.md with their ids, row caps and cache policies", () => {
+    expect(catalog.map((e) => [e.name, e.id, e.maxRows, e.cache])).toEqual([
+      [
+        "functions.invocation-stats",
+        "301c3c3d-c4b3-4d6e-b0a1-e6310fabb99c",
+        1000,
+        { ttlSeconds: 900, warmingSeconds: 300 },
+      ],
+      ["logs.all", "c4e48f7a-e763-48a3-9217-93a065d845d8", 1000, undefined],
+      [
+        "usage.api-counts",
+        "fa6e0509-d5f7-468e-b429-8c4aecf8563d",
+        1000,
+        { ttlSeconds: 900, warmingSeconds: 300 },
+      ],
+    ]);
+  });
+
+  it("finds an endpoint by name or by UUID in either case, and nothing else", () => {
+    expect(findEndpoint("logs.all")?.name).toBe("logs.all");
+    expect(findEndpoint("C4E48F7A-E763-48A3-9217-93A065D845D8")?.name).toBe("logs.all");
+    expect(findEndpoint("LOGS.ALL")).toBeUndefined();
+    expect(findEndpoint("logs")).toBeUndefined();
+  });
+});
+
+describe("functions.invocation-stats params", () => {
+  it("binds an absent or empty function_id as null", () => {
+    expect(parse("functions.invocation-stats", { project: "default", interval: "1hr" })).toEqual({
+      project: "default",
+      function_id: null,
+      interval: "1hr",
+    });
+    expect(
+      parse("functions.invocation-stats", { project: "default", interval: "1hr", function_id: "" })
+        .function_id,
+    ).toBeNull();
+  });
+
+  it("keeps each known interval and normalises any other value to 1day, as the spec's fallback", () => {
+    for (const interval of ["5min", "15min", "1hr", "1day", "7day"]) {
+      expect(parse("functions.invocation-stats", { project: "p", interval }).interval).toBe(
+        interval,
+      );
+    }
+    expect(parse("functions.invocation-stats", { project: "p", interval: "3weeks" }).interval).toBe(
+      "1day",
+    );
+  });
+
+  it("counts a required parameter given empty as missing", () => {
+    expect(issues("functions.invocation-stats", { project: "", interval: "" })).toEqual([
+      { param: "project", message: expect.stringMatching(/^required: /) },
+      {
+        param: "interval",
+        message: expect.stringMatching(/^required: .*5min, 15min, 1hr, 1day, 7day/),
+      },
+    ]);
+  });
+
+  it("names unknown parameters, such as typos, one detail each", () => {
+    expect(issues("functions.invocation-stats", { projct: "p", interval: "1hr", x: "1" })).toEqual([
+      { param: "project", message: expect.stringMatching(/^required/) },
+      {
+        param: "projct",
+        message: "unknown parameter; this endpoint takes project, function_id, interval",
+      },
+      {
+        param: "x",
+        message: "unknown parameter; this endpoint takes project, function_id, interval",
+      },
+    ]);
+  });
+
+  it("rejects a parameter given twice", () => {
+    expect(issues("functions.invocation-stats", { project: ["a", "b"], interval: "1hr" })).toEqual([
+      { param: "project", message: "given more than once; pass it once" },
+    ]);
+  });
+});
+
+describe("logs.all params", () => {
+  it("normalises both timestamps to RFC 3339 UTC with microseconds; empty means absent", () => {
+    expect(
+      parse("logs.all", {
+        project: "default",
+        project_tier: "PRO",
+        iso_timestamp_start: "2026-11-21T07:00:00+02:00",
+        iso_timestamp_end: "",
+      }),
+    ).toEqual({
+      project: "default",
+      project_tier: "PRO",
+      iso_timestamp_start: "2026-11-21T05:00:00.000000Z",
+      iso_timestamp_end: null,
+    });
+  });
+
+  it("keeps project_tier as given: case-sensitive, unknown tiers fall back in the SQL", () => {
+    expect(parse("logs.all", { project: "p", project_tier: "pro" }).project_tier).toBe("pro");
+  });
+
+  it.each(["2026-11-21", "2026-11-21T05:00:00", "1700000000", "2026-13-01T00:00:00Z", "now"])(
+    "rejects the timestamp %j with an example of the expected form",
+    (value) => {
+      expect(
+        issues("logs.all", { project: "p", project_tier: "FREE", iso_timestamp_start: value }),
+      ).toEqual([
+        {
+          param: "iso_timestamp_start",
+          message: expect.stringContaining(
+            "ISO 8601 timestamp with a zone, e.g. 2026-11-21T05:00:00Z",
+          ),
+        },
+      ]);
+    },
+  );
+});
+
+describe("usage.api-counts params", () => {
+  it("accepts an RE2 regex and one of the three intervals", () => {
+    expect(
+      parse("usage.api-counts", { project: "^https://default\\.", interval: "daily" }),
+    ).toEqual({
+      project: "^https://default\\.",
+      interval: "daily",
+    });
+  });
+
+  it("rejects an interval outside the table, listing the allowed values", () => {
+    expect(issues("usage.api-counts", { project: "p", interval: "weekly" })).toEqual([
+      { param: "interval", message: "must be one of minutely, hourly, daily" },
+    ]);
+  });
+
+  it.each([
+    ["(", "missing closing )"],
+    ["(?=lookahead)", "invalid or unsupported Perl syntax"],
+    ["(a)\\1", "invalid escape sequence"],
+  ])("rejects %j, which is not RE2 (BigQuery's regex language)", (pattern, reason) => {
+    expect(issues("usage.api-counts", { project: pattern, interval: "hourly" })).toEqual([
+      { param: "project", message: expect.stringContaining(reason) },
+    ]);
+  });
+});
