@@ -1,0 +1,188 @@
+// Conformance of queries/bigquery/logs.all.sql with SPEC §4.2 and DESIGN.md, on GoogleSQL's
+// reference engine with a pinned clock. Expected rows come from the rule, not from the query.
+import { describe, expect, it } from "vitest";
+import {
+  DAY,
+  edgeLog,
+  edgeMetadata,
+  HOUR,
+  MICROSECOND,
+  MINUTE,
+  OTHER_PROJECT,
+  PROJECT,
+  request,
+  SECOND,
+  shift,
+} from "../support/fixtures.ts";
+import type { Params, Row } from "../support/googlesql.ts";
+import { bigQuerySql } from "../support/queries.ts";
+import { referenceEngine } from "../support/reference-engine.ts";
+
+const engine = referenceEngine();
+const SQL = bigQuerySql("logs.all");
+const NOW = "2026-11-21T05:17:42.123456Z";
+
+async function logs(rows: Row[], params: Params = {}): Promise<Row[]> {
+  const result = await engine.query(SQL, {
+    tables: { edge_logs: rows },
+    params: { project: PROJECT, project_tier: "FREE", ...params },
+    now: NOW,
+  });
+  return result.rows;
+}
+
+const ids = (rows: Row[]) => rows.map((r) => r.id);
+
+describe("logs.all", () => {
+  it("returns id, timestamp, event_message, metadata with their BigQuery types", async () => {
+    const { columns } = await engine.query(SQL, { params: { project_tier: "FREE" }, now: NOW });
+    expect(columns.map((c) => [c.name, c.type.type_kind])).toEqual([
+      ["id", "TYPE_STRING"],
+      ["timestamp", "TYPE_TIMESTAMP"],
+      ["event_message", "TYPE_STRING"],
+      ["metadata", "TYPE_ARRAY"],
+    ]);
+  });
+
+  describe.each([
+    ["FREE", 1n],
+    ["PRO", 7n],
+    ["PAYG", 90n],
+    ["ENTERPRISE", 90n],
+    // Any other value, including another spelling of a known tier, gets 1 day.
+    ["pro", 1n],
+    ["Enterprise", 1n],
+    ["TEAM", 1n],
+    ["", 1n],
+    [null, 1n],
+  ])("project_tier %j", (tier, days) => {
+    it(`keeps records strictly after now − ${days} day(s)`, async () => {
+      const start = shift(NOW, -days * DAY);
+      const rows = [
+        edgeLog(start, { id: "at-retention-start" }),
+        edgeLog(shift(start, MICROSECOND), { id: "just-inside" }),
+        edgeLog(shift(start, -DAY), { id: "a-day-older" }),
+      ];
+      expect(ids(await logs(rows, { project_tier: tier }))).toEqual(["just-inside"]);
+    });
+  });
+
+  describe("iso_timestamp_start (exclusive) and iso_timestamp_end (inclusive)", () => {
+    const instant = "2026-11-21T03:00:00.000000Z";
+    const rows = [
+      edgeLog(shift(instant, -MICROSECOND), { id: "before" }),
+      edgeLog(instant, { id: "at" }),
+      edgeLog(shift(instant, MICROSECOND), { id: "after" }),
+    ];
+
+    it.each<[string, Params, string[]]>([
+      ["start at the instant", { iso_timestamp_start: instant }, ["after"]],
+      ["end at the instant", { iso_timestamp_end: instant }, ["at", "before"]],
+      [
+        "both around the instant",
+        { iso_timestamp_start: shift(instant, -MICROSECOND), iso_timestamp_end: instant },
+        ["at"],
+      ],
+      ["start in +02:00 form", { iso_timestamp_start: "2026-11-21T05:00:00+02:00" }, ["after"]],
+      ["end in +02:00 form", { iso_timestamp_end: "2026-11-21T05:00:00+02:00" }, ["at", "before"]],
+      ["start in Z form, no fraction", { iso_timestamp_start: "2026-11-21T03:00:00Z" }, ["after"]],
+      [
+        "empty start and end",
+        { iso_timestamp_start: "", iso_timestamp_end: "" },
+        ["after", "at", "before"],
+      ],
+      ["absent start and end", {}, ["after", "at", "before"]],
+      ["start after end", { iso_timestamp_start: instant, iso_timestamp_end: instant }, []],
+    ])("%s", async (_, params, expected) => {
+      expect(ids(await logs(rows, params))).toEqual(expected);
+    });
+
+    it("retention still applies under an earlier start", async () => {
+      const old = edgeLog(shift(NOW, -2n * DAY), { id: "old" });
+      const params = { iso_timestamp_start: "2026-01-01T00:00:00Z" };
+      expect(ids(await logs([...rows, old], params))).toEqual(["after", "at", "before"]);
+      expect(ids(await logs([...rows, old], { ...params, project_tier: "PRO" }))).toEqual([
+        "after",
+        "at",
+        "before",
+        "old",
+      ]);
+    });
+  });
+
+  it("returns the 100 newest records of the project, newest first", async () => {
+    // 130 records, one every 7 minutes, interleaved with another project's and shuffled.
+    const ours = Array.from({ length: 130 }, (_, i) =>
+      edgeLog(shift(NOW, -BigInt(i) * 7n * MINUTE - SECOND), { id: `ours-${i}` }),
+    );
+    const theirs = ours.map((r, i) =>
+      edgeLog(shift(r.timestamp as string, SECOND / 2n), {
+        id: `theirs-${i}`,
+        project: OTHER_PROJECT,
+      }),
+    );
+    const shuffled = [...ours, ...theirs].sort((a, b) => hash(a.id) - hash(b.id));
+    const expected = Array.from({ length: 100 }, (_, i) => `ours-${i}`);
+    expect(ids(await logs(shuffled, { project_tier: "PRO" }))).toEqual(expected);
+  });
+
+  it("returns each record intact: metadata as nested arrays with zero or several elements", async () => {
+    const several = [
+      edgeMetadata(request("/rest/v1/todos"), request("/auth/v1/token", OTHER_PROJECT)),
+      { request: [], response: [{ status_code: 500 }, { status_code: null }] },
+      { request: [{ method: null, path: null, url: null, host: null }], response: [] },
+    ];
+    const rows = [
+      edgeLog(shift(NOW, -HOUR), { id: "none", message: "no metadata", metadata: [] }),
+      edgeLog(shift(NOW, -MINUTE), {
+        id: "several",
+        message: "several\nlines 'q'",
+        metadata: several,
+      }),
+    ];
+    expect(await logs(rows)).toEqual([
+      {
+        id: "several",
+        timestamp: shift(NOW, -MINUTE),
+        event_message: "several\nlines 'q'",
+        metadata: several,
+      },
+      { id: "none", timestamp: shift(NOW, -HOUR), event_message: "no metadata", metadata: [] },
+    ]);
+  });
+
+  it.each([
+    "' OR 1=1 --",
+    "x' OR 'a'='a",
+    '"; DROP TABLE edge_logs; --',
+    "back\\slash\\",
+    "100%_done",
+    "@project",
+    "プロジェクト-ü-🚀",
+  ])("project %j is a plain value: only a record with exactly that project", async (value) => {
+    const rows = [
+      edgeLog(shift(NOW, -MINUTE), { id: "exact", project: value }),
+      edgeLog(shift(NOW, -MINUTE), { id: "ours" }),
+      edgeLog(shift(NOW, -MINUTE), { id: "longer", project: `${value}x` }),
+    ];
+    expect(ids(await logs(rows, { project: value }))).toEqual(["exact"]);
+  });
+
+  it.each(["' OR 1=1 --", "PRO' OR '1'='1", "@project_tier"])(
+    "project_tier %j is a plain value: an unknown tier of 1 day",
+    async (tier) => {
+      const rows = [
+        edgeLog(shift(NOW, -HOUR), { id: "recent" }),
+        edgeLog(shift(NOW, -2n * DAY), { id: "old" }),
+      ];
+      expect(ids(await logs(rows, { project_tier: tier }))).toEqual(["recent"]);
+    },
+  );
+});
+
+/** A stable pseudo-random order key. */
+function hash(value: unknown): number {
+  let h = 0;
+  for (const ch of String(value)) h = (h * 31 + ch.charCodeAt(0)) % 1_000_003;
+  return h;
+}
