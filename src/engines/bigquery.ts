@@ -1,0 +1,222 @@
+// The BigQuery engine: runs an endpoint's SQL as a query job through the official client, reads one
+// page of at most maxRows rows, and turns every failure into an EngineError safe to show a caller.
+import { setTimeout as sleep } from "node:timers/promises";
+import { BigQuery, type BigQueryOptions, common, type Job } from "@google-cloud/bigquery";
+import { PassThroughClient } from "google-auth-library";
+import { decodeRows } from "./bigquery-rows.ts";
+import { EngineError, type QueryEngine, type QueryRequest, type QueryResult } from "./engine.ts";
+
+/** Whole-query retries of rate-limit and backend failures; see README "BigQuery retries". */
+export interface RetryPolicy {
+  /** Attempts in all, the first included. */
+  attempts: number;
+  /** Delay before the first retry; it doubles per retry up to maxDelayMs, half of it jittered. */
+  initialDelayMs: number;
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, initialDelayMs: 1000, maxDelayMs: 4000 };
+
+export interface BigQueryEngineOptions {
+  projectId: string;
+  /** Default dataset of every query: the SQL names the source tables bare. */
+  dataset: string;
+  location?: string;
+  /** An emulator or the test stand-in; requests then carry no credentials. */
+  apiEndpoint?: string;
+  /** Budget of one run, retries included; also sent as the job's jobTimeoutMs. */
+  jobTimeoutMs: number;
+  /** int64 as a decimal string, as BigQuery takes it. */
+  maximumBytesBilled?: string;
+  retry?: RetryPolicy;
+  /** Overrides the credentials; by default ADC, or none with apiEndpoint. */
+  authClient?: BigQueryOptions["authClient"];
+}
+
+export function createBigQueryEngine(options: BigQueryEngineOptions): QueryEngine {
+  const retry = options.retry ?? DEFAULT_RETRY;
+  const client = new BigQuery({
+    projectId: options.projectId,
+    apiEndpoint: options.apiEndpoint,
+    authClient: options.authClient ?? (options.apiEndpoint ? new PassThroughClient() : undefined),
+    // Retries are whole-query (below): re-polling a failed job cannot help, and the client's own
+    // backoff (2, 4, 8 s) would spend half the job timeout on one HTTP call.
+    retryOptions: { autoRetry: false },
+  });
+
+  async function runJob(request: QueryRequest, deadline: number, attempt: Attempt) {
+    const [job] = await client.createQueryJob({
+      query: request.sql,
+      params: request.params,
+      // Every parameter is STRING; a null value has no type of its own for the client to infer.
+      types: Object.fromEntries(Object.keys(request.params).map((name) => [name, "STRING"])),
+      defaultDataset: { projectId: options.projectId, datasetId: options.dataset },
+      location: options.location,
+      labels: { endpoint: labelValue(request.endpoint) },
+      jobTimeoutMs: Math.max(1, deadline - Date.now()),
+      maximumBytesBilled: options.maximumBytesBilled,
+    });
+    attempt.jobId = job.id;
+    return firstPage(job, request.maxRows, attempt.signal);
+  }
+
+  async function run(request: QueryRequest): Promise<QueryResult> {
+    const deadline = Date.now() + options.jobTimeoutMs;
+    for (let attemptNumber = 1; ; attemptNumber++) {
+      const attempt: Attempt = { signal: AbortSignal.timeout(Math.max(0, deadline - Date.now())) };
+      try {
+        return await untilAborted(runJob(request, deadline, attempt), attempt.signal);
+      } catch (error) {
+        const failure = classify(error);
+        const delay = backoff(retry, attemptNumber);
+        if (
+          failure.kind === "transient" &&
+          attemptNumber < retry.attempts &&
+          Date.now() + delay < deadline
+        ) {
+          await sleep(delay);
+          continue;
+        }
+        throw engineError(failure, attempt.jobId, attemptNumber, options.jobTimeoutMs);
+      }
+    }
+  }
+
+  return {
+    dialect: "bigquery",
+    run,
+    async ping() {
+      await run({ endpoint: "ping", sql: "SELECT 1", params: {}, maxRows: 1 });
+    },
+    async close() {},
+  };
+}
+
+interface Attempt {
+  /** Aborts at the run's deadline. */
+  signal: AbortSignal;
+  jobId?: string;
+}
+
+/** Waits for the job, then reads its first page; later pages are never fetched. */
+async function firstPage(job: Job, maxRows: number, signal: AbortSignal): Promise<QueryResult> {
+  for (;;) {
+    // autoPaginate:false returns an unfinished job's answer instead of polling in the client, so
+    // polling stops at our deadline. BigQuery holds each call up to 10 s while the job runs.
+    const [rows, , response] = await job.getQueryResults({
+      maxResults: maxRows,
+      autoPaginate: false,
+      skipParsing: true,
+    });
+    if (response?.jobComplete !== false) {
+      return {
+        rows: decodeRows(response?.schema?.fields ?? [], rows),
+        truncated: Boolean(response?.pageToken),
+        jobId: job.id,
+        ...(response?.totalBytesProcessed && {
+          bytesProcessed: Number(response.totalBytesProcessed),
+        }),
+      };
+    }
+    signal.throwIfAborted();
+  }
+}
+
+/** Settles as `work` does, or rejects with the signal's reason when it aborts first. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  // A failure after the deadline concerns nobody; unobserved, it would crash the process.
+  work.catch(() => {});
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/** Label values allow lowercase letters, digits, `_` and `-` only: `logs.all` becomes `logs_all`. */
+function labelValue(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]/g, "_")
+    .slice(0, 63);
+}
+
+function backoff(policy: RetryPolicy, attemptNumber: number): number {
+  const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** (attemptNumber - 1));
+  return ceiling / 2 + (Math.random() * ceiling) / 2;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Failures
+
+interface Failure {
+  kind: "timeout" | "transient" | "rejected";
+  /** BigQuery's reason (`invalidQuery`, ...), HTTP status or network error code. */
+  reason: string;
+  /** The engine's own text: for the log only. */
+  cause: string;
+}
+
+const TRANSIENT_REASONS = new Set([
+  "rateLimitExceeded",
+  "userRateLimitExceeded",
+  "backendError",
+  "internalError",
+]);
+const TRANSIENT_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
+const NETWORK_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "EPIPE", "EAI_AGAIN"]);
+
+const REJECTION_MESSAGES: Record<string, string> = {
+  invalidQuery: "BigQuery rejected the endpoint's query as invalid.",
+  notFound: "A table or dataset this endpoint reads does not exist in BigQuery.",
+  accessDenied: "The service's BigQuery credentials may not run this endpoint's query.",
+  bytesBilledLimitExceeded: "The query would scan more bytes than the service allows.",
+};
+
+function classify(error: unknown): Failure {
+  if (error instanceof DOMException && error.name === "TimeoutError") {
+    return { kind: "timeout", reason: "deadline", cause: error.message };
+  }
+  if (error instanceof common.ApiError) {
+    const reason = error.errors?.find((e) => e.reason)?.reason ?? String(error.code ?? "unknown");
+    // BigQuery's own verdict when the job outlived the jobTimeoutMs it was sent with.
+    if (reason === "timeout") return { kind: "timeout", reason, cause: error.message };
+    const transient = TRANSIENT_REASONS.has(reason) || TRANSIENT_STATUSES.has(error.code ?? 0);
+    return { kind: transient ? "transient" : "rejected", reason, cause: error.message };
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && NETWORK_CODES.has(code)) {
+    return { kind: "transient", reason: code, cause: (error as Error).message };
+  }
+  // Anything else is a bug of ours, not BigQuery's: let it surface as one.
+  throw error;
+}
+
+function engineError(
+  failure: Failure,
+  jobId: string | undefined,
+  attempts: number,
+  jobTimeoutMs: number,
+): EngineError {
+  const detail = { ...(jobId && { jobId }), cause: `${failure.reason}: ${failure.cause}` };
+  switch (failure.kind) {
+    case "timeout":
+      return new EngineError(
+        "engine_timeout",
+        `BigQuery did not finish the query within the ${jobTimeoutMs} ms job timeout.`,
+        detail,
+      );
+    case "transient":
+      return new EngineError(
+        "engine_error",
+        "BigQuery is rate-limited or temporarily unavailable; try again shortly.",
+        { ...detail, cause: `${detail.cause} (after ${attempts} attempts)` },
+      );
+    case "rejected":
+      return new EngineError(
+        "engine_error",
+        REJECTION_MESSAGES[failure.reason] ?? "BigQuery could not run the endpoint's query.",
+        detail,
+      );
+  }
+}

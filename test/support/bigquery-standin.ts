@@ -1,0 +1,404 @@
+// A local stand-in for the part of the BigQuery v2 REST API that @google-cloud/bigquery uses to run a
+// query job (jobs.insert, then jobs.getQueryResults polling and paging). It executes the SQL on the
+// GoogleSQL reference harness over fixture tables with a pinned clock, records every request so tests
+// can assert what the client sent, and injects faults on request. Wire shapes follow
+// /work/shared/notes/bigquery-wire-probe.md.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { parseIsoTimestamp } from "../../src/time.ts";
+import { type Column, GoogleSql, type Row, referencedParams } from "./googlesql.ts";
+
+export type StandInFault = { times?: number } & (
+  | { kind: "invalidQuery" | "notFound" | "backendError" }
+  | { kind: "rateLimitExceeded" | "connectionReset" }
+  | { kind: "slowJob"; polls: number }
+);
+// Where each fault strikes, as BigQuery does it:
+// - invalidQuery, notFound, backendError: the job is created, then fails; getQueryResults reports it.
+// - rateLimitExceeded: jobs.insert is refused with 403. connectionReset: jobs.insert's socket is cut.
+// - slowJob: getQueryResults says jobComplete:false `polls` times (Infinity: until the job's
+//   jobTimeoutMs fails it with reason "timeout").
+
+export interface StandInOptions {
+  googleSqlPort: number;
+  /** Rows per source table; tables left out are empty. */
+  tables?: Record<string, Row[]>;
+  /** CURRENT_TIMESTAMP() of every query, ISO 8601 with zone. */
+  now: string;
+  /** How long getQueryResults holds an unfinished job before answering (BigQuery: up to 10 s). */
+  incompleteWaitMs?: number;
+}
+
+export interface RecordedRequest {
+  method: string;
+  /** Path without the query string, e.g. `/bigquery/v2/projects/p/jobs`. */
+  path: string;
+  query: Record<string, string>;
+  /** The parsed JSON body of a POST. */
+  body?: JobInsert;
+}
+
+/** The parts of a jobs.insert body the stand-in reads. */
+export interface JobInsert {
+  jobReference: { projectId: string; jobId: string; location?: string };
+  configuration: {
+    query: {
+      query: string;
+      useLegacySql?: boolean;
+      parameterMode?: string;
+      queryParameters?: QueryParameter[];
+      defaultDataset?: { projectId?: string; datasetId: string };
+      maximumBytesBilled?: string;
+    };
+    jobTimeoutMs?: string;
+    labels?: Record<string, string>;
+  };
+}
+
+export interface QueryParameter {
+  name?: string;
+  parameterType: { type: string };
+  parameterValue: { value?: string | number | boolean | null };
+}
+
+interface ApiFailure {
+  status: number;
+  reason: string;
+  message: string;
+}
+
+type Outcome = { columns: Column[]; rows: Row[] } | { failure: ApiFailure };
+
+interface Job {
+  reference: { projectId: string; jobId: string; location: string };
+  outcome: Promise<Outcome>;
+  incompletePolls: number;
+  /** Epoch ms after which an unfinished job fails, from jobTimeoutMs. */
+  deadline: number;
+}
+
+const STATUS_NAMES: Record<number, string> = {
+  400: "INVALID_ARGUMENT",
+  403: "PERMISSION_DENIED",
+  404: "NOT_FOUND",
+  500: "INTERNAL",
+};
+
+const INJECTED_FAILURES: Record<"invalidQuery" | "notFound" | "backendError", ApiFailure> = {
+  invalidQuery: {
+    status: 400,
+    reason: "invalidQuery",
+    message: "Syntax error: Unexpected identifier (injected) at [1:1]",
+  },
+  notFound: {
+    status: 404,
+    reason: "notFound",
+    message: "Not found: Table standin:injected.missing was not found in location US",
+  },
+  backendError: {
+    status: 500,
+    reason: "backendError",
+    message: "Error encountered during execution. Retrying may solve the problem. (injected)",
+  },
+};
+
+const RATE_LIMITED: ApiFailure = {
+  status: 403,
+  reason: "rateLimitExceeded",
+  message: "Exceeded rate limits: too many api requests per user per method (injected)",
+};
+
+// BigQuery label keys and values: lowercase letters, digits, `_` and `-`, at most 63 characters.
+const LABEL_VALUE = /^[\p{Ll}\p{Lo}\p{N}_-]{0,63}$/u;
+const LABEL_KEY = /^[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}$/u;
+
+const ROUTE = /^(?:\/bigquery\/v2)?\/projects\/([^/]+)\/(?:jobs|queries\/([^/]+))$/;
+
+export class BigQueryStandIn {
+  /** Mutable between queries: the next job reads the current fixtures and clock. */
+  tables: Record<string, Row[]>;
+  now: string;
+  readonly requests: RecordedRequest[] = [];
+  private readonly faults: Required<StandInFault>[] = [];
+  private readonly jobs = new Map<string, Job>();
+  private readonly engine: GoogleSql;
+  private readonly server: Server;
+  private readonly incompleteWaitMs: number;
+
+  private constructor(options: StandInOptions) {
+    this.tables = options.tables ?? {};
+    this.now = options.now;
+    this.incompleteWaitMs = options.incompleteWaitMs ?? 20;
+    this.engine = new GoogleSql(options.googleSqlPort);
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((error: unknown) => {
+        send(res, 500, { error: { code: 500, message: `stand-in bug: ${String(error)}` } });
+      });
+    });
+  }
+
+  static async start(options: StandInOptions): Promise<BigQueryStandIn> {
+    const standIn = new BigQueryStandIn(options);
+    await new Promise<void>((resolve) => standIn.server.listen(0, "127.0.0.1", resolve));
+    return standIn;
+  }
+
+  /** Base URL for the client's `apiEndpoint`. */
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** The next `times` (default 1) jobs meet this fault; faults queue in order. */
+  injectFault(fault: StandInFault): void {
+    this.faults.push({ times: 1, ...fault } as Required<StandInFault>);
+  }
+
+  /** The jobs.insert bodies received, oldest first. */
+  get jobInserts(): JobInsert[] {
+    return this.requests.flatMap((r) => (r.body ? [r.body] : []));
+  }
+
+  /** The getQueryResults calls received, oldest first. */
+  get resultCalls(): RecordedRequest[] {
+    return this.requests.filter((r) => r.method === "GET");
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise((resolve) => this.server.close(resolve));
+    this.engine.close();
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://stand-in");
+    const text = await readBody(req);
+    const body = text ? (JSON.parse(text) as JobInsert) : undefined;
+    this.requests.push({
+      method: req.method ?? "",
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      ...(body && { body }),
+    });
+    const route = ROUTE.exec(url.pathname);
+    if (route && req.method === "POST" && !route[2] && body) return this.insert(body, req, res);
+    if (route?.[2] && req.method === "GET") return this.results(route[2], url.searchParams, res);
+    sendFailure(res, {
+      status: 404,
+      reason: "notFound",
+      message: `The stand-in does not serve ${req.method} ${url.pathname}`,
+    });
+  }
+
+  private insert(body: JobInsert, req: IncomingMessage, res: ServerResponse): void {
+    const fault = this.takeFault();
+    if (fault?.kind === "connectionReset") {
+      req.socket.destroy();
+      return;
+    }
+    if (fault?.kind === "rateLimitExceeded") {
+      sendFailure(res, RATE_LIMITED);
+      return;
+    }
+    const invalidLabel = Object.entries(body.configuration.labels ?? {}).find(
+      ([key, value]) => !LABEL_KEY.test(key) || !LABEL_VALUE.test(value),
+    );
+    if (invalidLabel) {
+      sendFailure(res, {
+        status: 400,
+        reason: "invalid",
+        message: `Label ${invalidLabel[0]}=${invalidLabel[1]} has invalid characters`,
+      });
+      return;
+    }
+    const { projectId, jobId, location = "US" } = body.jobReference;
+    const reference = { projectId, jobId, location };
+    const timeoutMs = Number(body.configuration.jobTimeoutMs ?? Number.POSITIVE_INFINITY);
+    const injected = fault && fault.kind !== "slowJob" ? INJECTED_FAILURES[fault.kind] : undefined;
+    this.jobs.set(jobId, {
+      reference,
+      outcome: injected ? Promise.resolve({ failure: injected }) : this.execute(body),
+      incompletePolls: fault?.kind === "slowJob" ? fault.polls : 0,
+      deadline: Date.now() + timeoutMs,
+    });
+    send(res, 200, {
+      kind: "bigquery#job",
+      id: `${projectId}:${location}.${jobId}`,
+      jobReference: reference,
+      configuration: body.configuration,
+      status: { state: "RUNNING" },
+    });
+  }
+
+  private takeFault(): Required<StandInFault> | undefined {
+    const fault = this.faults[0];
+    if (fault && --fault.times <= 0) this.faults.shift();
+    return fault;
+  }
+
+  private async execute(body: JobInsert): Promise<Outcome> {
+    const { query, queryParameters = [], parameterMode } = body.configuration.query;
+    const params: Record<string, string | null> = {};
+    for (const p of queryParameters) {
+      if (parameterMode !== "named" || !p.name || p.parameterType.type !== "STRING") {
+        return invalidQuery("The stand-in binds named STRING parameters only");
+      }
+      const value = p.parameterValue.value;
+      params[p.name.toLowerCase()] = value === null || value === undefined ? null : String(value);
+    }
+    const missing = referencedParams(query).find((name) => !(name in params));
+    if (missing) return invalidQuery(`Query parameter '${missing}' not found`);
+    try {
+      return await this.engine.query(query, { tables: this.tables, params, now: this.now });
+    } catch (error) {
+      const message = (error as Error).message;
+      return message.startsWith("Table not found")
+        ? { failure: { status: 404, reason: "notFound", message: `Not found: ${message}` } }
+        : invalidQuery(message);
+    }
+  }
+
+  private async results(jobId: string, query: URLSearchParams, res: ServerResponse): Promise<void> {
+    const job = this.jobs.get(jobId);
+    if (!job) {
+      return sendFailure(res, {
+        status: 404,
+        reason: "notFound",
+        message: `Not found: Job ${jobId}`,
+      });
+    }
+    const { reference } = job;
+    if (job.incompletePolls > 0) {
+      const wait = Math.min(this.incompleteWaitMs, Math.max(0, job.deadline - Date.now()));
+      await new Promise((resolve) => setTimeout(resolve, wait).unref());
+      if (Date.now() >= job.deadline) {
+        job.incompletePolls = 0;
+        job.outcome = Promise.resolve({
+          failure: { status: 400, reason: "timeout", message: "Job timed out (jobTimeoutMs)" },
+        });
+      } else {
+        job.incompletePolls -= 1;
+        send(res, 200, {
+          kind: "bigquery#getQueryResultsResponse",
+          jobReference: reference,
+          jobComplete: false,
+        });
+        return;
+      }
+    }
+    const outcome = await job.outcome;
+    if ("failure" in outcome) return sendFailure(res, outcome.failure);
+    const start = Number(query.get("pageToken") ?? query.get("startIndex") ?? 0);
+    const pageSize = Number(query.get("maxResults") ?? outcome.rows.length);
+    const end = Math.min(start + pageSize, outcome.rows.length);
+    // BigQuery names unnamed columns f0_, f1_, ...; the harness leaves them empty.
+    const fields = outcome.columns.map((c, i) => schemaField({ ...c, name: c.name || `f${i}_` }));
+    const page = outcome.rows.slice(start, end).map((row) => ({
+      f: outcome.columns.map((c, i) => cell(row[c.name], fields[i] as SchemaField)),
+    }));
+    send(res, 200, {
+      kind: "bigquery#getQueryResultsResponse",
+      jobReference: reference,
+      schema: { fields },
+      totalRows: String(outcome.rows.length),
+      ...(page.length > 0 && { rows: page }),
+      ...(end < outcome.rows.length && { pageToken: String(end) }),
+      totalBytesProcessed: String(Buffer.byteLength(JSON.stringify(this.tables))),
+      jobComplete: true,
+      cacheHit: false,
+    });
+  }
+}
+
+export function startBigQueryStandIn(options: StandInOptions): Promise<BigQueryStandIn> {
+  return BigQueryStandIn.start(options);
+}
+
+function invalidQuery(message: string): Outcome {
+  return { failure: { status: 400, reason: "invalidQuery", message } };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Result encoding: harness values (already in the service's wire format) → BigQuery REST cells
+
+interface SchemaField {
+  name: string;
+  type: string;
+  mode: "NULLABLE" | "REPEATED";
+  fields?: SchemaField[];
+}
+
+type TypeProto = Column["type"];
+
+// BigQuery's REST schema uses the legacy type names.
+const REST_TYPES: Record<string, string> = {
+  TYPE_STRING: "STRING",
+  TYPE_INT64: "INTEGER",
+  TYPE_DOUBLE: "FLOAT",
+  TYPE_BOOL: "BOOLEAN",
+  TYPE_TIMESTAMP: "TIMESTAMP",
+  TYPE_DATETIME: "DATETIME",
+  TYPE_STRUCT: "RECORD",
+};
+
+function schemaField(column: Column): SchemaField {
+  const repeated = column.type.type_kind === "TYPE_ARRAY";
+  const type = repeated ? (column.type.array_type?.element_type as TypeProto) : column.type;
+  const restType = REST_TYPES[type.type_kind];
+  if (!restType) throw new Error(`the stand-in cannot return ${type.type_kind}`);
+  const fields = type.struct_type?.field.map((f) =>
+    schemaField({ name: f.field_name, type: f.field_type }),
+  );
+  return {
+    name: column.name,
+    type: restType,
+    mode: repeated ? "REPEATED" : "NULLABLE",
+    ...(fields && { fields }),
+  };
+}
+
+type Cell = { v: string | null | Cell[] | { f: Cell[] } };
+
+function cell(value: unknown, field: SchemaField): Cell {
+  if (value === null || value === undefined) return { v: null };
+  if (field.mode === "REPEATED") {
+    return { v: (value as unknown[]).map((e) => cell(e, { ...field, mode: "NULLABLE" })) };
+  }
+  if (field.type === "RECORD") {
+    const record = value as Record<string, unknown>;
+    return { v: { f: (field.fields ?? []).map((f) => cell(record[f.name], f)) } };
+  }
+  // The client requests formatOptions.useInt64Timestamp: TIMESTAMP travels as epoch microseconds.
+  if (field.type === "TIMESTAMP") return { v: String(parseIsoTimestamp(value as string)) };
+  return { v: String(value) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = "";
+    req.setEncoding("utf8");
+    req.on("data", (chunk: string) => {
+      text += chunk;
+    });
+    req.on("end", () => resolve(text));
+    req.on("error", reject);
+  });
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { "content-type": "application/json; charset=UTF-8" });
+  res.end(JSON.stringify(body));
+}
+
+function sendFailure(res: ServerResponse, { status, reason, message }: ApiFailure): void {
+  send(res, status, {
+    error: {
+      code: status,
+      message,
+      errors: [{ message, domain: "global", reason }],
+      status: STATUS_NAMES[status] ?? "UNKNOWN",
+    },
+  });
+}
