@@ -1,0 +1,134 @@
+// The embedded engine: one DuckDB database per process (a file, or in memory), session time zone
+// UTC, endpoint parameters bound by name and rows in the same wire format as BigQuery's.
+//
+// "now": every query may use `$now`, the query's CURRENT_TIMESTAMP (TIMESTAMPTZ). The engine
+// reads its clock once per query and binds it, so tests can pin the clock to the microsecond and
+// compare with the reference engine; `now` is therefore not available as an endpoint parameter.
+import {
+  type DuckDBConnection,
+  DuckDBInstance,
+  type DuckDBPreparedStatement,
+  DuckDBTimestampTZValue,
+} from "@duckdb/node-api";
+import { dateToMicros } from "../time.ts";
+import { toWireValue } from "./duckdb/wire.ts";
+import {
+  EngineError,
+  type QueryEngine,
+  type QueryRequest,
+  type QueryResult,
+  type Row,
+} from "./engine.ts";
+
+export interface DuckDbEngineOptions {
+  /** Database file (`DUCKDB_PATH`); in memory when absent. */
+  path?: string;
+  /** The current time in epoch microseconds, read once per query; default: the system clock. */
+  now?: () => bigint;
+  /** A query still running after this long is interrupted (`engine_timeout`); default: none. */
+  timeoutMs?: number;
+}
+
+export interface DuckDbEngine extends QueryEngine {
+  readonly dialect: "duckdb";
+  /** A new connection to this engine's database (time zone UTC), e.g. to load tables; close it after use. */
+  connect(): Promise<DuckDBConnection>;
+}
+
+/** The name `$now` binds to in every query. */
+export const NOW_PARAM = "now";
+
+export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Promise<DuckDbEngine> {
+  const instance = await DuckDBInstance.create(options.path ?? ":memory:");
+  const setup = await instance.connect();
+  try {
+    // The session zone decides date_trunc and TIMESTAMP ⇄ TIMESTAMPTZ casts; BigQuery works in UTC.
+    await setup.run("SET GLOBAL TimeZone = 'UTC'");
+  } finally {
+    setup.closeSync();
+  }
+  const clock = options.now ?? (() => dateToMicros(new Date()));
+
+  const connect = () => instance.connect();
+
+  async function run(request: QueryRequest): Promise<QueryResult> {
+    const connection = await connect();
+    let prepared: DuckDBPreparedStatement | undefined;
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => connection.interrupt(), options.timeoutMs);
+    try {
+      prepared = await connection.prepare(request.sql);
+      bindParams(prepared, request.params, clock());
+      const reader = await prepared.streamAndReadUntil(request.maxRows + 1);
+      const names = reader.columnNames();
+      const rows = reader.convertRows(toWireValue).slice(0, request.maxRows + 1);
+      return {
+        rows: rows
+          .slice(0, request.maxRows)
+          .map(
+            (cells) => Object.fromEntries(names.map((name, i) => [name, cells[i] ?? null])) as Row,
+          ),
+        truncated: rows.length > request.maxRows,
+      };
+    } catch (error) {
+      if (error instanceof EngineError) throw error;
+      const cause = error instanceof Error ? error.message : String(error);
+      if (/interrupt/i.test(cause)) {
+        throw new EngineError("engine_timeout", "The query took too long and was stopped.", {
+          cause,
+        });
+      }
+      throw new EngineError("engine_error", "The query engine failed to run the query.", { cause });
+    } finally {
+      clearTimeout(timer);
+      prepared?.destroySync();
+      connection.closeSync();
+    }
+  }
+
+  return {
+    dialect: "duckdb",
+    run,
+    connect,
+    async ping() {
+      const connection = await connect();
+      try {
+        await connection.run("SELECT 1");
+      } finally {
+        connection.closeSync();
+      }
+    },
+    async close() {
+      instance.closeSync();
+    },
+  };
+}
+
+/** Binds each `$name` the SQL uses: `$now` from the clock, the rest as VARCHAR (NULL when absent). */
+function bindParams(
+  prepared: DuckDBPreparedStatement,
+  params: QueryRequest["params"],
+  now: bigint,
+): void {
+  for (let index = 1; index <= prepared.parameterCount; index++) {
+    const name = prepared.parameterName(index);
+    if (name === NOW_PARAM) {
+      prepared.bindTimestampTZ(index, new DuckDBTimestampTZValue(now));
+      continue;
+    }
+    if (!(name in params)) {
+      throw new EngineError(
+        "engine_error",
+        "The query uses a parameter the endpoint does not declare.",
+        {
+          cause: `unknown parameter $${name}`,
+        },
+      );
+    }
+    const value = params[name];
+    if (value === null || value === undefined) prepared.bindNull(index);
+    else prepared.bindVarchar(index, value);
+  }
+}
