@@ -34,6 +34,7 @@ export interface RecordedRequest {
   /** Path without the query string, e.g. `/bigquery/v2/projects/p/jobs`. */
   path: string;
   query: Record<string, string>;
+  headers: IncomingMessage["headers"];
   /** The parsed JSON body of a POST. */
   body?: JobInsert;
 }
@@ -177,6 +178,7 @@ export class BigQueryStandIn {
       method: req.method ?? "",
       path: url.pathname,
       query: Object.fromEntries(url.searchParams),
+      headers: req.headers,
       ...(body && { body }),
     });
     const route = ROUTE.exec(url.pathname);

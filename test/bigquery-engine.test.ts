@@ -1,0 +1,350 @@
+// The BigQuery engine through the official client, over real HTTP to the local stand-in, which runs
+// the SQL on GoogleSQL's reference engine. Expected rows come from the reference engine directly.
+import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import {
+  type BigQueryEngineOptions,
+  createBigQueryEngine,
+  type RetryPolicy,
+} from "../src/engines/bigquery.ts";
+import { EngineError, type QueryRequest } from "../src/engines/engine.ts";
+import {
+  type BigQueryStandIn,
+  type StandInFault,
+  startBigQueryStandIn,
+} from "./support/bigquery-standin.ts";
+import {
+  edgeLog,
+  edgeMetadata,
+  edgeRequests,
+  functionCall,
+  functionLog,
+  invocation,
+  MINUTE,
+  OTHER_PROJECT,
+  PROJECT,
+  request,
+  SECOND,
+  shift,
+} from "./support/fixtures.ts";
+import type { Row } from "./support/googlesql.ts";
+import { bigQuerySql } from "./support/queries.ts";
+import { referenceEngine } from "./support/reference-engine.ts";
+
+const NOW = "2026-11-21T05:17:42.123456Z";
+const FAST_RETRY: RetryPolicy = { attempts: 3, initialDelayMs: 1, maxDelayMs: 2 };
+
+const TABLES: Record<string, Row[]> = {
+  function_edge_logs: [
+    functionCall(shift(NOW, -3n * MINUTE), { ms: 12.5 }),
+    functionCall(shift(NOW, -3n * MINUTE + 7n), { ms: 40, statuses: [500] }),
+    functionLog(shift(NOW, -10n * MINUTE), invocation({ ms: 3 }), invocation({ ms: 5.25 })),
+    functionCall(shift(NOW, -10n * MINUTE), { project: OTHER_PROJECT }),
+  ],
+  edge_logs: [
+    edgeLog(shift(NOW, -5n * SECOND)),
+    edgeRequests(shift(NOW, -20n * MINUTE), request("/auth/v1/token"), request("/storage/v1/x")),
+    edgeLog(shift(NOW, -30n * MINUTE + 1n), {
+      metadata: [edgeMetadata(request("/realtime/v1/ws")), edgeMetadata()],
+    }),
+    edgeLog(shift(NOW, -40n * MINUTE), { project: OTHER_PROJECT }),
+  ],
+};
+
+const ENDPOINT_PARAMS: Record<string, Record<string, string | null>> = {
+  "functions.invocation-stats": { interval: "1hr", project: PROJECT, function_id: null },
+  "logs.all": {
+    project: PROJECT,
+    project_tier: null,
+    iso_timestamp_start: shift(NOW, -45n * MINUTE),
+    iso_timestamp_end: null,
+  },
+  "usage.api-counts": { interval: "hourly", project: PROJECT },
+};
+
+const googleSqlPort = inject("googleSqlPort");
+const reference = referenceEngine();
+let standIn: BigQueryStandIn;
+
+beforeEach(async () => {
+  standIn = await startBigQueryStandIn({ googleSqlPort, tables: TABLES, now: NOW });
+});
+afterEach(() => standIn.close());
+
+function engine(options: Partial<BigQueryEngineOptions> = {}) {
+  return createBigQueryEngine({
+    projectId: "test-project",
+    dataset: "logs",
+    location: "EU",
+    apiEndpoint: standIn.url,
+    jobTimeoutMs: 10_000,
+    maximumBytesBilled: "1000000000",
+    retry: FAST_RETRY,
+    ...options,
+  });
+}
+
+function adHoc(sql: string, maxRows = 1000): QueryRequest {
+  return { endpoint: "ad-hoc", sql, params: {}, maxRows };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<EngineError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(EngineError);
+  return error as EngineError;
+}
+
+describe("endpoint queries", () => {
+  it.each(Object.entries(ENDPOINT_PARAMS))(
+    "%s gives the reference engine's rows",
+    async (name, params) => {
+      const sql = bigQuerySql(name);
+      const expected = await reference.query(sql, { tables: TABLES, params, now: NOW });
+      expect(expected.rows.length).toBeGreaterThan(0);
+
+      const result = await engine().run({ endpoint: name, sql, params, maxRows: 1000 });
+
+      // Byte-identical JSON: same values, same column order.
+      expect(JSON.stringify(result.rows)).toBe(JSON.stringify(expected.rows));
+      expect(result.truncated).toBe(false);
+      expect(result.jobId).toBe(standIn.jobInserts[0]?.jobReference.jobId);
+      expect(result.bytesProcessed).toBeGreaterThan(0);
+    },
+  );
+
+  it("returns logs.all's nested metadata as arrays of objects and µs timestamps", async () => {
+    const params = ENDPOINT_PARAMS["logs.all"] as Record<string, string | null>;
+    const result = await engine().run({
+      endpoint: "logs.all",
+      sql: bigQuerySql("logs.all"),
+      params,
+      maxRows: 1000,
+    });
+    expect(result.rows.map((r) => r.timestamp)).toEqual([
+      "2026-11-21T05:17:37.123456Z",
+      "2026-11-21T04:57:42.123456Z",
+      "2026-11-21T04:47:42.123457Z",
+    ]);
+    expect(result.rows[1]?.metadata).toEqual([
+      {
+        request: [request("/auth/v1/token") as Row, request("/storage/v1/x") as Row],
+        response: [{ status_code: 200 }],
+      },
+    ]);
+  });
+});
+
+describe("wire format", () => {
+  it("writes each BigQuery type as DESIGN.md says, in the query's column order", async () => {
+    const result = await engine().run(
+      adHoc(`SELECT
+        TIMESTAMP '2026-11-21 05:00:00+00' AS ts,
+        TIMESTAMP '1969-12-31 23:59:58.5+00' AS early,
+        DATETIME '2026-11-21 05:00:00' AS dt,
+        DATETIME '2026-11-21 05:00:00.25' AS dt_fraction,
+        9007199254740991 AS big,
+        -3 AS negative,
+        1.5 AS f,
+        1e-7 AS tiny,
+        'héllo "x"' AS s,
+        CAST(NULL AS STRING) AS nothing,
+        CAST(NULL AS TIMESTAMP) AS no_ts,
+        TRUE AS yes,
+        [STRUCT(1 AS a, [STRUCT('x' AS b)] AS inner_rows)] AS records,
+        ARRAY<STRUCT<a INT64>>[] AS no_records,
+        STRUCT(2.5 AS q, CAST(NULL AS INT64) AS r) AS record,
+        [1, 2] AS ints`),
+    );
+    expect(JSON.stringify(result.rows)).toBe(
+      JSON.stringify([
+        {
+          ts: "2026-11-21T05:00:00.000000Z",
+          early: "1969-12-31T23:59:58.500000Z",
+          dt: "2026-11-21T05:00:00",
+          dt_fraction: "2026-11-21T05:00:00.250000",
+          big: 9007199254740991,
+          negative: -3,
+          f: 1.5,
+          tiny: 1e-7,
+          s: 'héllo "x"',
+          nothing: null,
+          no_ts: null,
+          yes: true,
+          records: [{ a: 1, inner_rows: [{ b: "x" }] }],
+          no_records: [],
+          record: { q: 2.5, r: null },
+          ints: [1, 2],
+        },
+      ]),
+    );
+  });
+});
+
+describe("what the client sends", () => {
+  it("binds every parameter as STRING, null included, with labels, dataset, location and limits", async () => {
+    await engine({ jobTimeoutMs: 20_000 }).run({
+      endpoint: "logs.all",
+      sql: bigQuerySql("logs.all"),
+      params: {
+        project: PROJECT,
+        project_tier: null,
+        iso_timestamp_start: null,
+        iso_timestamp_end: "",
+      },
+      maxRows: 1000,
+    });
+
+    const [insert] = standIn.jobInserts;
+    const query = insert?.configuration.query;
+    expect(query?.parameterMode).toBe("named");
+    expect(query?.queryParameters).toEqual([
+      { name: "project", parameterType: { type: "STRING" }, parameterValue: { value: PROJECT } },
+      { name: "project_tier", parameterType: { type: "STRING" }, parameterValue: { value: null } },
+      {
+        name: "iso_timestamp_start",
+        parameterType: { type: "STRING" },
+        parameterValue: { value: null },
+      },
+      {
+        name: "iso_timestamp_end",
+        parameterType: { type: "STRING" },
+        parameterValue: { value: "" },
+      },
+    ]);
+    expect(query?.useLegacySql).toBe(false);
+    expect(query?.defaultDataset).toEqual({ projectId: "test-project", datasetId: "logs" });
+    expect(query?.maximumBytesBilled).toBe("1000000000");
+    expect(insert?.configuration.labels).toEqual({ endpoint: "logs_all" });
+    expect(insert?.jobReference).toMatchObject({ projectId: "test-project", location: "EU" });
+    const jobTimeoutMs = Number(insert?.configuration.jobTimeoutMs);
+    expect(jobTimeoutMs).toBeGreaterThan(0);
+    expect(jobTimeoutMs).toBeLessThanOrEqual(20_000);
+
+    const [results] = standIn.resultCalls;
+    expect(results?.query).toMatchObject({ maxResults: "1000", location: "EU" });
+    expect(standIn.requests.every((r) => r.headers.authorization === undefined)).toBe(true);
+  });
+
+  it("leaves maximumBytesBilled and location out when not configured", async () => {
+    await engine({ maximumBytesBilled: undefined, location: undefined }).run(
+      adHoc("SELECT 1 AS one"),
+    );
+    const [insert] = standIn.jobInserts;
+    expect(insert?.configuration.query).not.toHaveProperty("maximumBytesBilled");
+    expect(insert?.jobReference.location).toBeUndefined();
+  });
+
+  it("pings with SELECT 1 under the label ping", async () => {
+    await engine().ping();
+    expect(
+      standIn.jobInserts.map((i) => [i.configuration.query.query, i.configuration.labels]),
+    ).toEqual([["SELECT 1", { endpoint: "ping" }]]);
+  });
+});
+
+describe("result size", () => {
+  it("returns maxRows rows, flags truncation and fetches no second page", async () => {
+    const result = await engine().run(
+      adHoc("SELECT x FROM UNNEST(GENERATE_ARRAY(1, 1500)) AS x ORDER BY x", 1000),
+    );
+    expect(result.rows).toHaveLength(1000);
+    expect(result.rows.at(-1)).toEqual({ x: 1000 });
+    expect(result.truncated).toBe(true);
+    expect(standIn.resultCalls).toHaveLength(1);
+    expect(standIn.resultCalls[0]?.query).not.toHaveProperty("pageToken");
+  });
+
+  it("does not flag a result of exactly maxRows rows", async () => {
+    const result = await engine().run(
+      adHoc("SELECT x FROM UNNEST(GENERATE_ARRAY(1, 1000)) AS x", 1000),
+    );
+    expect(result.rows).toHaveLength(1000);
+    expect(result.truncated).toBe(false);
+  });
+});
+
+describe("an unfinished job", () => {
+  it("is polled until it completes", async () => {
+    standIn.injectFault({ kind: "slowJob", polls: 3 });
+    const result = await engine().run(adHoc("SELECT 'done' AS state"));
+    expect(result.rows).toEqual([{ state: "done" }]);
+    expect(standIn.resultCalls).toHaveLength(4);
+    expect(standIn.jobInserts).toHaveLength(1);
+  });
+
+  it("that outlives the job timeout is engine_timeout", async () => {
+    standIn.injectFault({ kind: "slowJob", polls: Number.POSITIVE_INFINITY });
+    const error = await rejection(engine({ jobTimeoutMs: 300 }).run(adHoc("SELECT 1 AS one")));
+    const jobId = standIn.jobInserts[0]?.jobReference.jobId as string;
+    expect(error.code).toBe("engine_timeout");
+    expect(error.message).not.toContain(jobId);
+    expect(error.detail?.jobId).toBe(jobId);
+    expect(Number(standIn.jobInserts[0]?.configuration.jobTimeoutMs)).toBeLessThanOrEqual(300);
+  });
+});
+
+describe("a rejected query", () => {
+  it.each<[string, StandInFault | undefined, string, string]>([
+    ["an injected invalidQuery", { kind: "invalidQuery" }, "SELECT 1 AS one", "(injected)"],
+    ["a real syntax error", undefined, "SELEC 1", "SELEC"],
+    ["an injected notFound", { kind: "notFound" }, "SELECT 1 AS one", "standin:injected"],
+    ["a missing table", undefined, "SELECT * FROM no_such_table", "no_such_table"],
+  ])("%s is engine_error with a sanitised message, not retried", async (_, fault, sql, rawText) => {
+    if (fault) standIn.injectFault(fault);
+    const error = await rejection(engine().run(adHoc(sql)));
+    const jobId = standIn.jobInserts[0]?.jobReference.jobId as string;
+
+    expect(error.code).toBe("engine_error");
+    expect(error.message).not.toContain(jobId);
+    expect(error.message).not.toContain(rawText);
+    expect(error.detail).toMatchObject({ jobId, cause: expect.stringContaining(rawText) });
+    expect(standIn.jobInserts).toHaveLength(1);
+  });
+
+  it("says which kind of failure it was", async () => {
+    standIn.injectFault({ kind: "invalidQuery" });
+    standIn.injectFault({ kind: "notFound" });
+    const invalid = await rejection(engine().run(adHoc("SELECT 1")));
+    const notFound = await rejection(engine().run(adHoc("SELECT 1")));
+    expect(invalid.message).toMatch(/invalid/);
+    expect(notFound.message).toMatch(/does not exist/);
+  });
+});
+
+describe("transient failures", () => {
+  it.each<StandInFault["kind"]>(["rateLimitExceeded", "backendError", "connectionReset"])(
+    "%s is retried as a new job and then succeeds",
+    async (kind) => {
+      standIn.injectFault({ kind, times: 2 } as StandInFault);
+      const result = await engine().run(adHoc("SELECT 'ok' AS answer"));
+      expect(result.rows).toEqual([{ answer: "ok" }]);
+      const jobIds = new Set(standIn.jobInserts.map((i) => i.jobReference.jobId));
+      expect(jobIds.size).toBe(3);
+    },
+  );
+
+  it.each<StandInFault["kind"]>(["rateLimitExceeded", "backendError"])(
+    "%s on every attempt is engine_error after the configured attempts",
+    async (kind) => {
+      standIn.injectFault({ kind, times: 10 } as StandInFault);
+      const error = await rejection(engine().run(adHoc("SELECT 1 AS one")));
+      expect(error.code).toBe("engine_error");
+      expect(error.message).toMatch(/try again/);
+      expect(error.message).not.toContain("injected");
+      expect(error.detail?.cause).toContain(kind);
+      expect(standIn.jobInserts).toHaveLength(FAST_RETRY.attempts);
+    },
+  );
+
+  it("is not retried when the backoff would pass the job timeout", async () => {
+    standIn.injectFault({ kind: "backendError", times: 10 });
+    const slowRetry: RetryPolicy = { attempts: 3, initialDelayMs: 60_000, maxDelayMs: 60_000 };
+    const error = await rejection(
+      engine({ retry: slowRetry, jobTimeoutMs: 5_000 }).run(adHoc("SELECT 1 AS one")),
+    );
+    expect(error.code).toBe("engine_error");
+    expect(standIn.jobInserts).toHaveLength(1);
+  });
+});
