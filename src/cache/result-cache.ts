@@ -17,7 +17,8 @@
 // - Single flight: one load per key at a time, shared by concurrent misses and by a refresh; every
 //   waiter gets its result or its error. Errors are never stored.
 // - Bounded by entry count and by bytes (body + headers + key), least recently *requested or refreshed*
-//   evicted first. A value larger than the byte bound is served but not stored.
+//   evicted first. A value larger than the byte bound is served but not stored. A refresh replaces only
+//   its own entry: it never brings back one evicted or dropped while it ran, unless a request waits.
 // - Each entry owns one unref'd timer, either for its next refresh or for its expiry; close() clears them.
 import { LRUCache } from "lru-cache";
 import { ConcurrencyLimit } from "./concurrency-limit.ts";
@@ -93,11 +94,17 @@ interface Entry {
   timer?: NodeJS.Timeout;
 }
 
+interface Flight {
+  done: Promise<Entry>;
+  /** A request waits for it, so its value is stored even when it began as a refresh. */
+  awaited: boolean;
+}
+
 const SECOND = 1000;
 
 export class ResultCache {
   readonly #entries: LRUCache<string, Entry>;
-  readonly #inFlight = new Map<string, Promise<Entry>>();
+  readonly #inFlight = new Map<string, Flight>();
   readonly #refreshes: ConcurrencyLimit;
   readonly #logger: CacheLogger | undefined;
   readonly #now: () => number;
@@ -144,26 +151,35 @@ export class ResultCache {
     this.#entries.clear();
   }
 
-  /** The one load of `key` in flight, started here if there is none. */
-  #flight(key: string, policy: CachePolicy, load: Load): Promise<Entry> {
+  /**
+   * The one load of `key` in flight, started here if there is none. `refreshOf` marks a background
+   * refresh of that entry; without it, a request is waiting.
+   */
+  #flight(key: string, policy: CachePolicy, load: Load, refreshOf?: Entry): Promise<Entry> {
     const running = this.#inFlight.get(key);
-    if (running) return running;
-    const startedAt = this.#now();
-    const flight = (async () => this.#store(key, policy, load, await load(), startedAt))();
+    if (running) {
+      running.awaited ||= refreshOf === undefined;
+      return running.done;
+    }
+    const flight: Flight = {
+      awaited: refreshOf === undefined,
+      done: this.#load(key, policy, load, refreshOf, () => flight.awaited),
+    };
     this.#inFlight.set(key, flight);
     const forget = () => this.#inFlight.delete(key);
-    flight.then(forget, forget);
-    return flight;
+    flight.done.then(forget, forget);
+    return flight.done;
   }
 
-  #store(
+  async #load(
     key: string,
     policy: CachePolicy,
     load: Load,
-    payload: Payload,
-    computedAt: number,
-  ): Entry {
-    const warming = warmingMs(policy);
+    refreshOf: Entry | undefined,
+    awaited: () => boolean,
+  ): Promise<Entry> {
+    const computedAt = this.#now();
+    const payload = await load();
     const entry: Entry = {
       payload,
       etag: strongEtag(payload.body, payload.headers),
@@ -172,15 +188,21 @@ export class ResultCache {
       load,
       computedAt,
       expiresAt: computedAt + policy.ttlSeconds * SECOND,
-      nextRefreshAt: computedAt + warming,
-      // A refresh inherits the key's use; a miss sets it when it answers.
-      lastRequestedAt: this.#entries.peek(key)?.lastRequestedAt ?? computedAt,
+      nextRefreshAt: computedAt + warmingMs(policy),
+      // A refresh carries the key's last use over; a request sets it when it is answered.
+      lastRequestedAt: refreshOf?.lastRequestedAt ?? Number.NEGATIVE_INFINITY,
       refreshing: false,
     };
-    if (this.#closed) return entry;
-    this.#entries.set(key, entry);
-    if (this.#entries.peek(key) === entry) this.#arm(key, entry);
+    // A refresh must not bring back a key evicted or dropped meanwhile, unless a request now waits for it.
+    const wanted = awaited() || this.#entries.peek(key) === refreshOf;
+    if (wanted && !this.#closed) this.#store(key, entry);
     return entry;
+  }
+
+  #store(key: string, entry: Entry): void {
+    this.#entries.set(key, entry);
+    // Not there when larger than the byte bound: served, not stored.
+    if (this.#entries.peek(key) === entry) this.#arm(key, entry);
   }
 
   /** (Re)sets the entry's one timer: its next refresh, or its expiry when no refresh is due before. */
@@ -209,7 +231,7 @@ export class ResultCache {
     if (this.#entries.peek(key) !== entry) return;
     this.#counts.refreshes++;
     try {
-      await this.#flight(key, entry.policy, entry.load);
+      await this.#flight(key, entry.policy, entry.load, entry);
     } catch (error) {
       this.#counts.refreshFailures++;
       const keepsUntil = new Date(entry.expiresAt).toISOString();

@@ -209,6 +209,11 @@ describe("warming", () => {
     expect(engine.calls).toBe(3);
     expect(answer).toMatchObject({ status: "MISS", ageSeconds: 300, maxAgeSeconds: 600 });
     expect(answer.payload.body).toBe('{"call":3}');
+    // Stored, though computed a warming interval ago (at 600 s): served as STALE and refreshed at once.
+    expect((await cache.get("k", DASHBOARD, engine.load)).status).toBe("STALE");
+    expect(engine.calls).toBe(3);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(engine.calls).toBe(4);
   });
 
   it("runs at most refreshConcurrency refreshes at once", async () => {
@@ -302,6 +307,22 @@ describe("bounds", () => {
     expect(cache.stats().entries).toBe(2);
     expect((await cache.get("a", DASHBOARD, fixed)).status).toBe("HIT");
     expect((await cache.get("b", DASHBOARD, fixed)).status).toBe("MISS");
+  });
+
+  it("does not let a refresh bring back an entry evicted while it ran", async () => {
+    const engine = countingLoader();
+    makeCache({ maxEntries: 1 });
+    await cache.get("a", DASHBOARD, engine.load);
+    engine.hold = true;
+    await vi.advanceTimersByTimeAsync(300 * SECOND); // a's refresh starts and waits
+    engine.hold = false;
+    await cache.get("b", DASHBOARD, engine.load); // evicts a
+
+    engine.release();
+    await flush();
+    expect(engine.calls).toBe(3);
+    expect(cache.stats().entries).toBe(1);
+    expect((await cache.get("b", DASHBOARD, engine.load)).status).toBe("HIT");
   });
 
   it("answers but does not store a value larger than the byte bound", async () => {
