@@ -15,7 +15,7 @@ export interface RetryPolicy {
   maxDelayMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, initialDelayMs: 1000, maxDelayMs: 4000 };
+const DEFAULT_RETRY: RetryPolicy = { attempts: 3, initialDelayMs: 1000, maxDelayMs: 4000 };
 
 export interface BigQueryEngineOptions {
   projectId: string;

@@ -113,7 +113,8 @@ const RATE_LIMITED: ApiFailure = {
 const LABEL_VALUE = /^[\p{Ll}\p{Lo}\p{N}_-]{0,63}$/u;
 const LABEL_KEY = /^[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}$/u;
 
-const ROUTE = /^(?:\/bigquery\/v2)?\/projects\/([^/]+)\/(?:jobs|queries\/([^/]+))$/;
+// With BIGQUERY_EMULATOR_HOST the client leaves out the /bigquery/v2 prefix.
+const ROUTE = /^(?:\/bigquery\/v2)?\/projects\/[^/]+\/(?:jobs|queries\/([^/]+))$/;
 
 export class BigQueryStandIn {
   /** Mutable between queries: the next job reads the current fixtures and clock. */
@@ -126,7 +127,8 @@ export class BigQueryStandIn {
   private readonly server: Server;
   private readonly incompleteWaitMs: number;
 
-  private constructor(options: StandInOptions) {
+  /** Use startBigQueryStandIn, which also starts listening. */
+  constructor(options: StandInOptions) {
     this.tables = options.tables ?? {};
     this.now = options.now;
     this.incompleteWaitMs = options.incompleteWaitMs ?? 20;
@@ -138,10 +140,8 @@ export class BigQueryStandIn {
     });
   }
 
-  static async start(options: StandInOptions): Promise<BigQueryStandIn> {
-    const standIn = new BigQueryStandIn(options);
-    await new Promise<void>((resolve) => standIn.server.listen(0, "127.0.0.1", resolve));
-    return standIn;
+  listen(): Promise<void> {
+    return new Promise((resolve) => this.server.listen(0, "127.0.0.1", resolve));
   }
 
   /** Base URL for the client's `apiEndpoint`. */
@@ -182,8 +182,9 @@ export class BigQueryStandIn {
       ...(body && { body }),
     });
     const route = ROUTE.exec(url.pathname);
-    if (route && req.method === "POST" && !route[2] && body) return this.insert(body, req, res);
-    if (route?.[2] && req.method === "GET") return this.results(route[2], url.searchParams, res);
+    const jobId = route?.[1];
+    if (route && !jobId && req.method === "POST" && body) return this.insert(body, req, res);
+    if (jobId && req.method === "GET") return this.results(jobId, url.searchParams, res);
     sendFailure(res, {
       status: 404,
       reason: "notFound",
@@ -311,8 +312,11 @@ export class BigQueryStandIn {
   }
 }
 
-export function startBigQueryStandIn(options: StandInOptions): Promise<BigQueryStandIn> {
-  return BigQueryStandIn.start(options);
+/** A stand-in listening on a free loopback port; `close()` it after the test. */
+export async function startBigQueryStandIn(options: StandInOptions): Promise<BigQueryStandIn> {
+  const standIn = new BigQueryStandIn(options);
+  await standIn.listen();
+  return standIn;
 }
 
 function invalidQuery(message: string): Outcome {
