@@ -1,0 +1,181 @@
+// LOCAL_DATA: a folder of BigQuery exports (`edge_logs*.ndjson|parquet`,
+// `function_edge_logs*.ndjson|parquet`) read with the types of queries/schema, never guessed.
+// NDJSON timestamps may be ISO 8601 or BigQuery's `YYYY-MM-DD HH:MM:SS[.ffffff] UTC`, and integers
+// may be JSON strings (as BigQuery exports INT64). A bad file stops loading with its name and line.
+import { createReadStream, readdirSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import type { DuckDBConnection } from "@duckdb/node-api";
+import {
+  bigQueryShapedColumns,
+  createTableSql,
+  duckDbType,
+  quoteIdent,
+  type SourceTable,
+  sourceTables,
+} from "./tables.ts";
+
+export interface LoadedFile {
+  table: string;
+  file: string;
+  rows: number;
+}
+
+/** A file that cannot be loaded; `line` (1-based) when the file is NDJSON and DuckDB could place it. */
+export class DataFileError extends Error {
+  constructor(
+    readonly file: string,
+    readonly line: number | undefined,
+    reason: string,
+    /** The table the file was loaded into, to find the line later. */
+    readonly table?: SourceTable,
+  ) {
+    super(`${file}${line === undefined ? "" : `, line ${line}`}: ${reason}`);
+    this.name = "DataFileError";
+  }
+}
+
+/** The export files of `folder`, by table; other files are ignored. */
+export function exportFiles(folder: string, tables: SourceTable[]): Map<SourceTable, string[]> {
+  const files = new Map<SourceTable, string[]>();
+  for (const name of readdirSync(folder).sort()) {
+    const table = tables.find((t) => name.startsWith(t.name));
+    if (!table || !/\.(ndjson|parquet)$/.test(name)) continue;
+    files.set(table, [...(files.get(table) ?? []), join(folder, name)]);
+  }
+  return files;
+}
+
+/**
+ * Replaces the contents of the source tables with the exports in `folder`, in one transaction:
+ * on a bad file nothing changes. Tables without files are left empty.
+ */
+export async function loadLocalData(
+  connection: DuckDBConnection,
+  folder: string,
+): Promise<LoadedFile[]> {
+  const tables = sourceTables();
+  const files = exportFiles(folder, tables);
+  if (files.size === 0) {
+    throw new Error(
+      `LOCAL_DATA folder ${folder} holds no ${tables.map((t) => `${t.name}*.ndjson|parquet`).join(" or ")} files`,
+    );
+  }
+  const loaded: LoadedFile[] = [];
+  await connection.run("BEGIN TRANSACTION");
+  try {
+    for (const table of tables) {
+      await connection.run(createTableSql(table));
+      await connection.run(`DELETE FROM ${quoteIdent(table.name)}`);
+      for (const file of files.get(table) ?? []) {
+        loaded.push({ table: table.name, file, rows: await loadFile(connection, table, file) });
+      }
+    }
+    await connection.run("COMMIT");
+  } catch (error) {
+    await connection.run("ROLLBACK");
+    throw error instanceof DataFileError ? await placed(connection, error) : error;
+  }
+  return loaded;
+}
+
+async function loadFile(connection: DuckDBConnection, table: SourceTable, file: string) {
+  try {
+    const result = await connection.run(
+      `INSERT INTO ${quoteIdent(table.name)} SELECT ${bigQueryShapedColumns(table)} FROM ${readFile(table, file)}`,
+    );
+    return result.rowsChanged;
+  } catch (error) {
+    throw new DataFileError(file, undefined, duckDbReason(error), table);
+  }
+}
+
+/** A relation over one export file with exactly the table's columns and types. */
+function readFile(table: SourceTable, file: string): string {
+  return file.endsWith(".ndjson")
+    ? `read_json(${sqlString(file)}, format = 'newline_delimited', columns = {${table.fields
+        .map((f) => `${sqlString(f.name)}: ${sqlString(duckDbType(f))}`)
+        .join(", ")}})`
+    : `(SELECT ${table.fields
+        .map((f) => `CAST(${quoteIdent(f.name)} AS ${duckDbType(f)}) AS ${quoteIdent(f.name)}`)
+        .join(", ")} FROM read_parquet(${sqlString(file)}))`;
+}
+
+/** The error with the line of the first bad line, for NDJSON (outside the failed transaction). */
+async function placed(connection: DuckDBConnection, error: DataFileError): Promise<DataFileError> {
+  if (!error.file.endsWith(".ndjson") || !error.table) return error;
+  const bad = await firstBadLine(connection, error.table, error.file);
+  return bad ? new DataFileError(error.file, bad.line, bad.reason) : error;
+}
+
+const BATCH_LINES = 10_000;
+
+/**
+ * DuckDB's read_json only approximates the line of an error, so the file's lines are read again
+ * by DuckDB in batches, bisecting a failing batch down to the first line it rejects.
+ */
+async function firstBadLine(
+  connection: DuckDBConnection,
+  table: SourceTable,
+  file: string,
+): Promise<{ line: number; reason: string } | undefined> {
+  const folder = await mkdtemp(join(tmpdir(), "local-data-"));
+  const probe = join(folder, "lines.ndjson");
+  const rejection = async (lines: string[]) => {
+    await writeFile(probe, `${lines.join("\n")}\n`);
+    try {
+      await connection.run(
+        `CREATE OR REPLACE TEMP TABLE line_probe AS FROM ${readFile(table, probe)}`,
+      );
+      return undefined;
+    } catch (error) {
+      // The position DuckDB gives is within the probe file, not the user's.
+      return duckDbReason(error).replace(/ in file "[^"]*",(?: at byte \d+)? in line \d+/, "");
+    }
+  };
+  const search = async (batch: Line[]): Promise<{ line: number; reason: string } | undefined> => {
+    const reason = await rejection(batch.map((l) => l.text));
+    if (reason === undefined) return undefined;
+    const [only] = batch;
+    if (batch.length === 1 && only) return { line: only.line, reason };
+    const half = Math.ceil(batch.length / 2);
+    return (await search(batch.slice(0, half))) ?? (await search(batch.slice(half)));
+  };
+  try {
+    let batch: Line[] = [];
+    let line = 0;
+    for await (const text of createInterface({
+      input: createReadStream(file),
+      crlfDelay: Infinity,
+    })) {
+      line += 1;
+      if (text.trim() !== "") batch.push({ line, text });
+      if (batch.length === BATCH_LINES) {
+        const bad = await search(batch);
+        if (bad) return bad;
+        batch = [];
+      }
+    }
+    return batch.length > 0 ? await search(batch) : undefined;
+  } finally {
+    await connection.run("DROP TABLE IF EXISTS line_probe");
+    await rm(folder, { recursive: true, force: true });
+  }
+}
+
+interface Line {
+  line: number;
+  text: string;
+}
+
+/** DuckDB's message without its advice on read_json options, which a user of this service cannot set. */
+function duckDbReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return (message.split("\n")[0] ?? message).trim();
+}
+
+function sqlString(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
