@@ -174,6 +174,9 @@ describe("usage.api-counts", () => {
         "/rest/v1/rpc/auth", // rest and auth
         "/functions/v1/restore", // "/rest" as a substring of "/restore"
         "/REST/v1/todos", // case differs: no area
+        "/Storage/v1/object/b.png",
+        "/AUTH/v1/token",
+        "/Realtime/v1/websocket",
         "/graphql/v1",
       ];
       const rows = [edgeRequests(at, ...paths.map((path) => request(path)))];
