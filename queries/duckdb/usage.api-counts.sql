@@ -25,10 +25,10 @@ SELECT
       WHEN 'hourly' THEN 'hour'
       WHEN 'daily' THEN 'day'
     END, timestamp)) AS timestamp,
-  count_if(contains(r.path, '/rest')) AS total_rest_requests,
-  count_if(contains(r.path, '/storage')) AS total_storage_requests,
-  count_if(contains(r.path, '/auth')) AS total_auth_requests,
-  count_if(contains(r.path, '/realtime')) AS total_realtime_requests
+  count(*) FILTER (WHERE contains(r.path, '/rest')) AS total_rest_requests,
+  count(*) FILTER (WHERE contains(r.path, '/storage')) AS total_storage_requests,
+  count(*) FILTER (WHERE contains(r.path, '/auth')) AS total_auth_requests,
+  count(*) FILTER (WHERE contains(r.path, '/realtime')) AS total_realtime_requests
 FROM requests
 WHERE regexp_matches(r.url, $project)
 GROUP BY 1

@@ -1,0 +1,70 @@
+// What the embedded engine serves, decided once at startup: the LOCAL_DATA exports, else demo logs
+// (when asked, or when the database holds no rows), else what the DUCKDB_PATH file already holds.
+import type { DuckDBConnection } from "@duckdb/node-api";
+import { dateToMicros } from "../../time.ts";
+import type { DuckDbEngine } from "../duckdb.ts";
+import { DEMO_SIZE, generateLogs } from "./demo-data.ts";
+import { type LoadedFile, loadLocalData } from "./local-data.ts";
+import { createTableSql, quoteIdent, sourceTables } from "./tables.ts";
+
+export interface DataOptions {
+  /** `LOCAL_DATA`: a folder of exports. */
+  localData?: string;
+  /** `DEMO_DATA`: true = always generate, false = never, absent = only when there is no other data. */
+  demoData?: boolean;
+  /** Anchor of the demo data, epoch microseconds; default: the system clock. */
+  now?: bigint;
+}
+
+export interface LoadedData {
+  source: "local" | "demo" | "database";
+  /** The files read (LOCAL_DATA only). */
+  files: LoadedFile[];
+  /** Rows per source table after loading. */
+  rows: Record<string, number>;
+}
+
+export async function loadData(
+  engine: DuckDbEngine,
+  options: DataOptions = {},
+): Promise<LoadedData> {
+  const connection = await engine.connect();
+  try {
+    for (const table of sourceTables()) await connection.run(createTableSql(table));
+    if (options.localData !== undefined) {
+      const files = await loadLocalData(connection, options.localData);
+      return { source: "local", files, rows: await rowCounts(connection) };
+    }
+    const existing = await rowCounts(connection);
+    const empty = Object.values(existing).every((count) => count === 0);
+    if (options.demoData === true || (options.demoData === undefined && empty)) {
+      await replaceWithDemoData(connection, options.now ?? dateToMicros(new Date()));
+      return { source: "demo", files: [], rows: await rowCounts(connection) };
+    }
+    return { source: "database", files: [], rows: existing };
+  } finally {
+    connection.closeSync();
+  }
+}
+
+async function replaceWithDemoData(connection: DuckDBConnection, now: bigint): Promise<void> {
+  await connection.run("BEGIN TRANSACTION");
+  try {
+    for (const table of sourceTables())
+      await connection.run(`DELETE FROM ${quoteIdent(table.name)}`);
+    await generateLogs(connection, { now, ...DEMO_SIZE });
+    await connection.run("COMMIT");
+  } catch (error) {
+    await connection.run("ROLLBACK");
+    throw error;
+  }
+}
+
+export async function rowCounts(connection: DuckDBConnection): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const table of sourceTables()) {
+    const reader = await connection.runAndReadAll(`SELECT count(*) FROM ${quoteIdent(table.name)}`);
+    counts[table.name] = Number(reader.getRows()[0]?.[0] ?? 0);
+  }
+  return counts;
+}

@@ -1,0 +1,422 @@
+// The DuckDB SQL (queries/duckdb) gives the same rows as the BigQuery SQL (queries/bigquery) run on
+// GoogleSQL's reference engine, for hand-made edge cases and random fixture sets, with "now"
+// pinned to the same microsecond in both. Rules where the engines may legitimately differ:
+// - avg_execution_time: float sums depend on the order of addition (BigQuery's own varies from
+//   run to run), so it is compared to a relative 1e-12.
+// - p95/p99: both are the value of rank floor(i·(n−1)/100) among the n sorted non-null values,
+//   the rule of the reference engine's exact APPROX_QUANTILES: compared exactly.
+// - logs.all: records with equal timestamps may come in either order, and at the LIMIT 100 cut
+//   either of them may be returned: compared as sets within each timestamp.
+import { readFileSync } from "node:fs";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
+import type { Row as WireRow } from "../src/engines/engine.ts";
+import { formatTimestamp } from "../src/time.ts";
+import { replaceTables } from "./support/duckdb-tables.ts";
+import type { Row } from "./support/googlesql.ts";
+import { bigQuerySql } from "./support/queries.ts";
+import { referenceEngine } from "./support/reference-engine.ts";
+
+const SECOND = 1_000_000n;
+const MINUTE = 60n * SECOND;
+const HOUR = 60n * MINUTE;
+const DAY = 24n * HOUR;
+
+const P = "abcdefghijklmnop";
+const OTHER = "zyxwvutsrqponmlk";
+// Refs with regex metacharacters and non-ASCII letters, as first host labels of URLs.
+const ODD_REFS = ["a.b", "pro+ject", "x(y)", "ab[c]", "ünïcødé", "q?*"];
+
+type Params = Record<string, string | null>;
+type Tables = Record<string, Row[]>;
+
+const reference = referenceEngine();
+let engine: DuckDbEngine;
+let now = 0n;
+
+beforeAll(async () => {
+  engine = await createDuckDbEngine({ now: () => now });
+});
+afterAll(() => engine.close());
+
+const duckDbSql = (endpoint: string) =>
+  readFileSync(new URL(`../queries/duckdb/${endpoint}.sql`, import.meta.url), "utf8");
+
+/** Loads `tables` into DuckDB, then runs every case on both engines and compares. */
+async function expectSameResults(
+  nowMicros: bigint,
+  tables: Tables,
+  cases: [endpoint: string, params: Params][],
+): Promise<void> {
+  now = nowMicros;
+  await replaceTables(engine, tables);
+  for (const [endpoint, params] of cases) {
+    const expected = await reference.query(bigQuerySql(endpoint), {
+      tables,
+      params,
+      now: formatTimestamp(nowMicros),
+    });
+    const actual = await engine.run({ endpoint, sql: duckDbSql(endpoint), params, maxRows: 1000 });
+    const context = `${endpoint} ${JSON.stringify(params)} now=${formatTimestamp(nowMicros)}`;
+    expectSameRows(endpoint, actual.rows, expected.rows as WireRow[], context);
+  }
+}
+
+function expectSameRows(endpoint: string, actual: WireRow[], expected: WireRow[], context: string) {
+  if (endpoint === "logs.all") {
+    expect(
+      actual.map((r) => r.timestamp),
+      context,
+    ).toEqual(expected.map((r) => r.timestamp));
+    const cut = actual.length === 100 ? actual.at(-1)?.timestamp : undefined;
+    const byTimestamp = (rows: WireRow[]) =>
+      rows
+        .filter((r) => r.timestamp !== cut)
+        .map((r) => JSON.stringify(r))
+        .sort();
+    expect(byTimestamp(actual), context).toEqual(byTimestamp(expected));
+    return;
+  }
+  expect(Object.keys(actual[0] ?? {}), context).toEqual(Object.keys(expected[0] ?? {}));
+  const withoutAvg = (rows: WireRow[]) => rows.map(({ avg_execution_time: _, ...rest }) => rest);
+  expect(JSON.stringify(withoutAvg(actual)), context).toBe(JSON.stringify(withoutAvg(expected)));
+  actual.forEach((row, i) => {
+    const a = row.avg_execution_time as number | null | undefined;
+    const e = expected[i]?.avg_execution_time as number | null | undefined;
+    if (a == null || e == null) expect(a, context).toBe(e);
+    else expect(Math.abs(a - e), context).toBeLessThanOrEqual(1e-12 * Math.max(1, Math.abs(e)));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parameter cases
+
+const INVOCATION_INTERVALS = ["5min", "15min", "1hr", "1day", "7day", "bogus", "1DAY"];
+const USAGE_INTERVALS = ["minutely", "hourly", "daily", "bogus"];
+const TIERS = ["FREE", "PRO", "PAYG", "ENTERPRISE", "pro", "bogus"];
+const FUNCTION_IDS = [null, "", "fn-a", "ƒn-ü", "missing"];
+const PROJECT_REGEXES = [
+  P,
+  OTHER,
+  "",
+  `^https://${P}\\.`,
+  `${P}|${OTHER}`,
+  "a.b",
+  "pro+ject",
+  "x\\(y\\)",
+  "ab\\[c\\]",
+  "ünï",
+  "\\p{L}+\\.supabase",
+  "(?i)ABCDEF",
+  "\\.co/rest",
+  "^$",
+  "q\\?",
+];
+
+const invocationCase = (project: string, interval: string, functionId: string | null) =>
+  ["functions.invocation-stats", { project, function_id: functionId, interval }] as [
+    string,
+    Params,
+  ];
+const usageCase = (project: string, interval: string) =>
+  ["usage.api-counts", { project, interval }] as [string, Params];
+const logsCase = (project: string, tier: string, start: string | null, end: string | null) =>
+  [
+    "logs.all",
+    { project, project_tier: tier, iso_timestamp_start: start, iso_timestamp_end: end },
+  ] as [string, Params];
+
+// ---------------------------------------------------------------------------------------------
+// Fixture rows
+
+/** Instants on and next to every window start, bucket edge and retention limit around `now`. */
+function boundaries(nowMicros: bigint): bigint[] {
+  const trunc = (t: bigint, unit: bigint) => t - (((t % unit) + unit) % unit);
+  const points = [nowMicros, nowMicros + HOUR];
+  for (const window of [5n * MINUTE, 15n * MINUTE, HOUR, DAY, 7n * DAY, 90n * DAY]) {
+    points.push(nowMicros - window);
+  }
+  const buckets: [bigint, bigint][] = [
+    [5n * MINUTE, SECOND],
+    [15n * MINUTE, MINUTE],
+    [HOUR, MINUTE],
+    [DAY, HOUR],
+    [7n * DAY, DAY],
+  ];
+  for (const [window, unit] of buckets) {
+    points.push(trunc(nowMicros - window, unit), trunc(nowMicros, unit) + unit);
+  }
+  return points.flatMap((p) => [p - 1n, p, p + 1n]);
+}
+
+const nowArb = fc.oneof(
+  fc.bigInt({ min: 1_790_000_000n * SECOND, max: 1_800_000_000n * SECOND }),
+  // On a whole day, hour or minute, where a window starts exactly on a bucket edge.
+  fc
+    .bigInt({ min: 20_700n, max: 20_800n })
+    .chain((day) =>
+      fc.constantFrom(day * DAY, day * DAY + 5n * HOUR, day * DAY + 5n * HOUR + 7n * MINUTE),
+    ),
+);
+
+function timestampArb(nowMicros: bigint) {
+  return fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom(...boundaries(nowMicros)) },
+    { weight: 3, arbitrary: fc.bigInt({ min: nowMicros - 8n * DAY, max: nowMicros + HOUR }) },
+    { weight: 2, arbitrary: fc.bigInt({ min: nowMicros - 20n * MINUTE, max: nowMicros }) },
+  );
+}
+
+const textArb = fc.option(fc.string({ unit: "grapheme", maxLength: 12 }), { freq: 5 });
+const statusesArb = fc.array(
+  fc.record({ status_code: fc.constantFrom(null, 100, 200, 302, 399, 400, 404, 500, 503) }),
+  { maxLength: 3 },
+);
+const refArb = fc.constantFrom(P, P, P, OTHER, ...ODD_REFS);
+const pathArb = fc.option(
+  fc.constantFrom(
+    "/rest/v1/todos",
+    "/storage/v1/object/public/a.png",
+    "/auth/v1/token",
+    "/realtime/v1/websocket",
+    "/rest/auth/realtime/storage",
+    "/graphql/v1",
+    "",
+    "/REST/v1",
+    "/ünï/rest",
+  ),
+  { freq: 8 },
+);
+const requestArb = fc
+  .record({ ref: refArb, path: pathArb, query: fc.string({ maxLength: 6 }), method: textArb })
+  .chain(({ ref, path, query, method }) =>
+    fc.constantFrom(null, `https://${ref}.supabase.co${path ?? ""}?q=${query}`).map((url) => ({
+      method,
+      path,
+      url: url === null ? null : url,
+      host: `${ref}.supabase.co`,
+    })),
+  );
+const executionTimeArb = fc.oneof(
+  fc.constant(null),
+  fc.integer({ min: 0, max: 20 }),
+  fc.double({ min: 0, max: 1e6, noNaN: true, noDefaultInfinity: true }).map((x) => x + 0),
+);
+const invocationArb = fc.record({
+  project_ref: fc.constantFrom(P, P, P, OTHER, null),
+  function_id: fc.constantFrom("fn-a", "fn-a", "fn-b", null, "", "ƒn-ü"),
+  execution_time_ms: executionTimeArb,
+  request: fc.array(
+    requestArb.map(({ method, url }) => ({ method, url })),
+    { maxLength: 2 },
+  ),
+  response: statusesArb,
+});
+
+function tablesArb(nowMicros: bigint) {
+  const timestamp = fc.option(timestampArb(nowMicros).map(formatTimestamp), { freq: 20 });
+  const id = fc.option(fc.string({ unit: "grapheme", minLength: 1, maxLength: 8 }), { freq: 10 });
+  return fc.record({
+    function_edge_logs: fc.array(
+      fc.record({
+        id,
+        timestamp,
+        event_message: textArb,
+        metadata: fc.array(invocationArb, { maxLength: 3 }),
+      }),
+      { maxLength: 40 },
+    ),
+    edge_logs: fc.array(
+      fc.record({
+        id,
+        timestamp,
+        event_message: textArb,
+        project: fc.constantFrom(P, P, OTHER, null),
+        metadata: fc.array(
+          fc.record({ request: fc.array(requestArb, { maxLength: 3 }), response: statusesArb }),
+          { maxLength: 3 },
+        ),
+      }),
+      { maxLength: 40 },
+    ),
+  });
+}
+
+/** Range bounds: absent, empty, a record's own timestamp, or a window edge, in Z or +02:00 form. */
+function boundArb(nowMicros: bigint, tables: Tables) {
+  const instants = [
+    ...(tables.edge_logs?.flatMap((r) => (r.timestamp ? [r.timestamp as string] : [])) ?? []),
+    ...boundaries(nowMicros).map(formatTimestamp),
+  ];
+  const plusTwo = (iso: string) =>
+    `${formatTimestamp(BigInt(Date.parse(iso)) * 1000n + BigInt(iso.slice(23, 26)) + 2n * HOUR).slice(0, -1)}+02:00`;
+  return fc.oneof(
+    fc.constantFrom(null, ""),
+    fc.constantFrom(...instants),
+    fc.constantFrom(...instants).map(plusTwo),
+  );
+}
+
+function casesArb(nowMicros: bigint, tables: Tables) {
+  const bound = boundArb(nowMicros, tables);
+  return fc.tuple(
+    fc
+      .record({
+        project: fc.constantFrom(P, OTHER),
+        interval: fc.constantFrom(...INVOCATION_INTERVALS),
+        functionId: fc.constantFrom(...FUNCTION_IDS),
+      })
+      .map((c) => invocationCase(c.project, c.interval, c.functionId)),
+    fc
+      .record({
+        project: fc.constantFrom(...PROJECT_REGEXES),
+        interval: fc.constantFrom(...USAGE_INTERVALS),
+      })
+      .map((c) => usageCase(c.project, c.interval)),
+    fc
+      .record({
+        project: fc.constantFrom(P, OTHER, ""),
+        tier: fc.constantFrom(...TIERS),
+        start: bound,
+        end: bound,
+      })
+      .map((c) => logsCase(c.project, c.tier, c.start, c.end)),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe("DuckDB SQL gives the BigQuery SQL's rows", () => {
+  it("on every boundary, for every parameter case (hand-made)", async () => {
+    const nowMicros = 20_778n * DAY + 5n * HOUR + 7n * MINUTE + 30n * SECOND + 123_456n;
+    const stamps = boundaries(nowMicros).map(formatTimestamp);
+    const tables: Tables = {
+      function_edge_logs: stamps.flatMap((timestamp, i) => [
+        {
+          id: `f${i}`,
+          timestamp,
+          event_message: "POST | 200",
+          metadata: [
+            {
+              project_ref: P,
+              function_id: i % 2 ? "fn-a" : "fn-b",
+              execution_time_ms: (i * 37) % 101,
+              request: [],
+              response: [{ status_code: i % 3 ? 200 : 500 }],
+            },
+          ],
+        },
+        // Several invocations in one record, no response, a NULL time, a NULL id.
+        {
+          id: i % 4 ? `g${i}` : null,
+          timestamp,
+          event_message: null,
+          metadata: [
+            {
+              project_ref: P,
+              function_id: "fn-a",
+              execution_time_ms: null,
+              request: [],
+              response: [],
+            },
+            {
+              project_ref: P,
+              function_id: "",
+              execution_time_ms: i / 7,
+              request: [],
+              response: [{ status_code: 404 }, { status_code: null }],
+            },
+            {
+              project_ref: OTHER,
+              function_id: "fn-a",
+              execution_time_ms: 1,
+              request: [],
+              response: [],
+            },
+          ],
+        },
+      ]),
+      edge_logs: stamps.flatMap((timestamp, i) => [
+        {
+          id: `e${i}`,
+          timestamp,
+          event_message: `GET | ${i}`,
+          project: i % 5 ? P : OTHER,
+          metadata: [
+            {
+              request: [
+                {
+                  method: "GET",
+                  path: "/rest/v1/x",
+                  url: `https://${P}.supabase.co/rest/v1/x`,
+                  host: null,
+                },
+                {
+                  method: "GET",
+                  path: "/storage/v1/auth",
+                  url: `https://${ODD_REFS[i % ODD_REFS.length]}.supabase.co/storage`,
+                  host: null,
+                },
+              ],
+              response: [{ status_code: 200 }],
+            },
+            {
+              request: [
+                {
+                  method: null,
+                  path: "/realtime/v1",
+                  url: `https://${OTHER}.supabase.co/realtime/v1`,
+                  host: null,
+                },
+              ],
+              response: [],
+            },
+          ],
+        },
+        { id: `n${i}`, timestamp, event_message: "empty", project: P, metadata: [] },
+      ]),
+    };
+    const start = formatTimestamp(nowMicros - 5n * MINUTE);
+    await expectSameResults(nowMicros, tables, [
+      ...[P, OTHER].flatMap((project) =>
+        INVOCATION_INTERVALS.flatMap((interval) =>
+          FUNCTION_IDS.map((functionId) => invocationCase(project, interval, functionId)),
+        ),
+      ),
+      ...PROJECT_REGEXES.flatMap((project) =>
+        USAGE_INTERVALS.map((interval) => usageCase(project, interval)),
+      ),
+      ...TIERS.flatMap((tier) => [
+        logsCase(P, tier, null, null),
+        logsCase(P, tier, "", ""),
+        logsCase(P, tier, start, null),
+        logsCase(P, tier, null, start),
+        logsCase(OTHER, tier, formatTimestamp(nowMicros - 2n * DAY), `${start.slice(0, -1)}+02:00`),
+      ]),
+    ]);
+  });
+
+  it("on empty tables", async () => {
+    const nowMicros = 20_778n * DAY;
+    await expectSameResults(nowMicros, {}, [
+      invocationCase(P, "1day", null),
+      usageCase(P, "daily"),
+      logsCase(P, "PRO", null, null),
+    ]);
+  });
+
+  it("on random fixture sets", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        nowArb.chain((nowMicros) =>
+          tablesArb(nowMicros).chain((tables) =>
+            casesArb(nowMicros, tables).map((cases) => ({ nowMicros, tables, cases })),
+          ),
+        ),
+        ({ nowMicros, tables, cases }) => expectSameResults(nowMicros, tables, cases),
+      ),
+      { numRuns: 120 },
+    );
+  }, 120_000);
+});

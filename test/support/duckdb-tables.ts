@@ -1,0 +1,31 @@
+// Puts fixture rows into a DuckDB engine's source tables the way a user would: as NDJSON exports
+// read by the LOCAL_DATA loader.
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadLocalData } from "../../src/engines/duckdb/local-data.ts";
+import type { DuckDbEngine } from "../../src/engines/duckdb.ts";
+import type { Row } from "./googlesql.ts";
+
+/** Replaces every source table's rows; tables left out end up empty. */
+export async function replaceTables(
+  engine: DuckDbEngine,
+  tables: Record<string, Row[]>,
+): Promise<void> {
+  const folder = await mkdtemp(join(tmpdir(), "duckdb-fixture-"));
+  const connection = await engine.connect();
+  try {
+    for (const [name, rows] of Object.entries(tables)) {
+      await writeFile(
+        join(folder, `${name}.ndjson`),
+        rows.map((row) => `${JSON.stringify(row)}\n`).join(""),
+      );
+    }
+    // An empty export keeps the loader's "no files" check satisfied when every table is empty.
+    if (Object.keys(tables).length === 0) await writeFile(join(folder, "edge_logs.ndjson"), "");
+    await loadLocalData(connection, folder);
+  } finally {
+    connection.closeSync();
+    await rm(folder, { recursive: true, force: true });
+  }
+}
