@@ -18,7 +18,7 @@ export interface Execution {
 
 export interface Answer {
   payload: Payload;
-  cache?: Omit<CacheAnswer, "payload">;
+  cache?: Omit<CacheAnswer, "payload"> & { ttlSeconds: number };
   execution?: Execution;
 }
 
@@ -66,6 +66,6 @@ export function createRunner(deps: {
         return loaded;
       },
     );
-    return { payload, cache: answer, execution };
+    return { payload, cache: { ...answer, ttlSeconds: endpoint.cache.ttlSeconds }, execution };
   };
 }

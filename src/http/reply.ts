@@ -10,10 +10,12 @@ export function sendAnswer(
   reply.type("application/json; charset=utf-8").headers(answer.payload.headers);
   const { cache } = answer;
   if (!cache) return reply.header("cache-control", "no-store").send(answer.payload.body);
+  // max-age is the whole TTL and Age the value's age: a client's seconds left are max-age − Age
+  // (RFC 9111 §4.2.3). max-age=<seconds left> beside Age would count the age twice.
   reply
     .header("x-cache", cache.status)
     .header("age", String(cache.ageSeconds))
-    .header("cache-control", `private, max-age=${cache.maxAgeSeconds}`)
+    .header("cache-control", `private, max-age=${cache.ttlSeconds}`)
     .header("etag", cache.etag);
   if (matchesEtag(request.headers["if-none-match"], cache.etag)) return reply.code(304).send();
   return reply.send(answer.payload.body);

@@ -1,0 +1,54 @@
+// Process entry: config → engine → app → listen; closes gracefully on SIGTERM/SIGINT.
+import { randomBytes } from "node:crypto";
+import closeWithGrace from "close-with-grace";
+import { pino } from "pino";
+import { buildApp } from "./app.ts";
+import { ConfigError, loadConfig } from "./config.ts";
+import { openEngine } from "./engines/open-engine.ts";
+
+function readConfig() {
+  try {
+    return loadConfig(process.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`Configuration error: ${error.message}\n`);
+    process.exit(1);
+  }
+}
+
+const config = readConfig();
+const log = pino({
+  level: config.logLevel,
+  redact: {
+    paths: ["req.headers.authorization", 'req.headers["x-api-key"]'],
+    censor: "[redacted]",
+  },
+});
+
+let apiKeys = config.apiKeys;
+if (apiKeys.length === 0) {
+  apiKeys = [randomBytes(24).toString("base64url")];
+  // Printed once, outside the log stream: keys never appear in logs.
+  process.stderr.write(
+    `\nNo API_KEYS set; this process accepts the generated key:\n\n  X-API-KEY: ${apiKeys[0]}\n\n`,
+  );
+  log.info("generated an API key for this process (printed above, once)");
+}
+
+const engine = await openEngine(config.engine, log);
+const app = await buildApp({
+  engine,
+  apiKeys,
+  cache: config.cache,
+  rateLimitPerMinute: config.rateLimitPerMinute,
+  logger: log,
+});
+
+closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+  if (err) log.error({ err }, "closing after an uncaught error");
+  else log.info({ signal }, "closing");
+  await app.close();
+  await engine.close();
+});
+
+await app.listen({ port: config.port, host: config.host });

@@ -1,0 +1,349 @@
+// The service end to end: app.inject → BigQuery engine → official client → HTTP → stand-in →
+// GoogleSQL. Expected rows are worked out by hand from the fixtures below.
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import type { QueryEngine } from "../../src/engines/engine.ts";
+import {
+  edgeLog,
+  edgeMetadata,
+  edgeRequests,
+  functionCall,
+  MINUTE,
+  OTHER_PROJECT,
+  PROJECT,
+  request,
+  SECOND,
+  shift,
+} from "../support/fixtures.ts";
+import { API_KEY, startService } from "../support/service.ts";
+
+const NOW = "2026-11-21T05:17:42.123456Z";
+const STATS_ID = "301c3c3d-c4b3-4d6e-b0a1-e6310fabb99c";
+const LOGS_ID = "c4e48f7a-e763-48a3-9217-93a065d845d8";
+const USAGE_ID = "fa6e0509-d5f7-468e-b429-8c4aecf8563d";
+
+const recent = edgeLog(shift(NOW, -5n * SECOND));
+const older = edgeRequests(
+  shift(NOW, -20n * MINUTE),
+  request("/auth/v1/token"),
+  request("/storage/v1/object/a"),
+);
+const TABLES = {
+  function_edge_logs: [
+    functionCall(shift(NOW, -3n * MINUTE), { ms: 10 }),
+    functionCall(shift(NOW, -3n * MINUTE + 1n), { ms: 30, statuses: [500] }),
+    functionCall(shift(NOW, -3n * MINUTE), { project: OTHER_PROJECT, ms: 99 }),
+  ],
+  edge_logs: [
+    recent,
+    older,
+    edgeLog(shift(NOW, -30n * MINUTE), {
+      project: OTHER_PROJECT,
+      metadata: [edgeMetadata(request("/rest/v1/x", OTHER_PROJECT))],
+    }),
+  ],
+};
+
+const service = (options: Omit<Parameters<typeof startService>[0], "now"> = {}) =>
+  startService({ tables: TABLES, now: NOW, ...options });
+
+const json = (body: string) => JSON.parse(body) as Record<string, unknown>;
+
+describe("the three endpoints", () => {
+  const statsRows = [
+    {
+      timestamp: "2026-11-21T05:14:00.000000Z",
+      min_execution_time: 10,
+      max_execution_time: 30,
+      avg_execution_time: 20,
+      p95_execution_time: 10,
+      p99_execution_time: 10,
+      count: 2,
+      error_count: 1,
+    },
+  ];
+  const usageRows = [
+    {
+      timestamp: "2026-11-21T04:00:00",
+      total_rest_requests: 0,
+      total_storage_requests: 1,
+      total_auth_requests: 1,
+      total_realtime_requests: 0,
+    },
+    {
+      timestamp: "2026-11-21T05:00:00",
+      total_rest_requests: 1,
+      total_storage_requests: 0,
+      total_auth_requests: 0,
+      total_realtime_requests: 0,
+    },
+  ];
+
+  it.each([
+    `/api/endpoints/functions.invocation-stats`,
+    `/api/endpoints/query/${STATS_ID}`,
+    `/api/endpoints/query/functions.invocation-stats`,
+  ])("GET %s answers the project's invocation stats", async (path) => {
+    const { get } = await service();
+    const response = await get(`${path}?project=${PROJECT}&interval=1hr`);
+    expect(response.statusCode).toBe(200);
+    expect(response.headers["content-type"]).toBe("application/json; charset=utf-8");
+    expect(json(response.body)).toEqual({ result: statsRows });
+  });
+
+  it.each([
+    `/api/endpoints/usage.api-counts`,
+    `/api/endpoints/query/${USAGE_ID}`,
+    `/api/endpoints/query/usage.api-counts`,
+  ])("GET %s answers the project's API counts", async (path) => {
+    const { get } = await service();
+    const response = await get(`${path}?project=${PROJECT}&interval=hourly`);
+    expect(response.statusCode).toBe(200);
+    expect(json(response.body)).toEqual({ result: usageRows });
+  });
+
+  it.each([
+    `/api/endpoints/logs.all`,
+    `/api/endpoints/query/${LOGS_ID}`,
+    `/api/endpoints/query/logs.all`,
+  ])("GET %s answers the project's newest records with their metadata", async (path) => {
+    const { get } = await service();
+    const response = await get(`${path}?project=${PROJECT}&project_tier=FREE`);
+    expect(response.statusCode).toBe(200);
+    expect(response.headers["cache-control"]).toBe("no-store");
+    expect(json(response.body)).toEqual({
+      result: [recent, older].map(({ id, timestamp, event_message, metadata }) => ({
+        id,
+        timestamp,
+        event_message,
+        metadata,
+      })),
+    });
+  });
+
+  it("binds every declared parameter as STRING, an absent one as null", async () => {
+    const { get, standIn } = await service();
+    await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=PRO&iso_timestamp_start=`);
+    const sent = standIn.jobInserts[0]?.configuration.query.queryParameters;
+    expect(sent).toEqual([
+      { name: "project", parameterType: { type: "STRING" }, parameterValue: { value: PROJECT } },
+      { name: "project_tier", parameterType: { type: "STRING" }, parameterValue: { value: "PRO" } },
+      {
+        name: "iso_timestamp_start",
+        parameterType: { type: "STRING" },
+        parameterValue: { value: null },
+      },
+      {
+        name: "iso_timestamp_end",
+        parameterType: { type: "STRING" },
+        parameterValue: { value: null },
+      },
+    ]);
+  });
+
+  it("caps a result at 1000 rows and says so in X-Result-Truncated", async () => {
+    const numbers =
+      "SELECT x FROM UNNEST(GENERATE_ARRAY(1, 1500)) AS x WHERE @project != @interval";
+    const { get } = await service({ queries: new Map([["usage.api-counts", numbers]]) });
+    const response = await get(`/api/endpoints/usage.api-counts?project=a&interval=daily`);
+    expect(response.statusCode).toBe(200);
+    expect(response.headers["x-result-truncated"]).toBe("true");
+    expect((json(response.body).result as unknown[]).length).toBe(1000);
+  });
+
+  it("lists the catalog: names, ids, params with types and whether required, cache policy", async () => {
+    const { get } = await service();
+    const response = await get("/api/endpoints");
+    expect(response.statusCode).toBe(200);
+    const listed = json(response.body).result as Record<string, unknown>[];
+    expect(listed.map((e) => [e.name, e.id])).toEqual([
+      ["functions.invocation-stats", STATS_ID],
+      ["logs.all", LOGS_ID],
+      ["usage.api-counts", USAGE_ID],
+    ]);
+    expect(listed[2]).toMatchObject({
+      max_rows: 1000,
+      cache: { ttl_seconds: 900, warming_seconds: 300 },
+      params: [
+        { name: "project", type: "string", required: true },
+        {
+          name: "interval",
+          type: "string",
+          required: true,
+          allowed: ["minutely", "hourly", "daily"],
+        },
+      ],
+    });
+    expect(listed[1]?.cache).toBeNull();
+  });
+});
+
+describe("authentication", () => {
+  const path = `/api/endpoints/usage.api-counts?project=${PROJECT}&interval=hourly`;
+
+  it("accepts the key as Authorization: Bearer", async () => {
+    const { get } = await service();
+    expect((await get(path, { authorization: `Bearer ${API_KEY}` })).statusCode).toBe(200);
+  });
+
+  it.each([
+    [{}, "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key>."],
+    [
+      { "x-api-key": "" },
+      "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key>.",
+    ],
+    [{ "x-api-key": `${API_KEY}x` }, "Invalid API key."],
+    [
+      { authorization: `Basic ${API_KEY}` },
+      "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key>.",
+    ],
+    [{ authorization: "Bearer nope" }, "Invalid API key."],
+  ])(
+    "rejects %j with 401 unauthorized before looking at the endpoint",
+    async (headers, message) => {
+      const { app } = await service();
+      for (const url of [path, "/api/endpoints/nope", "/api/endpoints"]) {
+        const response = await app.inject({ method: "GET", url, headers });
+        expect(response.statusCode).toBe(401);
+        expect(json(response.body)).toEqual({ error: { code: "unauthorized", message } });
+      }
+    },
+  );
+
+  it("serves /health and /ready without a key", async () => {
+    const { app } = await service();
+    expect(json((await app.inject("/health")).body)).toEqual({ status: "ok" });
+    const ready = await app.inject("/ready");
+    expect(ready.statusCode).toBe(200);
+    expect(json(ready.body)).toEqual({ status: "ready", engine: "bigquery" });
+  });
+});
+
+describe("errors", () => {
+  it("answers bad params with 400 invalid_params and one detail per parameter, without an engine call", async () => {
+    const { get, standIn } = await service();
+    const response = await get(
+      "/api/endpoints/usage.api-counts?project=(&interval=weekly&projct=x",
+    );
+    expect(response.statusCode).toBe(400);
+    expect(json(response.body)).toEqual({
+      error: {
+        code: "invalid_params",
+        message: "Some query parameters are invalid; see details.",
+        details: [
+          {
+            param: "project",
+            message: expect.stringContaining("not a valid RE2 regular expression"),
+          },
+          { param: "interval", message: "must be one of minutely, hourly, daily" },
+          { param: "projct", message: "unknown parameter; this endpoint takes project, interval" },
+        ],
+      },
+    });
+    expect(standIn.jobInserts).toEqual([]);
+  });
+
+  it("answers an unknown endpoint with 404 endpoint_not_found, and an unknown route with 404 not_found", async () => {
+    const { get } = await service();
+    const unknown = await get("/api/endpoints/query/00000000-0000-0000-0000-000000000000");
+    expect(unknown.statusCode).toBe(404);
+    expect(json(unknown.body)).toMatchObject({ error: { code: "endpoint_not_found" } });
+    const route = await get("/api/nothing-here");
+    expect(route.statusCode).toBe(404);
+    expect(json(route.body)).toMatchObject({ error: { code: "not_found" } });
+  });
+
+  it("answers past the per-key limit with 429 rate_limited", async () => {
+    const { get } = await service({ rateLimitPerMinute: 2 });
+    const path = `/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`;
+    expect((await get(path)).statusCode).toBe(200);
+    expect((await get(path)).statusCode).toBe(200);
+    const limited = await get(path);
+    expect(limited.statusCode).toBe(429);
+    expect(json(limited.body)).toEqual({
+      error: {
+        code: "rate_limited",
+        message: expect.stringMatching(/^More than 2 requests a minute with this key; retry in /),
+      },
+    });
+  });
+
+  it("answers an engine failure with 502 engine_error, without job id or engine text", async () => {
+    const { get, standIn } = await service();
+    standIn.injectFault({ kind: "invalidQuery" });
+    const response = await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`);
+    expect(response.statusCode).toBe(502);
+    const body = json(response.body) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("engine_error");
+    const jobId = standIn.jobInserts[0]?.jobReference.jobId as string;
+    expect(response.body).not.toContain(jobId);
+    expect(Object.keys(body.error)).toEqual(["code", "message"]);
+  });
+
+  it("answers a job that outlives the timeout with 504 engine_timeout", async () => {
+    const { get, standIn } = await service({ engine: { jobTimeoutMs: 300 } });
+    standIn.injectFault({ kind: "slowJob", polls: Number.POSITIVE_INFINITY });
+    const response = await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`);
+    expect(response.statusCode).toBe(504);
+    expect(json(response.body)).toMatchObject({ error: { code: "engine_timeout" } });
+  });
+
+  it("answers a bug with 500 internal_error: a request id, no stack, no internals", async () => {
+    const crashing = (engine: QueryEngine): QueryEngine => ({
+      ...engine,
+      run: async () => {
+        throw new TypeError("secret internals at crash.ts:1");
+      },
+    });
+    const { get } = await service({ wrapEngine: crashing });
+    const response = await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`);
+    expect(response.statusCode).toBe(500);
+    expect(json(response.body)).toEqual({
+      error: {
+        code: "internal_error",
+        message: `An internal error occurred; quote request id ${response.headers["x-request-id"]} when reporting it.`,
+      },
+    });
+  });
+
+  it("reports not ready with 503 when the engine cannot answer", async () => {
+    const { app, standIn } = await service();
+    standIn.injectFault({ kind: "invalidQuery" });
+    const response = await app.inject("/ready");
+    expect(response.statusCode).toBe(503);
+    expect(json(response.body)).toMatchObject({ error: { code: "not_ready" } });
+  });
+});
+
+describe("request log", () => {
+  it("writes one line per request with id, endpoint, status, duration, rows, job and bytes; never a key", async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
+    const { get, standIn } = await service({ logger });
+    const ok = await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`, {
+      "x-request-id": "trace-42",
+    });
+    await get("/api/endpoints/logs.all", { "x-api-key": "wrong-key-that-must-not-leak" });
+
+    const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const requests = records.filter((r) => r.msg === "request");
+    expect(requests).toHaveLength(2);
+    expect(ok.headers["x-request-id"]).toBe("trace-42");
+    expect(requests[0]).toMatchObject({
+      reqId: "trace-42",
+      method: "GET",
+      path: "/api/endpoints/logs.all",
+      params: ["project", "project_tier"],
+      endpoint: "logs.all",
+      status: 200,
+      durationMs: expect.any(Number),
+      rows: 2,
+      jobId: standIn.jobInserts[0]?.jobReference.jobId,
+      bytesProcessed: expect.any(Number),
+    });
+    expect(requests[1]).toMatchObject({ status: 401 });
+    const output = lines.join("");
+    expect(output).not.toContain(API_KEY);
+    expect(output).not.toContain("wrong-key-that-must-not-leak");
+  });
+});

@@ -1,0 +1,70 @@
+// The whole service as a test sees it: buildApp → BigQuery engine → official client → HTTP →
+// stand-in → GoogleSQL reference engine, over fixture tables and a pinned clock.
+import type { FastifyBaseLogger, FastifyInstance, LightMyRequestResponse } from "fastify";
+import { afterEach, inject } from "vitest";
+import { type AppDeps, buildApp } from "../../src/app.ts";
+import { type BigQueryEngineOptions, createBigQueryEngine } from "../../src/engines/bigquery.ts";
+import type { QueryEngine } from "../../src/engines/engine.ts";
+import { type BigQueryStandIn, startBigQueryStandIn } from "./bigquery-standin.ts";
+import type { Row } from "./googlesql.ts";
+
+export const API_KEY = "test-key-0123456789abcdef";
+
+export interface ServiceOptions extends Partial<Omit<AppDeps, "engine">> {
+  tables?: Record<string, Row[]>;
+  now: string;
+  engine?: Partial<BigQueryEngineOptions>;
+  /** Wraps the real engine, e.g. to count calls or inject a fault it cannot produce. */
+  wrapEngine?: (engine: QueryEngine) => QueryEngine;
+  logger?: FastifyBaseLogger;
+}
+
+export interface Service {
+  app: FastifyInstance;
+  standIn: BigQueryStandIn;
+  /** GET with the test key unless `headers` set X-API-KEY or Authorization themselves. */
+  get(url: string, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
+}
+
+const open: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((close) => close()));
+});
+
+/** Starts a service for the current test; it is closed after the test. */
+export async function startService(options: ServiceOptions): Promise<Service> {
+  const { tables, now, engine: engineOptions, wrapEngine = (e) => e, ...deps } = options;
+  const standIn = await startBigQueryStandIn({
+    googleSqlPort: inject("googleSqlPort"),
+    tables,
+    now,
+  });
+  const engine = createBigQueryEngine({
+    projectId: "test-project",
+    dataset: "logs",
+    apiEndpoint: standIn.url,
+    jobTimeoutMs: 10_000,
+    retry: { attempts: 2, initialDelayMs: 1, maxDelayMs: 1 },
+    ...engineOptions,
+  });
+  const app = await buildApp({ apiKeys: [API_KEY], ...deps, engine: wrapEngine(engine) });
+  open.push(async () => {
+    await app.close();
+    await engine.close();
+    await standIn.close();
+  });
+  const hasKey = (headers: Record<string, string>) =>
+    Object.keys(headers).some((name) =>
+      ["x-api-key", "authorization"].includes(name.toLowerCase()),
+    );
+  return {
+    app,
+    standIn,
+    get: (url, headers = {}) =>
+      app.inject({
+        method: "GET",
+        url,
+        headers: hasKey(headers) ? headers : { "x-api-key": API_KEY, ...headers },
+      }),
+  };
+}
