@@ -72,7 +72,8 @@ export interface DuckDbSettings {
   kind: "duckdb";
   path?: string;
   localData?: string;
-  demoData: boolean;
+  /** Absent: demo data only when there is no other data. */
+  demoData?: boolean;
 }
 
 export interface Config {
@@ -117,7 +118,7 @@ function engineSettings(e: z.infer<typeof environment>): Config["engine"] {
       kind,
       path: e.DUCKDB_PATH,
       localData: e.LOCAL_DATA,
-      demoData: e.DEMO_DATA ?? !e.LOCAL_DATA,
+      demoData: e.DEMO_DATA,
     };
   }
   if (!e.BIGQUERY_PROJECT_ID)

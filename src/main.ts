@@ -35,7 +35,11 @@ if (apiKeys.length === 0) {
   log.info("generated an API key for this process (printed above, once)");
 }
 
-const engine = await openEngine(config.engine, log);
+const engine = await openEngine(config.engine, log).catch((error: Error) => {
+  // A bad data file or an unreachable engine: one line saying which, then stop.
+  process.stderr.write(`Startup error: ${error.message}\n`);
+  process.exit(1);
+});
 const app = await buildApp({
   engine,
   apiKeys,

@@ -2,20 +2,18 @@ import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.ts";
 
 describe("loadConfig", () => {
-  it("defaults to the embedded engine with demo data, on loopback port 3000", () => {
+  it("defaults to the embedded engine, demo data left to the data at hand, on loopback port 3000", () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({
-      port: 3000,
-      host: "127.0.0.1",
-      apiKeys: [],
-      engine: { kind: "duckdb", demoData: true },
-      logLevel: "info",
-    });
+    expect(config).toMatchObject({ port: 3000, host: "127.0.0.1", apiKeys: [], logLevel: "info" });
+    expect(config.engine).toEqual({ kind: "duckdb" });
   });
 
-  it("serves local exports instead of demo data when LOCAL_DATA is set", () => {
-    expect(loadConfig({ LOCAL_DATA: "./exports" }).engine).toEqual({
+  it("passes LOCAL_DATA, DUCKDB_PATH and an explicit DEMO_DATA to the embedded engine", () => {
+    expect(
+      loadConfig({ LOCAL_DATA: "./exports", DUCKDB_PATH: "logs.duckdb", DEMO_DATA: "off" }).engine,
+    ).toEqual({
       kind: "duckdb",
+      path: "logs.duckdb",
       localData: "./exports",
       demoData: false,
     });

@@ -1,24 +1,47 @@
 // Picks and opens the configured engine; for the embedded one, loads the data it serves.
+// Each engine's module is imported only when chosen: neither pays for the other's startup.
 import type { FastifyBaseLogger } from "fastify";
-import type { Config } from "../config.ts";
+import type { BigQuerySettings, DuckDbSettings } from "../config.ts";
 import type { QueryEngine } from "./engine.ts";
 
 export async function openEngine(
-  settings: Config["engine"],
+  settings: BigQuerySettings | DuckDbSettings,
   log: FastifyBaseLogger,
 ): Promise<QueryEngine> {
   if (settings.kind === "bigquery") {
     const { createBigQueryEngine } = await import("./bigquery.ts");
-    log.info(
-      {
-        engine: "bigquery",
-        project: settings.projectId,
-        dataset: settings.dataset,
-        location: settings.location,
-      },
-      "query engine: BigQuery",
-    );
+    const { projectId, dataset, location } = settings;
+    log.info({ engine: "bigquery", projectId, dataset, location }, "query engine: BigQuery");
     return createBigQueryEngine(settings);
   }
-  throw new Error("duckdb: pending");
+
+  const { createDuckDbEngine } = await import("./duckdb.ts");
+  const { loadData } = await import("./duckdb/data.ts");
+  const engine = await createDuckDbEngine({ path: settings.path });
+  try {
+    const data = await loadData(engine, {
+      localData: settings.localData,
+      demoData: settings.demoData,
+    });
+    log.info(
+      {
+        engine: "duckdb",
+        database: settings.path ?? "in memory",
+        data: data.source,
+        files: data.files,
+        rows: data.rows,
+      },
+      `query engine: embedded DuckDB serving ${
+        {
+          local: `the exports in ${settings.localData}`,
+          demo: "generated demo logs",
+          database: "the database file",
+        }[data.source]
+      }`,
+    );
+    return engine;
+  } catch (error) {
+    await engine.close();
+    throw error;
+  }
 }
