@@ -1,5 +1,6 @@
 // Realistic generated logs, anchored to "now": the demo data set and the benchmark's data. Rows
-// are made inside DuckDB (range + random), so ten million rows take seconds, not minutes.
+// are made inside DuckDB (range + random), so ten million rows take seconds, not minutes, and are
+// stored in time order, as logs arrive, so a query over a recent window skips old row groups.
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { DuckDBTimestampTZValue } from "@duckdb/node-api";
 
@@ -86,7 +87,8 @@ SELECT CAST(gen_random_uuid() AS VARCHAR), timestamp,
   method || ' | ' || status || ' | https://' || host || path, ref,
   [{'request': [{'method': method, 'path': path, 'url': 'https://' || host || path, 'host': host}],
     'response': [{'status_code': status}]}]
-FROM requests`;
+FROM requests
+ORDER BY timestamp`;
 
 // Execution times are log-normal per function (Box–Muller), with a 1% cold-start tail.
 const FUNCTION_EDGE_LOGS_SQL = `
@@ -117,7 +119,8 @@ SELECT CAST(gen_random_uuid() AS VARCHAR), timestamp,
   [{'project_ref': ref, 'function_id': function_id, 'execution_time_ms': execution_time_ms,
     'request': [{'method': method, 'url': 'https://' || ref || '.${DEMO_DOMAIN}/functions/v1/' || function_id}],
     'response': [{'status_code': status}]}]
-FROM invocations`;
+FROM invocations
+ORDER BY timestamp`;
 
 /** Appends generated records to the (existing) source tables. */
 export async function generateLogs(
