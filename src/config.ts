@@ -1,6 +1,7 @@
 // The environment, read once into a typed config. A bad setting stops startup with one line
 // naming the variable and what it expects.
 import { z } from "zod";
+import type { BigQueryEngineOptions } from "./engines/bigquery.ts";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
@@ -58,15 +59,10 @@ const environment = z.object({
     .default("info"),
 });
 
-export interface BigQuerySettings {
-  kind: "bigquery";
-  projectId: string;
-  dataset: string;
-  location?: string;
-  apiEndpoint?: string;
-  jobTimeoutMs: number;
-  maximumBytesBilled?: string;
-}
+export type BigQuerySettings = { kind: "bigquery" } & Pick<
+  BigQueryEngineOptions,
+  "projectId" | "dataset" | "location" | "apiEndpoint" | "jobTimeoutMs" | "maximumBytesBilled"
+>;
 
 export interface DuckDbSettings {
   kind: "duckdb";
