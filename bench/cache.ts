@@ -10,9 +10,10 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { buildApp } from "../src/app.ts";
 import type { ResultCacheOptions } from "../src/cache/result-cache.ts";
 import { DEMO_SIZE, generateLogs } from "../src/engines/duckdb/demo-data.ts";
-import { createTableSql, sourceTables } from "../src/engines/duckdb/tables.ts";
+import { createTableSql } from "../src/engines/duckdb/tables.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
 import type { QueryEngine } from "../src/engines/engine.ts";
+import { sourceTables } from "../src/schema.ts";
 import { dateToMicros } from "../src/time.ts";
 
 const API_KEY = "bench-key-0123456789abcdef";

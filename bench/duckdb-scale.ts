@@ -4,8 +4,9 @@
 import { readFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { DEMO_PROJECTS, generateLogs } from "../src/engines/duckdb/demo-data.ts";
-import { createTableSql, sourceTables } from "../src/engines/duckdb/tables.ts";
+import { createTableSql } from "../src/engines/duckdb/tables.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
+import { sourceTables } from "../src/schema.ts";
 import { dateToMicros } from "../src/time.ts";
 
 const RUNS = 5;

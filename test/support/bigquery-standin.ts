@@ -5,6 +5,7 @@
 // /work/shared/notes/bigquery-wire-probe.md.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { SchemaField } from "../../src/schema.ts";
 import { parseIsoTimestamp } from "../../src/time.ts";
 import { type Column, GoogleSql, type Row, referencedParams } from "./googlesql.ts";
 
@@ -325,13 +326,6 @@ function invalidQuery(message: string): Outcome {
 
 // ---------------------------------------------------------------------------------------------
 // Result encoding: harness values (already in the service's wire format) → BigQuery REST cells
-
-interface SchemaField {
-  name: string;
-  type: string;
-  mode: "NULLABLE" | "REPEATED";
-  fields?: SchemaField[];
-}
 
 type TypeProto = Column["type"];
 

@@ -2,12 +2,12 @@
 // as an executor for our BigQuery SQL: a supervised server process plus a gRPC client that builds
 // the catalog from queries/schema/*.json, pins CURRENT_TIMESTAMP and binds STRING parameters.
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import { type SchemaField, sourceTables } from "../../src/schema.ts";
 import { formatDatetime, formatTimestamp, parseIsoTimestamp } from "../../src/time.ts";
 
 const packageDir = dirname(
@@ -15,7 +15,6 @@ const packageDir = dirname(
 );
 const SERVER_BINARY = join(packageDir, "lib/zetasql/remote_server.so");
 const PROTO_DIR = join(packageDir, "lib/zetasql/protos");
-const SCHEMA_DIR = new URL("../../queries/schema/", import.meta.url);
 
 // ---------------------------------------------------------------------------------------------
 // The server process
@@ -85,13 +84,6 @@ function freePort(): Promise<number> {
 // ---------------------------------------------------------------------------------------------
 // Types: BigQuery schema JSON → ZetaSQL TypeProto
 
-export interface SchemaField {
-  name: string;
-  type: string;
-  mode?: "NULLABLE" | "REQUIRED" | "REPEATED";
-  fields?: SchemaField[];
-}
-
 type TypeProto = {
   type_kind: string;
   array_type?: { element_type: TypeProto };
@@ -132,18 +124,6 @@ function scalarKind(type: string): string {
   const kind = SCALAR_KINDS[type];
   if (!kind) throw new Error(`unsupported schema type ${type}`);
   return kind;
-}
-
-/** The source tables, read from queries/schema so that schema and tests cannot drift. */
-export function loadSchemas(): Record<string, SchemaField[]> {
-  return Object.fromEntries(
-    readdirSync(SCHEMA_DIR)
-      .filter((file) => file.endsWith(".json"))
-      .map((file) => [
-        file.replace(/\.json$/, ""),
-        JSON.parse(readFileSync(new URL(file, SCHEMA_DIR), "utf8")) as SchemaField[],
-      ]),
-  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -368,7 +348,8 @@ type Service = any;
 
 export class GoogleSql {
   private readonly service: Service;
-  private readonly schemas = loadSchemas();
+  // From queries/schema, so that schema and tests cannot drift.
+  private readonly schemas = Object.fromEntries(sourceTables().map((t) => [t.name, t.fields]));
   private languageOptions: Promise<Record<string, unknown>> | undefined;
 
   constructor(port: number) {

@@ -1,11 +1,12 @@
 // What the embedded engine serves, decided once at startup: the LOCAL_DATA exports, else demo logs
 // (when asked, or when the database holds no rows), else what the DUCKDB_PATH file already holds.
 import type { DuckDBConnection } from "@duckdb/node-api";
+import { sourceTables } from "../../schema.ts";
 import { dateToMicros } from "../../time.ts";
 import type { DuckDbEngine } from "../duckdb.ts";
 import { DEMO_SIZE, generateLogs } from "./demo-data.ts";
 import { type LoadedFile, loadLocalData } from "./local-data.ts";
-import { createTableSql, quoteIdent, sourceTables } from "./tables.ts";
+import { createTableSql, quoteIdent } from "./tables.ts";
 
 export interface DataOptions {
   /** `LOCAL_DATA`: a folder of exports. */

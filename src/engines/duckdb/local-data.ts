@@ -8,14 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { DuckDBConnection } from "@duckdb/node-api";
-import {
-  bigQueryShapedColumns,
-  createTableSql,
-  duckDbType,
-  quoteIdent,
-  type SourceTable,
-  sourceTables,
-} from "./tables.ts";
+import { type SourceTable, sourceTables } from "../../schema.ts";
+import { bigQueryShapedColumns, createTableSql, duckDbType, quoteIdent } from "./tables.ts";
 
 export interface LoadedFile {
   table: string;

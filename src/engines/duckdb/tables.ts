@@ -1,21 +1,7 @@
 // The source tables in DuckDB, typed from queries/schema/*.json (BigQuery's `bq show --schema`
 // form) so that loaded data is never type-guessed. BigQuery TIMESTAMP is DuckDB TIMESTAMPTZ and
 // a REPEATED field is a LIST that, as in BigQuery, is never NULL (absent means empty).
-import { readdirSync, readFileSync } from "node:fs";
-
-const SCHEMA_DIR = new URL("../../../queries/schema/", import.meta.url);
-
-export interface SchemaField {
-  name: string;
-  type: string;
-  mode?: "NULLABLE" | "REQUIRED" | "REPEATED";
-  fields?: SchemaField[];
-}
-
-export interface SourceTable {
-  name: string;
-  fields: SchemaField[];
-}
+import type { SchemaField, SourceTable } from "../../schema.ts";
 
 const SCALAR_TYPES: Record<string, string> = {
   STRING: "VARCHAR",
@@ -28,17 +14,6 @@ const SCALAR_TYPES: Record<string, string> = {
   BOOLEAN: "BOOLEAN",
   BOOL: "BOOLEAN",
 };
-
-/** Every table of queries/schema, sorted by name. */
-export function sourceTables(): SourceTable[] {
-  return readdirSync(SCHEMA_DIR)
-    .filter((file) => file.endsWith(".json"))
-    .sort()
-    .map((file) => ({
-      name: file.replace(/\.json$/, ""),
-      fields: JSON.parse(readFileSync(new URL(file, SCHEMA_DIR), "utf8")) as SchemaField[],
-    }));
-}
 
 /** The DuckDB type of one schema field, e.g. `STRUCT("status_code" BIGINT)[]`. */
 export function duckDbType(field: SchemaField): string {
