@@ -38,7 +38,8 @@ export class GoogleSqlServer {
     });
     this.child = child;
     child.on("exit", () => {
-      if (!this.stopping && this.child === child) void this.spawn();
+      // A restart that fails shows as the next calls failing at their deadline.
+      if (!this.stopping && this.child === child) this.spawn().catch(() => undefined);
     });
     // Connecting before "listening" puts grpc-js into a ~1 s reconnect backoff.
     return new Promise((resolve, reject) => {
@@ -257,6 +258,8 @@ export class GoogleSqlError extends Error {
     message: string,
     readonly line?: number,
     readonly column?: number,
+    /** The gRPC status code. */
+    readonly code?: number,
   ) {
     super(message);
     this.name = "GoogleSqlError";
@@ -477,21 +480,41 @@ export class GoogleSql {
     return this.rewritesCache;
   }
 
-  private call(method: string, request: unknown): Promise<Service> {
+  /** One RPC; a call that meets a dead server is made once more, after the supervisor's restart. */
+  private async call(method: string, request: unknown): Promise<Service> {
+    try {
+      return await this.callOnce(method, request);
+    } catch (error) {
+      if ((error as GoogleSqlError).code !== grpc.status.UNAVAILABLE) throw error;
+      return this.callOnce(method, request);
+    }
+  }
+
+  private callOnce(method: string, request: unknown): Promise<Service> {
+    // Waiting for a ready channel carries the call over the server's restart.
+    const metadata = new grpc.Metadata({ waitForReady: true });
+    const options = { deadline: Date.now() + CALL_DEADLINE_MS };
     return new Promise((resolve, reject) => {
-      this.service[method](request, (error: grpc.ServiceError | null, response: unknown) => {
-        if (!error) return resolve(response);
-        const at = /\[at (\d+):(\d+)\]/.exec(error.details);
-        reject(
-          new GoogleSqlError(
-            error.details || error.message,
-            Number(at?.[1]) || undefined,
-            Number(at?.[2]) || undefined,
-          ),
-        );
-      });
+      this.service[method](
+        request,
+        metadata,
+        options,
+        (error: grpc.ServiceError | null, response: unknown) => {
+          if (!error) return resolve(response);
+          const at = /\[at (\d+):(\d+)\]/.exec(error.details);
+          reject(
+            new GoogleSqlError(
+              error.details || error.message,
+              Number(at?.[1]) || undefined,
+              Number(at?.[2]) || undefined,
+              error.code,
+            ),
+          );
+        },
+      );
     });
   }
 }
 
 const STRING: TypeProto = { type_kind: "TYPE_STRING" };
+const CALL_DEADLINE_MS = 60_000;
