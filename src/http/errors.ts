@@ -53,9 +53,10 @@ export function registerErrorHandlers(app: FastifyInstance): void {
     if (error instanceof HttpError)
       return sendError(reply, error.statusCode, error.code, error.message);
     if (error instanceof EngineError) {
+      request.queryLog.jobId = error.detail?.jobId;
       request.log.error(
-        { err: { message: error.message, ...error.detail } },
-        "engine query failed",
+        { code: error.code, ...error.detail },
+        `engine query failed: ${error.message}`,
       );
       return sendError(
         reply,

@@ -346,4 +346,28 @@ describe("request log", () => {
     expect(output).not.toContain(API_KEY);
     expect(output).not.toContain("wrong-key-that-must-not-leak");
   });
+
+  it("logs a failed query's job id and the engine's own message, which the response leaves out", async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
+    const { get, standIn } = await service({ logger });
+    standIn.injectFault({ kind: "invalidQuery" });
+    const response = await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`);
+    const jobId = standIn.jobInserts[0]?.jobReference.jobId;
+
+    const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(records).toContainEqual(
+      expect.objectContaining({ msg: "request", status: 502, endpoint: "logs.all", jobId }),
+    );
+    expect(records).toContainEqual(
+      expect.objectContaining({
+        level: 50,
+        reqId: response.headers["x-request-id"],
+        code: "engine_error",
+        jobId,
+        cause: expect.stringContaining("invalidQuery"),
+      }),
+    );
+    expect(response.body).not.toContain("invalidQuery");
+  });
 });
