@@ -9,7 +9,7 @@ import { catalog } from "./endpoints/catalog.ts";
 import { loadQueries } from "./endpoints/queries.ts";
 import { createRunner } from "./endpoints/runner.ts";
 import type { QueryEngine } from "./engines/engine.ts";
-import { keyId, presentedKey, requireApiKey } from "./http/auth.ts";
+import { requireApiKey } from "./http/auth.ts";
 import { endpointRoutes } from "./http/endpoint-routes.ts";
 import { registerErrorHandlers } from "./http/errors.ts";
 import { healthRoutes } from "./http/health-routes.ts";
@@ -60,12 +60,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   healthRoutes(app, deps.engine);
 
   await app.register(async (api) => {
-    api.addHook("onRequest", requireApiKey(deps.apiKeys));
+    requireApiKey(api, deps.apiKeys);
     await api.register(rateLimit, {
       max: deps.rateLimitPerMinute ?? 600,
       timeWindow: 60_000,
       hook: "preHandler",
-      keyGenerator: (request) => keyId(presentedKey(request) ?? ""),
+      keyGenerator: (request) => `key-${request.apiKeyIndex}`,
       errorResponseBuilder: (_request, context) => ({
         statusCode: 429,
         message: `More than ${context.max} requests a minute with this key; retry in ${context.after}.`,

@@ -1,33 +1,38 @@
 // API keys from `X-API-KEY` or `Authorization: Bearer`, compared in constant time.
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { HttpError } from "./errors.ts";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Which accepted key the request carried (its position in API_KEYS): per-key state without the key. */
+    apiKeyIndex: number;
+  }
+}
 
 // Digests have one length whatever the key's, so comparing them leaks neither content nor length.
 const digest = (key: string) => createHash("sha256").update(key).digest();
 
-/** A short, non-reversible name for a key, for per-key state such as rate limits. */
-export const keyId = (key: string) => digest(key).toString("base64url").slice(0, 22);
-
-export function presentedKey(request: FastifyRequest): string | undefined {
+function presentedKey(request: FastifyRequest): string | undefined {
   const header = request.headers["x-api-key"];
   if (typeof header === "string" && header !== "") return header;
   const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "");
   return bearer?.[1];
 }
 
-/** An onRequest hook that rejects requests without one of `keys` (401 unauthorized). */
-export function requireApiKey(keys: readonly string[]) {
+/** Rejects every request of `app` without one of `keys` (401 unauthorized), before anything else. */
+export function requireApiKey(app: FastifyInstance, keys: readonly string[]): void {
   const accepted = keys.map(digest);
-  return async (request: FastifyRequest) => {
+  app.decorateRequest("apiKeyIndex", -1);
+  app.addHook("onRequest", async (request) => {
     const key = presentedKey(request);
     const candidate = digest(key ?? "");
     // Every accepted key is compared, so timing does not tell which one (or whether any) matched.
-    const matches = accepted.reduce(
-      (found, known) => timingSafeEqual(known, candidate) || found,
-      false,
-    );
-    if (key === undefined || !matches) {
+    let match = -1;
+    accepted.forEach((known, index) => {
+      if (timingSafeEqual(known, candidate)) match = index;
+    });
+    if (key === undefined || match < 0) {
       throw new HttpError(
         401,
         "unauthorized",
@@ -36,5 +41,6 @@ export function requireApiKey(keys: readonly string[]) {
           : "Invalid API key.",
       );
     }
-  };
+    request.apiKeyIndex = match;
+  });
 }

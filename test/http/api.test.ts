@@ -268,6 +268,15 @@ describe("errors", () => {
     });
   });
 
+  it("counts the limit per key: one key's traffic does not use up another's", async () => {
+    const other = "other-key-0123456789abcdef";
+    const { get } = await service({ rateLimitPerMinute: 1, apiKeys: [API_KEY, other] });
+    const path = `/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`;
+    expect((await get(path)).statusCode).toBe(200);
+    expect((await get(path)).statusCode).toBe(429);
+    expect((await get(path, { authorization: `Bearer ${other}` })).statusCode).toBe(200);
+  });
+
   it("answers an engine failure with 502 engine_error, without job id or engine text", async () => {
     const { get, standIn } = await service();
     standIn.injectFault({ kind: "invalidQuery" });
