@@ -313,6 +313,19 @@ describe("a rejected query", () => {
   });
 });
 
+describe("a client that fails before BigQuery answers", () => {
+  it("is engine_error naming the configuration, with the client's own text kept for the log", async () => {
+    const error = await rejection(
+      engine({ apiEndpoint: "http://[not-a-host" }).run(adHoc("SELECT 1")),
+    );
+    expect(error.code).toBe("engine_error");
+    expect(error.message).toBe(
+      "The service could not reach BigQuery with its configuration; see the service log.",
+    );
+    expect(error.detail?.cause).toMatch(/^client: .*Invalid URL/);
+  });
+});
+
 describe("transient failures", () => {
   it.each<StandInFault["kind"]>(["rateLimitExceeded", "backendError", "connectionReset"])(
     "%s is retried as a new job and then succeeds",

@@ -64,8 +64,9 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): QueryEngin
     const deadline = Date.now() + options.jobTimeoutMs;
     for (let attemptNumber = 1; ; attemptNumber++) {
       const attempt: Attempt = { signal: AbortSignal.timeout(Math.max(0, deadline - Date.now())) };
+      let page: FirstPage;
       try {
-        return await untilAborted(runJob(request, deadline, attempt), attempt.signal);
+        page = await untilAborted(runJob(request, deadline, attempt), attempt.signal);
       } catch (error) {
         const failure = classify(error);
         const delay = backoff(retry, attemptNumber);
@@ -79,6 +80,9 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): QueryEngin
         }
         throw engineError(failure, attempt.jobId, attemptNumber, options.jobTimeoutMs);
       }
+      // Decoding is ours: a failure here is a bug (500), not BigQuery's.
+      const { fields, rows, ...result } = page;
+      return { rows: decodeRows(fields, rows), ...result };
     }
   }
 
@@ -98,8 +102,13 @@ interface Attempt {
   jobId?: string;
 }
 
+type FirstPage = Omit<QueryResult, "rows"> & {
+  fields: Parameters<typeof decodeRows>[0];
+  rows: Parameters<typeof decodeRows>[1];
+};
+
 /** Waits for the job, then reads its first page; later pages are never fetched. */
-async function firstPage(job: Job, maxRows: number, signal: AbortSignal): Promise<QueryResult> {
+async function firstPage(job: Job, maxRows: number, signal: AbortSignal): Promise<FirstPage> {
   for (;;) {
     // autoPaginate:false returns an unfinished job's answer instead of polling in the client, so
     // polling stops at our deadline. BigQuery holds each call up to 10 s while the job runs.
@@ -107,10 +116,13 @@ async function firstPage(job: Job, maxRows: number, signal: AbortSignal): Promis
       maxResults: maxRows,
       autoPaginate: false,
       skipParsing: true,
+      // Microsecond integers; the client's default, stated because decodeRows depends on it.
+      "formatOptions.useInt64Timestamp": true,
     });
     if (response?.jobComplete !== false) {
       return {
-        rows: decodeRows(response?.schema?.fields ?? [], rows),
+        fields: response?.schema?.fields ?? [],
+        rows,
         truncated: Boolean(response?.pageToken),
         jobId: job.id,
         ...(response?.totalBytesProcessed && {
@@ -167,6 +179,7 @@ const TRANSIENT_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
 const NETWORK_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "EPIPE", "EAI_AGAIN"]);
 
 const REJECTION_MESSAGES: Record<string, string> = {
+  client: "The service could not reach BigQuery with its configuration; see the service log.",
   invalidQuery: "BigQuery rejected the endpoint's query as invalid.",
   notFound: "A table or dataset this endpoint reads does not exist in BigQuery.",
   accessDenied: "The service's BigQuery credentials may not run this endpoint's query.",
@@ -188,8 +201,8 @@ function classify(error: unknown): Failure {
   if (typeof code === "string" && NETWORK_CODES.has(code)) {
     return { kind: "transient", reason: code, cause: (error as Error).message };
   }
-  // Anything else is a bug of ours, not BigQuery's: let it surface as one.
-  throw error;
+  // The client failed before BigQuery answered: credentials, configuration, a malformed reply.
+  return { kind: "rejected", reason: "client", cause: (error as Error)?.message ?? String(error) };
 }
 
 function engineError(

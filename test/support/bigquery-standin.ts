@@ -296,8 +296,10 @@ export class BigQueryStandIn {
     const end = Math.min(start + pageSize, outcome.rows.length);
     // BigQuery names unnamed columns f0_, f1_, ...; the harness leaves them empty.
     const fields = outcome.columns.map((c, i) => schemaField({ ...c, name: c.name || `f${i}_` }));
+    const timestamps =
+      query.get("formatOptions.useInt64Timestamp") === "true" ? "micros" : "seconds";
     const page = outcome.rows.slice(start, end).map((row) => ({
-      f: outcome.columns.map((c, i) => cell(row[c.name], fields[i] as SchemaField)),
+      f: outcome.columns.map((c, i) => cell(row[c.name], fields[i] as SchemaField, timestamps)),
     }));
     send(res, 200, {
       kind: "bigquery#getQueryResultsResponse",
@@ -358,17 +360,25 @@ function schemaField(column: Column): SchemaField {
 
 type Cell = { v: string | null | Cell[] | { f: Cell[] } };
 
-function cell(value: unknown, field: SchemaField): Cell {
+/**
+ * A REST cell. TIMESTAMP is epoch microseconds when the call asks for
+ * formatOptions.useInt64Timestamp, else BigQuery's default: float seconds in E notation.
+ */
+function cell(value: unknown, field: SchemaField, timestamps: "micros" | "seconds"): Cell {
   if (value === null || value === undefined) return { v: null };
   if (field.mode === "REPEATED") {
-    return { v: (value as unknown[]).map((e) => cell(e, { ...field, mode: "NULLABLE" })) };
+    return {
+      v: (value as unknown[]).map((e) => cell(e, { ...field, mode: "NULLABLE" }, timestamps)),
+    };
   }
   if (field.type === "RECORD") {
     const record = value as Record<string, unknown>;
-    return { v: { f: (field.fields ?? []).map((f) => cell(record[f.name], f)) } };
+    return { v: { f: (field.fields ?? []).map((f) => cell(record[f.name], f, timestamps)) } };
   }
-  // The client requests formatOptions.useInt64Timestamp: TIMESTAMP travels as epoch microseconds.
-  if (field.type === "TIMESTAMP") return { v: String(parseIsoTimestamp(value as string)) };
+  if (field.type === "TIMESTAMP") {
+    const micros = parseIsoTimestamp(value as string) as bigint;
+    return { v: timestamps === "micros" ? String(micros) : (Number(micros) / 1e6).toExponential() };
+  }
   return { v: String(value) };
 }
 
