@@ -1,8 +1,6 @@
-// The HTTP service: plugins, hooks and routes over an injected engine. Data flows one way:
+// The HTTP service: plugins and routes over an injected engine. Data flows one way:
 // route → auth → params → cache → engine → rows → JSON.
 import { randomUUID } from "node:crypto";
-import cors from "@fastify/cors";
-import rateLimit from "@fastify/rate-limit";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import { ResultCache, type ResultCacheOptions } from "./cache/result-cache.ts";
 import { catalog } from "./endpoints/catalog.ts";
@@ -10,9 +8,12 @@ import { loadQueries } from "./endpoints/queries.ts";
 import { createRunner } from "./endpoints/runner.ts";
 import type { QueryEngine } from "./engines/engine.ts";
 import { requireApiKey } from "./http/auth.ts";
+import { openCors } from "./http/cors.ts";
 import { endpointRoutes } from "./http/endpoint-routes.ts";
-import { registerErrorHandlers } from "./http/errors.ts";
+import { errorEnvelope, frameworkError } from "./http/errors.ts";
 import { healthRoutes } from "./http/health-routes.ts";
+import { perKeyRateLimit } from "./http/rate-limit.ts";
+import { serializeResult } from "./http/reply.ts";
 import { requestLog } from "./http/request-log.ts";
 
 export interface AppDeps {
@@ -41,38 +42,31 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const given = request.headers["x-request-id"];
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     },
+    frameworkErrors: frameworkError,
     bodyLimit: 1024,
     routerOptions: { maxParamLength: 200 },
+    // A HEAD would run logs.all's query only to drop the body.
+    exposeHeadRoutes: false,
   });
 
   const cache = deps.cache && new ResultCache({ logger: app.log, ...deps.cache });
   app.addHook("onClose", async () => cache?.close());
-  const queries = deps.queries ?? loadQueries(deps.engine.dialect, catalog);
-  const run = createRunner({ engine: deps.engine, queries, cache });
-
-  registerErrorHandlers(app);
-  requestLog(app);
-  await app.register(cors, {
-    origin: "*",
-    allowedHeaders: ["X-API-KEY", "Authorization", "Content-Type", "If-None-Match", "X-Request-Id"],
-    exposedHeaders: ["X-Cache", "Age", "ETag", "X-Result-Truncated", "X-Request-Id"],
+  const run = createRunner({
+    engine: deps.engine,
+    endpoints: catalog,
+    queries: deps.queries ?? loadQueries(deps.engine.dialect, catalog),
+    cache,
+    serialize: serializeResult,
   });
-  healthRoutes(app, deps.engine);
 
+  await app.register(errorEnvelope);
+  await app.register(requestLog);
+  await app.register(openCors);
+  await app.register(healthRoutes, { engine: deps.engine });
   await app.register(async (api) => {
-    requireApiKey(api, deps.apiKeys);
-    await api.register(rateLimit, {
-      max: deps.rateLimitPerMinute ?? 600,
-      timeWindow: 60_000,
-      hook: "preHandler",
-      keyGenerator: (request) => `key-${request.apiKeyIndex}`,
-      errorResponseBuilder: (_request, context) => ({
-        statusCode: 429,
-        message: `More than ${context.max} requests a minute with this key; retry in ${context.after}.`,
-      }),
-    });
-    endpointRoutes(api, run);
+    await api.register(requireApiKey, { keys: deps.apiKeys });
+    await api.register(perKeyRateLimit, { perMinute: deps.rateLimitPerMinute ?? 600 });
+    await api.register(endpointRoutes, { run });
   });
-
   return app;
 }

@@ -17,13 +17,7 @@ function readConfig() {
 }
 
 const config = readConfig();
-const log = pino({
-  level: config.logLevel,
-  redact: {
-    paths: ["req.headers.authorization", 'req.headers["x-api-key"]'],
-    censor: "[redacted]",
-  },
-});
+const log = pino({ level: config.logLevel });
 
 let apiKeys = config.apiKeys;
 if (apiKeys.length === 0) {

@@ -24,8 +24,6 @@ import { LRUCache } from "lru-cache";
 import { ConcurrencyLimit } from "./concurrency-limit.ts";
 import { strongEtag } from "./etag.ts";
 
-export { cacheKey } from "./cache-key.ts";
-
 export interface CachePolicy {
   ttlSeconds: number;
   warmingSeconds: number;
@@ -46,8 +44,6 @@ export interface CacheAnswer {
   status: CacheStatus;
   /** Whole seconds since the value was computed (HTTP `Age`). */
   ageSeconds: number;
-  /** Whole seconds left of its TTL. */
-  maxAgeSeconds: number;
 }
 
 export interface CacheStats {
@@ -266,6 +262,5 @@ function answer(entry: Entry, status: CacheStatus, now: number): CacheAnswer {
     etag: entry.etag,
     status,
     ageSeconds: Math.max(0, Math.floor((now - entry.computedAt) / SECOND)),
-    maxAgeSeconds: Math.max(0, Math.floor((entry.expiresAt - now) / SECOND)),
   };
 }

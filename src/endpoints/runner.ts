@@ -1,11 +1,7 @@
 // Runs an endpoint: through the result cache when its policy says so, else straight on the engine.
-import {
-  type CacheAnswer,
-  cacheKey,
-  type Payload,
-  type ResultCache,
-} from "../cache/result-cache.ts";
-import type { QueryEngine } from "../engines/engine.ts";
+import { cacheKey } from "../cache/cache-key.ts";
+import type { CacheAnswer, Payload, ResultCache } from "../cache/result-cache.ts";
+import type { QueryEngine, QueryResult } from "../engines/engine.ts";
 import type { EndpointDefinition } from "./catalog.ts";
 import type { SqlParams } from "./params.ts";
 
@@ -26,10 +22,16 @@ export type RunEndpoint = (endpoint: EndpointDefinition, params: SqlParams) => P
 
 export function createRunner(deps: {
   engine: QueryEngine;
+  endpoints: readonly EndpointDefinition[];
+  /** SQL per endpoint name, in the engine's dialect. */
   queries: ReadonlyMap<string, string>;
   cache?: ResultCache;
+  /** The body and headers a result is sent (and cached) as. */
+  serialize: (result: QueryResult) => Payload;
 }): RunEndpoint {
-  const { engine, queries, cache } = deps;
+  const { engine, queries, cache, serialize } = deps;
+  const missing = deps.endpoints.filter((endpoint) => !queries.has(endpoint.name));
+  if (missing.length > 0) throw new Error(`no SQL for ${missing.map((e) => e.name).join(", ")}`);
 
   async function query(
     endpoint: EndpointDefinition,
@@ -41,14 +43,8 @@ export function createRunner(deps: {
       params,
       maxRows: endpoint.maxRows,
     });
-    const payload: Payload = {
-      body: JSON.stringify({ result: result.rows }),
-      headers: result.truncated ? { "x-result-truncated": "true" } : {},
-    };
-    return [
-      payload,
-      { rows: result.rows.length, jobId: result.jobId, bytesProcessed: result.bytesProcessed },
-    ];
+    const { jobId, bytesProcessed } = result;
+    return [serialize(result), { rows: result.rows.length, jobId, bytesProcessed }];
   }
 
   return async (endpoint, params) => {

@@ -1,6 +1,7 @@
 // API keys from `X-API-KEY` or `Authorization: Bearer`, compared in constant time.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
 import { HttpError } from "./errors.ts";
 
 declare module "fastify" {
@@ -20,27 +21,29 @@ function presentedKey(request: FastifyRequest): string | undefined {
   return bearer?.[1];
 }
 
-/** Rejects every request of `app` without one of `keys` (401 unauthorized), before anything else. */
-export function requireApiKey(app: FastifyInstance, keys: readonly string[]): void {
-  const accepted = keys.map(digest);
-  app.decorateRequest("apiKeyIndex", -1);
-  app.addHook("onRequest", async (request) => {
-    const key = presentedKey(request);
-    const candidate = digest(key ?? "");
-    // Every accepted key is compared, so timing does not tell which one (or whether any) matched.
-    let match = -1;
-    accepted.forEach((known, index) => {
-      if (timingSafeEqual(known, candidate)) match = index;
+/** Rejects every request of the enclosing scope without one of `keys` (401), before anything else. */
+export const requireApiKey = fp(
+  async (app: FastifyInstance, { keys }: { keys: readonly string[] }) => {
+    const accepted = keys.map(digest);
+    app.decorateRequest("apiKeyIndex", -1);
+    app.addHook("onRequest", async (request) => {
+      const key = presentedKey(request);
+      const candidate = digest(key ?? "");
+      // Every accepted key is compared, so timing does not tell which one (or whether any) matched.
+      let match = -1;
+      accepted.forEach((known, index) => {
+        if (timingSafeEqual(known, candidate)) match = index;
+      });
+      if (key === undefined || match < 0) {
+        throw new HttpError(
+          401,
+          "unauthorized",
+          key === undefined
+            ? "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key>."
+            : "Invalid API key.",
+        );
+      }
+      request.apiKeyIndex = match;
     });
-    if (key === undefined || match < 0) {
-      throw new HttpError(
-        401,
-        "unauthorized",
-        key === undefined
-          ? "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key>."
-          : "Invalid API key.",
-      );
-    }
-    request.apiKeyIndex = match;
-  });
-}
+  },
+);

@@ -1,14 +1,18 @@
 // The query routes of SPEC §4 and DESIGN.md, and the catalog listing.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { catalog, findEndpoint } from "../endpoints/catalog.ts";
-import { parseParams } from "../endpoints/params.ts";
+import { catalog, type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
+import { paramsOf, parseParams } from "../endpoints/params.ts";
 import type { RunEndpoint } from "../endpoints/runner.ts";
 import { HttpError } from "./errors.ts";
 import { sendAnswer } from "./reply.ts";
 
-export function endpointRoutes(app: FastifyInstance, run: RunEndpoint): void {
-  app.get("/api/endpoints", async () => ({ result: catalog.map(describeEndpoint) }));
+export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEndpoint }) {
+  const listing = JSON.stringify({ result: catalog.map(describeEndpoint) });
+  app.get("/api/endpoints", async (request, reply) => {
+    parseParams(NO_PARAMS, request.query);
+    return reply.type("application/json; charset=utf-8").send(listing);
+  });
 
   // By name (SPEC), by UUID (SPEC) and by name under /query (the path Logflare and Supabase Studio call).
   for (const path of ["/api/endpoints/:nameOrId", "/api/endpoints/query/:nameOrId"]) {
@@ -30,7 +34,9 @@ export function endpointRoutes(app: FastifyInstance, run: RunEndpoint): void {
   }
 }
 
-function describeEndpoint(endpoint: (typeof catalog)[number]) {
+const NO_PARAMS = paramsOf({});
+
+function describeEndpoint(endpoint: EndpointDefinition) {
   const schema = z.toJSONSchema(endpoint.params, { io: "input", unrepresentable: "any" }) as {
     properties: Record<string, { description?: string; enum?: string[] }>;
     required?: string[];

@@ -1,6 +1,7 @@
 // The error envelope of DESIGN.md: {"error":{"code","message",...}}, and the mapping from every
 // failure to it. Bodies never carry stacks or engine internals.
-import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
 import { InvalidParamsError } from "../endpoints/params.ts";
 import { EngineError } from "../engines/engine.ts";
 
@@ -28,7 +29,21 @@ export function sendError(
     .send({ error: { code, message, ...extra } });
 }
 
-export function registerErrorHandlers(app: FastifyInstance): void {
+/** Fastify's own URL errors, which arise before routing and hooks (FastifyServerOptions.frameworkErrors). */
+export function frameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  reply.header("x-request-id", request.id);
+  return error.code === "FST_ERR_MAX_PARAM_LENGTH"
+    ? sendError(
+        reply,
+        404,
+        "endpoint_not_found",
+        "No endpoint has a name or id that long; GET /api/endpoints lists them.",
+      )
+    : sendError(reply, 400, "bad_request", "The URL is not validly percent-encoded.");
+}
+
+/** Every error and unknown route of the app answered in the envelope. */
+export const errorEnvelope = fp(async (app: FastifyInstance) => {
   app.setNotFoundHandler((request, reply) =>
     sendError(
       reply,
@@ -77,4 +92,4 @@ export function registerErrorHandlers(app: FastifyInstance): void {
       `An internal error occurred; quote request id ${request.id} when reporting it.`,
     );
   });
-}
+});

@@ -3,14 +3,24 @@ import type { QueryEngine } from "../engines/engine.ts";
 import { sendError } from "./errors.ts";
 
 const READY_TIMEOUT_MS = 5_000;
+// /ready needs no key, and on BigQuery each check is a job: one check serves every probe for a while.
+const READY_MEMO_MS = 5_000;
 
 /** Liveness (the process serves HTTP) and readiness (the engine answers a trivial query); no key needed. */
-export function healthRoutes(app: FastifyInstance, engine: QueryEngine): void {
+export async function healthRoutes(app: FastifyInstance, { engine }: { engine: QueryEngine }) {
+  let lastCheck: { at: number; done: Promise<void> } | undefined;
+  const readiness = () => {
+    if (!lastCheck || Date.now() - lastCheck.at >= READY_MEMO_MS) {
+      lastCheck = { at: Date.now(), done: withTimeout(engine.ping(), READY_TIMEOUT_MS) };
+    }
+    return lastCheck.done;
+  };
+
   app.get("/health", async () => ({ status: "ok" }));
 
   app.get("/ready", async (request, reply) => {
     try {
-      await withTimeout(engine.ping(), READY_TIMEOUT_MS);
+      await readiness();
       return { status: "ready", engine: engine.dialect };
     } catch (error) {
       request.log.warn({ err: error }, "readiness check failed");

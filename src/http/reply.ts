@@ -1,5 +1,15 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Payload } from "../cache/result-cache.ts";
 import type { Answer } from "../endpoints/runner.ts";
+import type { QueryResult } from "../engines/engine.ts";
+
+/** The wire form of a result: `{"result":[...]}`, and a header when rows were cut at the cap. */
+export function serializeResult(result: QueryResult): Payload {
+  return {
+    body: JSON.stringify({ result: result.rows }),
+    headers: result.truncated ? { "x-result-truncated": "true" } : {},
+  };
+}
 
 /** Sends an endpoint's answer with its cache headers; a matching If-None-Match gets a bodyless 304. */
 export function sendAnswer(

@@ -1,6 +1,7 @@
 // One log line per request: id, endpoint, status, duration, rows, engine job and bytes, cache status.
 // Headers are never logged, so keys cannot leak; the query string is logged by parameter name only.
 import type { FastifyInstance } from "fastify";
+import fp from "fastify-plugin";
 
 export interface QueryLog {
   endpoint?: string;
@@ -16,7 +17,7 @@ declare module "fastify" {
   }
 }
 
-export function requestLog(app: FastifyInstance): void {
+export const requestLog = fp(async (app: FastifyInstance) => {
   app.decorateRequest("queryLog", null as unknown as QueryLog);
   app.addHook("onRequest", async (request, reply) => {
     request.queryLog = {};
@@ -36,4 +37,4 @@ export function requestLog(app: FastifyInstance): void {
       "request",
     );
   });
-}
+});

@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { cacheKey } from "../../src/cache/result-cache.ts";
+import { cacheKey } from "../../src/cache/cache-key.ts";
 
 const ID = "301c3c3d-c4b3-4d6e-b0a1-e6310fabb99c";
 

@@ -2,20 +2,24 @@
 // concurrent requests below really overlap one running query (a counter that resolves at once would not
 // show whether they share it). The counter wraps the engine call, as an engine decorator would.
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
-import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from "vitest";
 import { type CachePolicy, type Payload, ResultCache } from "../../src/cache/result-cache.ts";
 
 const DASHBOARD: CachePolicy = { ttlSeconds: 900, warmingSeconds: 300 };
 
 let instance: DuckDBInstance;
 let connection: DuckDBConnection;
-const cache = new ResultCache({ maxEntries: 100, maxBytes: 1_000_000 });
+let cache: ResultCache;
 
 beforeAll(async () => {
   instance = await DuckDBInstance.create(":memory:");
   connection = await instance.connect();
 });
 
+// A fresh cache per test: close() is final, and a closed cache would store nothing.
+beforeEach(() => {
+  cache = new ResultCache({ maxEntries: 100, maxBytes: 1_000_000 });
+});
 afterEach(() => cache.close());
 
 afterAll(() => {

@@ -2,6 +2,8 @@
 // GoogleSQL. Expected rows are worked out by hand from the fixtures below.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { catalog } from "../../src/endpoints/catalog.ts";
+import { loadQueries } from "../../src/endpoints/queries.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
 import {
   edgeLog,
@@ -144,7 +146,8 @@ describe("the three endpoints", () => {
   it("caps a result at 1000 rows and says so in X-Result-Truncated", async () => {
     const numbers =
       "SELECT x FROM UNNEST(GENERATE_ARRAY(1, 1500)) AS x WHERE @project != @interval";
-    const { get } = await service({ queries: new Map([["usage.api-counts", numbers]]) });
+    const queries = new Map([...loadQueries("bigquery", catalog), ["usage.api-counts", numbers]]);
+    const { get } = await service({ queries });
     const response = await get(`/api/endpoints/usage.api-counts?project=a&interval=daily`);
     expect(response.statusCode).toBe(200);
     expect(response.headers["x-result-truncated"]).toBe("true");
@@ -253,6 +256,28 @@ describe("errors", () => {
     expect(json(route.body)).toMatchObject({ error: { code: "not_found" } });
   });
 
+  it("answers URLs Fastify itself rejects in the same envelope, with a request id", async () => {
+    const { get } = await service();
+    const badEncoding = await get("/api/endpoints/%E0");
+    expect(badEncoding.statusCode).toBe(400);
+    expect(json(badEncoding.body)).toEqual({
+      error: { code: "bad_request", message: "The URL is not validly percent-encoded." },
+    });
+    expect(badEncoding.headers["x-request-id"]).toEqual(expect.any(String));
+    const tooLong = await get(`/api/endpoints/${"x".repeat(300)}`);
+    expect(tooLong.statusCode).toBe(404);
+    expect(json(tooLong.body)).toMatchObject({ error: { code: "endpoint_not_found" } });
+  });
+
+  it("rejects parameters on the catalog listing, which takes none", async () => {
+    const { get } = await service();
+    const response = await get("/api/endpoints?verbose=1");
+    expect(response.statusCode).toBe(400);
+    expect(json(response.body)).toMatchObject({
+      error: { code: "invalid_params", details: [{ param: "verbose" }] },
+    });
+  });
+
   it("answers past the per-key limit with 429 rate_limited", async () => {
     const { get } = await service({ rateLimitPerMinute: 2 });
     const path = `/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`;
@@ -313,6 +338,21 @@ describe("errors", () => {
         message: `An internal error occurred; quote request id ${response.headers["x-request-id"]} when reporting it.`,
       },
     });
+  });
+
+  it("answers a burst of readiness probes with one engine check", async () => {
+    let pings = 0;
+    const counting = (engine: QueryEngine): QueryEngine => ({
+      ...engine,
+      ping: () => {
+        pings += 1;
+        return engine.ping();
+      },
+    });
+    const { app } = await service({ wrapEngine: counting });
+    const answers = await Promise.all([1, 2, 3].map(() => app.inject("/ready")));
+    expect(answers.map((a) => a.statusCode)).toEqual([200, 200, 200]);
+    expect(pings).toBe(1);
   });
 
   it("reports not ready with 503 when the engine cannot answer", async () => {

@@ -1,0 +1,12 @@
+import cors from "@fastify/cors";
+import type { FastifyInstance } from "fastify";
+import fp from "fastify-plugin";
+
+/** Dashboards in browsers may call from any origin: keys travel in headers, never in cookies. */
+export const openCors = fp(async (app: FastifyInstance) => {
+  await app.register(cors, {
+    origin: "*",
+    allowedHeaders: ["X-API-KEY", "Authorization", "Content-Type", "If-None-Match", "X-Request-Id"],
+    exposedHeaders: ["X-Cache", "Age", "ETag", "X-Result-Truncated", "X-Request-Id"],
+  });
+});
