@@ -49,6 +49,7 @@ const environment = z.object({
     .regex(/^\d+$/, "expects a whole number of bytes")
     .optional(),
   DUCKDB_PATH: text.optional(),
+  DUCKDB_QUERY_TIMEOUT_MS: positiveInt(30_000),
   LOCAL_DATA: text.optional(),
   DEMO_DATA: flag.optional(),
   CACHE_MAX_ENTRIES: positiveInt(10_000),
@@ -70,6 +71,8 @@ export interface DuckDbSettings {
   localData?: string;
   /** Absent: demo data only when there is no other data. */
   demoData?: boolean;
+  /** A query still running after this long is interrupted (504 engine_timeout). */
+  timeoutMs: number;
 }
 
 export interface Config {
@@ -115,6 +118,7 @@ function engineSettings(e: z.infer<typeof environment>): Config["engine"] {
       path: e.DUCKDB_PATH,
       localData: e.LOCAL_DATA,
       demoData: e.DEMO_DATA,
+      timeoutMs: e.DUCKDB_QUERY_TIMEOUT_MS,
     };
   }
   if (!e.BIGQUERY_PROJECT_ID)

@@ -5,17 +5,22 @@ describe("loadConfig", () => {
   it("defaults to the embedded engine, demo data left to the data at hand, on loopback port 3000", () => {
     const config = loadConfig({});
     expect(config).toMatchObject({ port: 3000, host: "127.0.0.1", apiKeys: [], logLevel: "info" });
-    expect(config.engine).toEqual({ kind: "duckdb" });
+    expect(config.engine).toEqual({ kind: "duckdb", timeoutMs: 30_000 });
   });
 
   it("passes LOCAL_DATA, DUCKDB_PATH and an explicit DEMO_DATA to the embedded engine", () => {
-    expect(
-      loadConfig({ LOCAL_DATA: "./exports", DUCKDB_PATH: "logs.duckdb", DEMO_DATA: "off" }).engine,
-    ).toEqual({
+    const env = {
+      LOCAL_DATA: "./exports",
+      DUCKDB_PATH: "logs.duckdb",
+      DEMO_DATA: "off",
+      DUCKDB_QUERY_TIMEOUT_MS: "5000",
+    };
+    expect(loadConfig(env).engine).toEqual({
       kind: "duckdb",
       path: "logs.duckdb",
       localData: "./exports",
       demoData: false,
+      timeoutMs: 5000,
     });
   });
 

@@ -17,7 +17,7 @@ export async function openEngine(
 
   const { createDuckDbEngine } = await import("./duckdb.ts");
   const { loadData } = await import("./duckdb/data.ts");
-  const engine = await createDuckDbEngine({ path: settings.path });
+  const engine = await createDuckDbEngine({ path: settings.path, timeoutMs: settings.timeoutMs });
   try {
     const data = await loadData(engine, {
       localData: settings.localData,
