@@ -12,6 +12,7 @@ import { openCors } from "./http/cors.ts";
 import { endpointRoutes } from "./http/endpoint-routes.ts";
 import { errorEnvelope, frameworkError } from "./http/errors.ts";
 import { healthRoutes } from "./http/health-routes.ts";
+import { metrics } from "./http/metrics.ts";
 import { perKeyRateLimit } from "./http/rate-limit.ts";
 import { serializeResult } from "./http/reply.ts";
 import { requestLog } from "./http/request-log.ts";
@@ -66,6 +67,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (api) => {
     await api.register(requireApiKey, { keys: deps.apiKeys });
     await api.register(perKeyRateLimit, { perMinute: deps.rateLimitPerMinute ?? 600 });
+    await api.register(metrics, { cache });
     await api.register(endpointRoutes, { run });
   });
   return app;

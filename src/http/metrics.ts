@@ -1,0 +1,73 @@
+// Prometheus metrics at GET /metrics (behind the API key, like everything but health): requests by
+// endpoint and status, and the result cache's counters, refresh failures among them.
+import type { FastifyInstance } from "fastify";
+import fp from "fastify-plugin";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { CacheStats, ResultCache } from "../cache/result-cache.ts";
+
+const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, string> = {
+  hits: "answers from memory",
+  misses: "answers that waited for the engine",
+  stale: "answers from memory past the warming interval",
+  refreshes: "background refreshes started",
+  refreshFailures: "background refreshes that failed (the previous value kept being served)",
+};
+
+/** Counts the requests of the enclosing scope, and serves them with the cache's counters. */
+export const metrics = fp(async (app: FastifyInstance, { cache }: { cache?: ResultCache }) => {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const requests = new Counter({
+    name: "query_service_requests_total",
+    help: "Endpoint requests answered, by endpoint and HTTP status.",
+    labelNames: ["endpoint", "status"] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: "query_service_request_duration_seconds",
+    help: "Time to answer an endpoint request, by endpoint.",
+    labelNames: ["endpoint"] as const,
+    buckets: [0.0005, 0.001, 0.005, 0.025, 0.1, 0.5, 2.5, 10, 30],
+    registers: [registry],
+  });
+  if (cache) registerCacheMetrics(registry, cache);
+
+  app.addHook("onResponse", async (request, reply) => {
+    const endpoint = request.queryLog.endpoint;
+    if (!endpoint) return;
+    requests.inc({ endpoint, status: reply.statusCode });
+    duration.observe({ endpoint }, reply.elapsedTime / 1000);
+  });
+
+  app.get("/metrics", async (_request, reply) =>
+    reply.type(registry.contentType).send(await registry.metrics()),
+  );
+});
+
+function registerCacheMetrics(registry: Registry, cache: ResultCache): void {
+  for (const [stat, help] of Object.entries(CACHE_COUNTS)) {
+    const name = `query_service_cache_${stat.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_total`;
+    new Counter({
+      name,
+      help: `Result cache: ${help}.`,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(cache.stats()[stat as keyof typeof CACHE_COUNTS]);
+      },
+    });
+  }
+  for (const [stat, help] of [
+    ["entries", "entries held"],
+    ["bytes", "bytes held"],
+  ] as const) {
+    new Gauge({
+      name: `query_service_cache_${stat}`,
+      help: `Result cache: ${help}.`,
+      registers: [registry],
+      collect() {
+        this.set(cache.stats()[stat]);
+      },
+    });
+  }
+}

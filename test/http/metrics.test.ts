@@ -1,0 +1,59 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { edgeLog, PROJECT, SECOND, shift } from "../support/fixtures.ts";
+import { startService } from "../support/service.ts";
+
+const NOW = "2026-11-21T05:17:42.123456Z";
+const USAGE = `/api/endpoints/usage.api-counts?project=${PROJECT}&interval=hourly`;
+
+/** The value of one sample line of a Prometheus text exposition. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("GET /metrics", () => {
+  it("needs the API key", async () => {
+    const { app } = await startService({ now: NOW });
+    expect((await app.inject("/metrics")).statusCode).toBe(401);
+  });
+
+  it("counts requests by endpoint and status, and the cache's hits, misses and failed refreshes", async () => {
+    // The cache's warming runs on setTimeout: fake those, and move the cache's clock with them.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    let now = Date.parse(NOW);
+    const { get, standIn } = await startService({
+      now: NOW,
+      tables: { edge_logs: [edgeLog(shift(NOW, -5n * SECOND))] },
+      cache: { maxEntries: 10, maxBytes: 1e6, now: () => now },
+      engine: { retry: { attempts: 1, initialDelayMs: 1, maxDelayMs: 1 } },
+    });
+    await get(USAGE);
+    await get(USAGE);
+    await get(`/api/endpoints/usage.api-counts?project=${PROJECT}&interval=weekly`);
+    standIn.injectFault({ kind: "invalidQuery" });
+    now += 300_000;
+    await vi.advanceTimersByTimeAsync(300_000);
+    vi.useRealTimers();
+    const failures = async () =>
+      sample((await get("/metrics")).body, "query_service_cache_refresh_failures_total");
+    await expect.poll(failures).toBe(1);
+    await get(USAGE);
+
+    const text = (await get("/metrics")).body;
+    expect(
+      sample(text, 'query_service_requests_total{endpoint="usage.api-counts",status="200"}'),
+    ).toBe(3);
+    expect(
+      sample(text, 'query_service_requests_total{endpoint="usage.api-counts",status="400"}'),
+    ).toBe(1);
+    expect(sample(text, "query_service_cache_misses_total")).toBe(1);
+    expect(sample(text, "query_service_cache_hits_total")).toBe(1);
+    expect(sample(text, "query_service_cache_stale_total")).toBe(1);
+    expect(sample(text, "query_service_cache_refreshes_total")).toBe(1);
+    expect(sample(text, "query_service_cache_entries")).toBe(1);
+  });
+});
