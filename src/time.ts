@@ -3,7 +3,14 @@
 const ISO_WITH_ZONE =
   /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
-/** Parses ISO 8601 / RFC 3339 with a zone (`Z` or `±hh:mm`); undefined if not one. Sub-µs digits are dropped. */
+/** BigQuery's TIMESTAMP range, 0001-01-01T00:00:00Z … 9999-12-31T23:59:59.999999Z, in epoch µs. */
+const MIN_MICROS = -62_135_596_800_000_000n;
+const MAX_MICROS = 253_402_300_799_999_999n;
+
+/**
+ * Parses ISO 8601 / RFC 3339 with a zone (`Z` or `±hh:mm`); undefined if not one, or if the instant
+ * falls outside BigQuery's TIMESTAMP range once the offset is applied. Sub-µs digits are dropped.
+ */
 export function parseIsoTimestamp(text: string): bigint | undefined {
   const m = ISO_WITH_ZONE.exec(text);
   if (!m) return undefined;
@@ -25,30 +32,33 @@ export function parseIsoTimestamp(text: string): bigint | undefined {
     minute < 60 &&
     second < 60 &&
     (z !== undefined || (Number(zh) < 24 && Number(zm) < 60));
-  if (!valid || year < 1) return undefined;
+  if (!valid) return undefined;
   const offsetMinutes = z ? 0 : (sign === "-" ? -1 : 1) * (Number(zh) * 60 + Number(zm));
-  const micros = BigInt(fraction.padEnd(6, "0").slice(0, 6));
-  return (BigInt(date.getTime()) - BigInt(offsetMinutes) * 60_000n) * 1000n + micros;
+  const micros =
+    (BigInt(date.getTime()) - BigInt(offsetMinutes) * 60_000n) * 1000n +
+    BigInt(fraction.padEnd(6, "0").slice(0, 6));
+  return micros >= MIN_MICROS && micros <= MAX_MICROS ? micros : undefined;
 }
 
 /** RFC 3339 in UTC with exactly six fraction digits: `2026-11-21T05:00:00.000000Z`. */
 export function formatTimestamp(micros: bigint): string {
-  const fraction = mod(micros, 1_000_000n);
-  const seconds = new Date(Number((micros - fraction) / 1000n)).toISOString().slice(0, 19);
-  return `${seconds}.${String(fraction).padStart(6, "0")}Z`;
+  const [seconds, fraction] = secondsAndFraction(micros);
+  return `${seconds}.${fraction}Z`;
 }
 
 /** A UTC wall-clock time without zone, `2026-11-21T05:00:00`; fraction digits only when non-zero. */
 export function formatDatetime(micros: bigint): string {
-  const fraction = mod(micros, 1_000_000n);
-  const seconds = new Date(Number((micros - fraction) / 1000n)).toISOString().slice(0, 19);
-  return fraction === 0n ? seconds : `${seconds}.${String(fraction).padStart(6, "0")}`;
+  const [seconds, fraction] = secondsAndFraction(micros);
+  return fraction === "000000" ? seconds : `${seconds}.${fraction}`;
 }
 
 export function dateToMicros(date: Date): bigint {
   return BigInt(date.getTime()) * 1000n;
 }
 
-function mod(a: bigint, b: bigint): bigint {
-  return ((a % b) + b) % b;
+/** `2026-11-21T05:00:00` and the six-digit microseconds past it (positive before 1970 too). */
+function secondsAndFraction(micros: bigint): [string, string] {
+  const fraction = ((micros % 1_000_000n) + 1_000_000n) % 1_000_000n;
+  const seconds = new Date(Number((micros - fraction) / 1000n)).toISOString().slice(0, 19);
+  return [seconds, String(fraction).padStart(6, "0")];
 }

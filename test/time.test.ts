@@ -9,6 +9,10 @@ describe("parseIsoTimestamp", () => {
     ["2026-11-21T07:00:00+02:00", "2026-11-21T05:00:00.000000Z"],
     ["2026-11-21T00:30:00-05:30", "2026-11-21T06:00:00.000000Z"],
     ["2024-02-29t23:59:59.999999z", "2024-02-29T23:59:59.999999Z"],
+    ["0001-01-01T00:00:00Z", "0001-01-01T00:00:00.000000Z"],
+    ["0001-01-01T01:30:00+01:30", "0001-01-01T00:00:00.000000Z"],
+    ["9999-12-31T23:59:59.999999Z", "9999-12-31T23:59:59.999999Z"],
+    ["9999-12-31T21:59:59.9999999-02:00", "9999-12-31T23:59:59.999999Z"],
   ])("reads %s as %s", (text, expected) => {
     expect(formatTimestamp(parseIsoTimestamp(text) as bigint)).toBe(expected);
   });
@@ -25,6 +29,18 @@ describe("parseIsoTimestamp", () => {
     "' OR 1=1 --",
     "",
   ])("rejects %j", (text) => {
+    expect(parseIsoTimestamp(text)).toBeUndefined();
+  });
+
+  // BigQuery's TIMESTAMP range is 0001-01-01T00:00:00Z … 9999-12-31T23:59:59.999999Z.
+  it.each([
+    "9999-12-31T23:00:00-02:00",
+    "9999-12-31T22:00:00-02:00",
+    "0001-01-01T00:30:00+01:00",
+    "0001-01-01T00:00:00+00:01",
+    "0000-12-31T23:59:59Z",
+    "0000-01-01T00:00:00Z",
+  ])("rejects %j, outside BigQuery's range once the offset is applied", (text) => {
     expect(parseIsoTimestamp(text)).toBeUndefined();
   });
 });
