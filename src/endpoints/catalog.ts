@@ -16,6 +16,8 @@ export interface EndpointDefinition {
   id: string;
   description: string;
   params: ParamsSchema;
+  /** A valid query string as a record: shown in the catalog listing, and the base of generated tests. */
+  example: Readonly<Record<string, string>>;
   maxRows: number;
   /** Absent: every request runs the query. */
   cache?: CachePolicy;
@@ -39,6 +41,7 @@ export const catalog: readonly EndpointDefinition[] = [
         "interval=1hr",
       ).transform((value) => (STATS_INTERVALS.some((known) => known === value) ? value : "1day")),
     }),
+    example: { project: "default", interval: "1hr" },
     maxRows: 1000,
     cache: DASHBOARD_CACHE,
   },
@@ -56,6 +59,7 @@ export const catalog: readonly EndpointDefinition[] = [
       iso_timestamp_start: optionalTimestamp("only records strictly after this ISO 8601 instant"),
       iso_timestamp_end: optionalTimestamp("only records at or before this ISO 8601 instant"),
     }),
+    example: { project: "default", project_tier: "FREE" },
     maxRows: 1000,
   },
   {
@@ -67,6 +71,7 @@ export const catalog: readonly EndpointDefinition[] = [
       project: re2Pattern("RE2 regular expression matched against request URLs", "project=default"),
       interval: oneOf(["minutely", "hourly", "daily"], "window and bucket size"),
     }),
+    example: { project: "default", interval: "hourly" },
     maxRows: 1000,
     cache: DASHBOARD_CACHE,
   },

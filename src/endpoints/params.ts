@@ -1,8 +1,8 @@
 // Query-string parameters: every endpoint declares them as a zod schema built from these pieces,
 // and every failure becomes one detail naming the parameter.
-import { RE2JS } from "re2js";
 import { z } from "zod";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
+import { re2PatternProblem } from "./re2-pattern.ts";
 
 /** Validated parameters as the SQL binds them: every declared name, null when absent. */
 export type SqlParams = Record<string, string | null>;
@@ -22,27 +22,32 @@ export class InvalidParamsError extends Error {
 }
 
 const MAX_LENGTH = 1024;
+// abort: a value this long gets this one message, not also those of the checks after it.
+const LENGTH_LIMIT = { error: `longer than ${MAX_LENGTH} characters`, abort: true };
 
-function shapeError(required: string) {
-  return (issue: { input?: unknown }) =>
-    issue.input === undefined ? `required: ${required}` : "given more than once; pass it once";
+/** The message for a value rejected before its own checks: missing, repeated, or not `expected`. */
+function inputError(required: string, expected: string) {
+  return ({ input }: { input?: unknown }) => {
+    if (Array.isArray(input)) return "given more than once; pass it once";
+    return input === undefined || input === "" ? `required: ${required}` : `must be ${expected}`;
+  };
 }
 
 /** A required value; given empty it counts as missing. */
 export function requiredText(description: string, example: string) {
   const required = `${description}, e.g. ${example}`;
   return z
-    .string({ error: shapeError(required) })
+    .string({ error: inputError(required, "text") })
     .min(1, `required: ${required}`)
-    .max(MAX_LENGTH, `longer than ${MAX_LENGTH} characters`)
+    .max(MAX_LENGTH, LENGTH_LIMIT)
     .describe(description);
 }
 
 /** An optional value; given empty it counts as absent (null). */
 export function optionalText(description: string) {
   return z
-    .string({ error: shapeError(description) })
-    .max(MAX_LENGTH, `longer than ${MAX_LENGTH} characters`)
+    .string({ error: inputError(description, "text") })
+    .max(MAX_LENGTH, LENGTH_LIMIT)
     .optional()
     .transform((value) => value || null)
     .describe(description);
@@ -55,44 +60,36 @@ export function oneOf<const T extends readonly [string, ...string[]]>(
 ) {
   const expected = `one of ${values.join(", ")}`;
   return z
-    .enum(values, {
-      error: ({ input }) => {
-        if (Array.isArray(input)) return "given more than once; pass it once";
-        return input === undefined || input === ""
-          ? `required: ${expected}`
-          : `must be ${expected}`;
-      },
-    })
+    .enum(values, { error: inputError(expected, expected) })
     .describe(`${description} (${expected})`);
 }
 
-/** An RE2 regular expression (BigQuery's regex language, which a JS RegExp is not). */
+/** An RE2 regular expression (BigQuery's regex language, which a JS RegExp is not) both engines run. */
 export function re2Pattern(description: string, example: string) {
   return requiredText(description, example).superRefine((pattern, ctx) => {
-    try {
-      RE2JS.compile(pattern);
-    } catch (error) {
-      ctx.addIssue({
-        code: "custom",
-        message: `not a valid RE2 regular expression: ${(error as Error).message}`,
-      });
-    }
+    const problem = re2PatternProblem(pattern);
+    if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
   });
 }
 
 /** An ISO 8601 timestamp with a zone, normalised to RFC 3339 UTC with microseconds; empty = absent. */
 export function optionalTimestamp(description: string) {
-  return optionalText(description).transform((value, ctx) => {
-    if (value === null) return null;
-    const micros = parseIsoTimestamp(value);
-    if (micros !== undefined) return formatTimestamp(micros);
-    ctx.addIssue({
-      code: "custom",
-      message:
-        "must be an ISO 8601 timestamp with a zone, e.g. 2026-11-21T05:00:00Z or 2026-11-21T07:00:00+02:00",
-    });
-    return z.NEVER;
-  });
+  return (
+    optionalText(description)
+      // JSON Schema's name for an RFC 3339 instant, so that the catalog's schema says what this takes.
+      .meta({ format: "date-time" })
+      .transform((value, ctx) => {
+        if (value === null) return null;
+        const micros = parseIsoTimestamp(value);
+        if (micros !== undefined) return formatTimestamp(micros);
+        ctx.addIssue({
+          code: "custom",
+          message:
+            "must be an ISO 8601 timestamp with a zone, e.g. 2026-11-21T05:00:00Z or 2026-11-21T07:00:00+02:00, within years 0001 to 9999 in UTC",
+        });
+        return z.NEVER;
+      })
+  );
 }
 
 /** The schema of an endpoint's query string: the given parameters and no others. */

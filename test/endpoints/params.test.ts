@@ -1,3 +1,4 @@
+import { DuckDBInstance } from "@duckdb/node-api";
 import { describe, expect, it } from "vitest";
 import { catalog, findEndpoint } from "../../src/endpoints/catalog.ts";
 import { InvalidParamsError, parseParams, type SqlParams } from "../../src/endpoints/params.ts";
@@ -10,6 +11,22 @@ function endpoint(name: string) {
 
 function parse(name: string, query: Record<string, unknown>): SqlParams {
   return parseParams(endpoint(name).params, query);
+}
+
+/** DuckDB's regexp_matches, the embedded engine's use of `project`, with the pattern bound. */
+async function duckdbMatches(pattern: string): Promise<boolean> {
+  const instance = await DuckDBInstance.create();
+  const connection = await instance.connect();
+  try {
+    const statement = await connection.prepare(
+      "SELECT regexp_matches('https://default.supabase.co', $1)",
+    );
+    statement.bindVarchar(1, pattern);
+    return (await statement.runAndReadAll()).getRows()[0]?.[0] as boolean;
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
 }
 
 function issues(name: string, query: Record<string, unknown>) {
@@ -40,6 +57,13 @@ describe("catalog", () => {
       ],
     ]);
   });
+
+  it.each(catalog.map((e) => [e.name, e] as const))(
+    "%s has an example query string that passes its own validation",
+    (_, endpoint) => {
+      expect(() => parseParams(endpoint.params, endpoint.example)).not.toThrow();
+    },
+  );
 
   it("finds an endpoint by name or by UUID in either case, and nothing else", () => {
     expect(findEndpoint("logs.all")?.name).toBe("logs.all");
@@ -125,21 +149,25 @@ describe("logs.all params", () => {
     expect(parse("logs.all", { project: "p", project_tier: "pro" }).project_tier).toBe("pro");
   });
 
-  it.each(["2026-11-21", "2026-11-21T05:00:00", "1700000000", "2026-13-01T00:00:00Z", "now"])(
-    "rejects the timestamp %j with an example of the expected form",
-    (value) => {
-      expect(
-        issues("logs.all", { project: "p", project_tier: "FREE", iso_timestamp_start: value }),
-      ).toEqual([
-        {
-          param: "iso_timestamp_start",
-          message: expect.stringContaining(
-            "ISO 8601 timestamp with a zone, e.g. 2026-11-21T05:00:00Z",
-          ),
-        },
-      ]);
-    },
-  );
+  it.each([
+    "2026-11-21",
+    "2026-11-21T05:00:00",
+    "1700000000",
+    "2026-13-01T00:00:00Z",
+    "now",
+    "9999-12-31T23:00:00-02:00",
+    "0001-01-01T00:30:00+01:00",
+  ])("rejects the timestamp %j with an example of the expected form", (value) => {
+    expect(
+      issues("logs.all", { project: "p", project_tier: "FREE", iso_timestamp_start: value }),
+    ).toEqual([
+      {
+        param: "iso_timestamp_start",
+        message:
+          "must be an ISO 8601 timestamp with a zone, e.g. 2026-11-21T05:00:00Z or 2026-11-21T07:00:00+02:00, within years 0001 to 9999 in UTC",
+      },
+    ]);
+  });
 });
 
 describe("usage.api-counts params", () => {
@@ -158,13 +186,110 @@ describe("usage.api-counts params", () => {
     ]);
   });
 
-  it.each([
-    ["(", "missing closing )"],
-    ["(?=lookahead)", "invalid or unsupported Perl syntax"],
-    ["(a)\\1", "invalid escape sequence"],
-  ])("rejects %j, which is not RE2 (BigQuery's regex language)", (pattern, reason) => {
-    expect(issues("usage.api-counts", { project: pattern, interval: "hourly" })).toEqual([
-      { param: "project", message: expect.stringContaining(reason) },
+  it("rejects a missing or repeated interval like any other parameter", () => {
+    expect(issues("usage.api-counts", { project: "p", interval: ["hourly", "daily"] })).toEqual([
+      { param: "interval", message: "given more than once; pass it once" },
     ]);
+    expect(issues("usage.api-counts", { project: "p" })).toEqual([
+      { param: "interval", message: "required: one of minutely, hourly, daily" },
+    ]);
+  });
+
+  it.each([
+    "^https://default\\.",
+    "(?i)DEFAULT",
+    "(?:abc|def)[0-9]+?",
+    "\\Qa.b\\E",
+    "\\bdefault\\z",
+    "\\p{Greek}+",
+    "a{1000}",
+    "\\pL{100}",
+    "%00\u0000",
+    "x".repeat(256),
+  ])("accepts %j, which DuckDB's RE2 runs", async (pattern) => {
+    expect(parse("usage.api-counts", { project: pattern, interval: "hourly" }).project).toBe(
+      pattern,
+    );
+    await expect(duckdbMatches(pattern)).resolves.toBeTypeOf("boolean");
+  });
+
+  it.each([
+    ["(", "not a valid RE2 regular expression: error parsing regexp: missing closing )"],
+    [
+      "(?=lookahead)",
+      "not a valid RE2 regular expression: error parsing regexp: invalid or unsupported Perl syntax",
+    ],
+    [
+      "(a)\\1",
+      "not a valid RE2 regular expression: error parsing regexp: invalid escape sequence: `\\1`",
+    ],
+    // C++ RE2 takes \C (any byte); re2js does not, and a URL match never needs it.
+    [
+      "\\C",
+      "not a valid RE2 regular expression: error parsing regexp: invalid escape sequence: `\\C`",
+    ],
+  ])("rejects %j, which is not RE2 (BigQuery's regex language)", (pattern, message) => {
+    expect(issues("usage.api-counts", { project: pattern, interval: "hourly" })).toEqual([
+      { param: "project", message: expect.stringContaining(message) },
+    ]);
+  });
+
+  it("rejects what DuckDB's RE2 cannot run although re2js parses it", async () => {
+    for (const pattern of ["(?<ref>default)", "\\pL{1000}"]) {
+      expect(issues("usage.api-counts", { project: pattern, interval: "hourly" })).toHaveLength(1);
+      await expect(duckdbMatches(pattern)).rejects.toThrow(/invalid perl operator|too large/);
+    }
+  });
+
+  it.each(["(?<ref>default)", "(?P<ref>default)"])(
+    "rejects the named group in %j, which not every engine's RE2 parses, and says what to write",
+    (pattern) => {
+      expect(issues("usage.api-counts", { project: pattern, interval: "hourly" })).toEqual([
+        {
+          param: "project",
+          message:
+            'has the named group "ref", which not every engine accepts; write (…) or (?:…) instead',
+        },
+      ]);
+    },
+  );
+
+  it.each(["\\pL{1000}", "\\pL{300}", "(?:[\\pL\\pN]{10}){20}"])(
+    "rejects %j, a repeated Unicode class too large for the engines to compile",
+    (pattern) => {
+      expect(issues("usage.api-counts", { project: pattern, interval: "hourly" })).toEqual([
+        {
+          param: "project",
+          message: expect.stringMatching(
+            /^too large once compiled \(\d+ steps, at most 100000\): a repeated Unicode class such as \\pL\{500\} expands to hundreds of steps per copy; use a narrower class such as \[a-z0-9\] or a smaller count$/,
+          ),
+        },
+      ]);
+    },
+  );
+
+  it("rejects a pattern longer than 256 characters, saying how long it is", () => {
+    expect(issues("usage.api-counts", { project: "x".repeat(257), interval: "hourly" })).toEqual([
+      {
+        param: "project",
+        message:
+          "longer than 256 characters (257); a project-ref pattern such as ^https://default\\. needs far fewer",
+      },
+    ]);
+  });
+
+  it("gives a value over the general 1024-character limit that one message only", () => {
+    expect(issues("usage.api-counts", { project: "x".repeat(1025), interval: "hourly" })).toEqual([
+      { param: "project", message: "longer than 1024 characters" },
+    ]);
+  });
+
+  it("gives a pattern the same verdict every time it is asked", () => {
+    for (let i = 0; i < 3; i++) {
+      expect(
+        issues("usage.api-counts", { project: "\\pL{1000}", interval: "hourly" }),
+      ).toHaveLength(1);
+      expect(parse("usage.api-counts", { project: "^a", interval: "hourly" }).project).toBe("^a");
+    }
   });
 });
