@@ -61,5 +61,6 @@ function describeEndpoint(endpoint: EndpointDefinition) {
       `/api/endpoints/query/${endpoint.id}`,
       `/api/endpoints/query/${endpoint.name}`,
     ],
+    example: `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`,
   };
 }

@@ -165,6 +165,7 @@ describe("the three endpoints", () => {
       ["usage.api-counts", USAGE_ID],
     ]);
     expect(listed[2]).toMatchObject({
+      example: "/api/endpoints/usage.api-counts?project=default&interval=hourly",
       max_rows: 1000,
       cache: { ttl_seconds: 900, warming_seconds: 300 },
       params: [
