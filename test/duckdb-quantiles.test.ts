@@ -1,0 +1,65 @@
+// DuckDB's p95/p99 over buckets of every size from 1 to 300, against the rank rule both engines
+// follow: element i of 100 is the sorted value at rank floor(i·(n−1)/100). The differential test's
+// buckets are small; the DuckDB SQL reaches that rank through quantile_disc, whose own rank differs.
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
+import { replaceTables } from "./support/duckdb-tables.ts";
+import {
+  functionCall,
+  MICROSECOND,
+  micros,
+  PROJECT,
+  SECOND,
+  shift,
+  truncate,
+} from "./support/fixtures.ts";
+
+const NOW = "2026-11-21T05:17:42.123456Z";
+const SQL = readFileSync(
+  new URL("../queries/duckdb/functions.invocation-stats.sql", import.meta.url),
+  "utf8",
+);
+const SIZES = Array.from({ length: 300 }, (_, i) => i + 1);
+
+let engine: DuckDbEngine;
+beforeAll(async () => {
+  engine = await createDuckDbEngine({ now: () => micros(NOW) });
+});
+afterAll(() => engine.close());
+
+/** Deterministic, unsorted, with ties: the values of a bucket of size n. */
+const valuesOf = (n: number) =>
+  Array.from({ length: n }, (_, k) => ((k * 7919 + n * 104729) % 997) / 8);
+const rank = (i: number, sorted: number[]) => sorted[Math.floor((i * (sorted.length - 1)) / 100)];
+
+it("gives p95 and p99 at rank floor(i·(n−1)/100) for every bucket size from 1 to 300", async () => {
+  // 5min has one-second buckets; the n-th second before now's gets n invocations.
+  const lastBucket = micros(truncate(NOW, SECOND));
+  const bucketOf = (n: number) => shift(NOW, lastBucket - micros(NOW) - BigInt(n) * SECOND);
+  await replaceTables(engine, {
+    function_edge_logs: SIZES.flatMap((n) =>
+      valuesOf(n).map((ms, k) => functionCall(shift(bucketOf(n), BigInt(k) * MICROSECOND), { ms })),
+    ),
+  });
+
+  const { rows } = await engine.run({
+    endpoint: "functions.invocation-stats",
+    sql: SQL,
+    params: { project: PROJECT, interval: "5min", function_id: null },
+    maxRows: 1000,
+  });
+
+  const expected = SIZES.map((n) => {
+    const sorted = valuesOf(n).sort((a, b) => a - b);
+    return { timestamp: bucketOf(n), count: n, p95: rank(95, sorted), p99: rank(99, sorted) };
+  }).reverse();
+  expect(
+    rows.map((r) => ({
+      timestamp: r.timestamp,
+      count: r.count,
+      p95: r.p95_execution_time,
+      p99: r.p99_execution_time,
+    })),
+  ).toEqual(expected);
+});
