@@ -58,6 +58,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     queries: deps.queries ?? loadQueries(deps.engine.dialect, catalog),
     cache,
     serialize: serializeResult,
+    log: app.log,
   });
 
   await app.register(errorEnvelope);

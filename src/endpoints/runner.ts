@@ -28,8 +28,10 @@ export function createRunner(deps: {
   cache?: ResultCache;
   /** The body and headers a result is sent (and cached) as. */
   serialize: (result: QueryResult) => Payload;
+  /** Where background refreshes report their engine work; a request's is in its own log line. */
+  log?: { info(fields: object, message: string): void };
 }): RunEndpoint {
-  const { engine, queries, cache, serialize } = deps;
+  const { engine, queries, cache, serialize, log } = deps;
   const missing = deps.endpoints.filter((endpoint) => !queries.has(endpoint.name));
   if (missing.length > 0) throw new Error(`no SQL for ${missing.map((e) => e.name).join(", ")}`);
 
@@ -53,15 +55,19 @@ export function createRunner(deps: {
       return { payload, execution };
     }
     let execution: Execution | undefined;
+    let answered = false;
     const { payload, ...answer } = await cache.get(
       cacheKey(endpoint.id, params),
       endpoint.cache,
       async () => {
         const [loaded, executed] = await query(endpoint, params);
-        execution = executed;
+        // Once this request is answered, a later call of this loader is the cache's warming.
+        if (answered) log?.info({ endpoint: endpoint.name, ...executed }, "cache refresh");
+        else execution = executed;
         return loaded;
       },
     );
+    answered = true;
     return { payload, cache: { ...answer, ttlSeconds: endpoint.cache.ttlSeconds }, execution };
   };
 }

@@ -1,3 +1,5 @@
+import type { FastifyBaseLogger } from "fastify";
+import { pino } from "pino";
 // The result cache as HTTP clients see it, through the whole service (app → BigQuery client → stand-in).
 //
 // Time: the cache reads its clock from the `cache.now` option, a variable the tests move, so Age and
@@ -47,7 +49,7 @@ function countingEngine() {
 }
 
 /** A service on fixture tables whose cache clock is `clock.ms`, with its engine queries counted. */
-async function cachedService(): Promise<{
+async function cachedService(logger?: FastifyBaseLogger): Promise<{
   service: Service;
   engine: ReturnType<typeof countingEngine>["counts"];
   clock: { ms: number };
@@ -59,6 +61,7 @@ async function cachedService(): Promise<{
     tables: TABLES,
     cache: { maxEntries: 100, maxBytes: 1_000_000, now: () => clock.ms },
     wrapEngine: engine.wrap,
+    logger,
   });
   return { service, engine: engine.counts, clock };
 }
@@ -198,6 +201,31 @@ describe("what is not cached", () => {
 });
 
 describe("warming", () => {
+  it("logs each refresh's engine work, job id and bytes, since no request line carries it", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino(
+      { level: "info" },
+      { write: (line: string) => lines.push(JSON.parse(line)) },
+    );
+    const { service, engine, clock } = await cachedService(logger);
+    await service.get(USAGE);
+    clock.ms += WARMING_SECONDS * SECOND_MS;
+    await vi.advanceTimersByTimeAsync(WARMING_SECONDS * SECOND_MS);
+    await vi.waitFor(() => expect(engine.settled).toBe(2));
+
+    const refreshes = lines.filter((line) => line.msg === "cache refresh");
+    expect(refreshes).toEqual([
+      expect.objectContaining({
+        endpoint: "usage.api-counts",
+        jobId: service.standIn.jobInserts[1]?.jobReference.jobId,
+        bytesProcessed: expect.any(Number),
+        rows: JSON.parse((await service.get(USAGE)).body).result.length,
+      }),
+    ]);
+    expect(lines.filter((line) => line.msg === "request")).toHaveLength(2);
+  });
+
   it("serves the previous value as STALE while its refresh fails, then the refreshed one as HIT", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const { service, engine, clock } = await cachedService();
