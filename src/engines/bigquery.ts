@@ -6,7 +6,7 @@ import { PassThroughClient } from "google-auth-library";
 import { decodeRows } from "./bigquery-rows.ts";
 import { EngineError, type QueryEngine, type QueryRequest, type QueryResult } from "./engine.ts";
 
-/** Whole-query retries of rate-limit and backend failures; see README "BigQuery retries". */
+/** Whole-query retries of rate-limit and backend failures; see README "BigQuery timeouts and retries". */
 export interface RetryPolicy {
   /** Attempts in all, the first included. */
   attempts: number;
