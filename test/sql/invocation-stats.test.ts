@@ -19,21 +19,18 @@ import {
   truncate,
 } from "../support/fixtures.ts";
 import type { Params, Row } from "../support/googlesql.ts";
-import { bigQuerySql } from "../support/queries.ts";
-import { referenceEngine } from "../support/reference-engine.ts";
+import { endpointQuery } from "../support/queries.ts";
 
-const engine = referenceEngine();
-const SQL = bigQuerySql("functions.invocation-stats");
 const NOW = "2026-11-21T05:17:42.123456Z";
 
-async function invocationStats(rows: Row[], params: Params = {}): Promise<Row[]> {
-  const result = await engine.query(SQL, {
-    tables: { function_edge_logs: rows },
-    params: { project: PROJECT, interval: "1hr", ...params },
-    now: NOW,
-  });
-  return result.rows;
-}
+const query = endpointQuery(
+  "functions.invocation-stats",
+  "function_edge_logs",
+  { project: PROJECT, interval: "1hr" },
+  NOW,
+);
+const invocationStats = async (rows: Row[], params: Params = {}) =>
+  (await query(rows, params)).rows;
 
 // ---------------------------------------------------------------------------------------------
 // The rule as a plain-JS model
@@ -101,7 +98,7 @@ function counts(rows: Row[]): Row[] {
 
 describe("functions.invocation-stats", () => {
   it("returns the SPEC §2.3 columns in order, with their BigQuery types", async () => {
-    const { columns } = await engine.query(SQL, { params: { interval: "1hr" }, now: NOW });
+    const { columns } = await query([]);
     expect(columns.map((c) => [c.name, c.type.type_kind])).toEqual([
       ["timestamp", "TYPE_TIMESTAMP"],
       ["min_execution_time", "TYPE_DOUBLE"],

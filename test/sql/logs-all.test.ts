@@ -15,27 +15,23 @@ import {
   shift,
 } from "../support/fixtures.ts";
 import type { Params, Row } from "../support/googlesql.ts";
-import { bigQuerySql } from "../support/queries.ts";
-import { referenceEngine } from "../support/reference-engine.ts";
+import { endpointQuery } from "../support/queries.ts";
 
-const engine = referenceEngine();
-const SQL = bigQuerySql("logs.all");
 const NOW = "2026-11-21T05:17:42.123456Z";
 
-async function logs(rows: Row[], params: Params = {}): Promise<Row[]> {
-  const result = await engine.query(SQL, {
-    tables: { edge_logs: rows },
-    params: { project: PROJECT, project_tier: "FREE", ...params },
-    now: NOW,
-  });
-  return result.rows;
-}
+const query = endpointQuery(
+  "logs.all",
+  "edge_logs",
+  { project: PROJECT, project_tier: "FREE" },
+  NOW,
+);
+const logs = async (rows: Row[], params: Params = {}) => (await query(rows, params)).rows;
 
 const ids = (rows: Row[]) => rows.map((r) => r.id);
 
 describe("logs.all", () => {
   it("returns id, timestamp, event_message, metadata with their BigQuery types", async () => {
-    const { columns } = await engine.query(SQL, { params: { project_tier: "FREE" }, now: NOW });
+    const { columns } = await query([]);
     expect(columns.map((c) => [c.name, c.type.type_kind])).toEqual([
       ["id", "TYPE_STRING"],
       ["timestamp", "TYPE_TIMESTAMP"],

@@ -18,22 +18,18 @@ import {
   utcDatetime,
 } from "../support/fixtures.ts";
 import type { Params, Row } from "../support/googlesql.ts";
-import { bigQuerySql } from "../support/queries.ts";
-import { referenceEngine } from "../support/reference-engine.ts";
+import { endpointQuery } from "../support/queries.ts";
 
-const engine = referenceEngine();
-const SQL = bigQuerySql("usage.api-counts");
 const NOW = "2026-11-21T05:17:42.123456Z";
 const PROJECT_REGEX = `^https://${PROJECT}\\.`;
 
-async function usage(rows: Row[], params: Params = {}): Promise<Row[]> {
-  const result = await engine.query(SQL, {
-    tables: { edge_logs: rows },
-    params: { project: PROJECT_REGEX, interval: "hourly", ...params },
-    now: NOW,
-  });
-  return result.rows;
-}
+const query = endpointQuery(
+  "usage.api-counts",
+  "edge_logs",
+  { project: PROJECT_REGEX, interval: "hourly" },
+  NOW,
+);
+const usage = async (rows: Row[], params: Params = {}) => (await query(rows, params)).rows;
 
 // ---------------------------------------------------------------------------------------------
 // The rule as a plain-JS model
@@ -86,7 +82,7 @@ function totalsAt(
 
 describe("usage.api-counts", () => {
   it("returns the SPEC §2.4 columns in order; timestamp is a DATETIME", async () => {
-    const { columns } = await engine.query(SQL, { params: { interval: "daily" }, now: NOW });
+    const { columns } = await query([]);
     expect(columns.map((c) => [c.name, c.type.type_kind])).toEqual([
       ["timestamp", "TYPE_DATETIME"],
       ["total_rest_requests", "TYPE_INT64"],

@@ -1,6 +1,9 @@
-// The saved BigQuery SQL of each endpoint, read from queries/bigquery as the service ships it.
+// The saved BigQuery SQL of each endpoint, read from queries/bigquery as the service ships it, and
+// run on the reference engine.
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import type { Params, QueryResult, Row } from "./googlesql.ts";
+import { referenceEngine } from "./reference-engine.ts";
 
 export const BIGQUERY_DIR = fileURLToPath(new URL("../../queries/bigquery/", import.meta.url));
 
@@ -15,4 +18,15 @@ export function bigQueryEndpoints(): string[] {
 /** The BigQuery SQL text of one endpoint. */
 export function bigQuerySql(endpoint: string): string {
   return readFileSync(`${BIGQUERY_DIR}${endpoint}.sql`, "utf8");
+}
+
+/**
+ * Runs one endpoint's BigQuery SQL on the reference engine over rows of one table, with default
+ * params the caller may override, at a pinned `now`. Closes its client after the test file.
+ */
+export function endpointQuery(endpoint: string, table: string, defaults: Params, now: string) {
+  const engine = referenceEngine();
+  const sql = bigQuerySql(endpoint);
+  return (rows: Row[], params: Params = {}): Promise<QueryResult> =>
+    engine.query(sql, { tables: { [table]: rows }, params: { ...defaults, ...params }, now });
 }
