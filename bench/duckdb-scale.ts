@@ -1,6 +1,6 @@
 // The embedded engine at scale: each endpoint over 1 M and 10 M generated rows per table (7 days
 // of demo-shaped logs), p50 of 5 runs after one warm-up, and the process's peak RSS.
-// Run: node --import tsx bench/duckdb-scale.ts [rows ...]   (default: 1000000 10000000)
+// Run: node bench/duckdb-scale.ts [rows ...]   (default: 1000000 10000000)
 import { readFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { DEMO_PROJECTS, generateLogs } from "../src/engines/duckdb/demo-data.ts";

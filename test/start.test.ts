@@ -17,7 +17,7 @@ interface Started {
 }
 
 function start(env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(process.execPath, ["src/main.ts"], {
     env: { PATH: process.env.PATH, PORT: "0", LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -73,7 +73,7 @@ describe("npm start", () => {
   });
 
   it("stops at a bad setting with one line naming it", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    const child = spawn(process.execPath, ["src/main.ts"], {
       env: { PATH: process.env.PATH, PORT: "http" },
       stdio: ["ignore", "pipe", "pipe"],
     });

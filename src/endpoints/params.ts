@@ -15,9 +15,12 @@ export interface ParamIssue {
 }
 
 export class InvalidParamsError extends Error {
-  constructor(readonly details: ParamIssue[]) {
+  readonly details: ParamIssue[];
+
+  constructor(details: ParamIssue[]) {
     super(details.map((d) => `${d.param}: ${d.message}`).join("; "));
     this.name = "InvalidParamsError";
+    this.details = details;
   }
 }
 

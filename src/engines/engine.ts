@@ -45,12 +45,17 @@ export interface QueryEngine {
  * message, job id) goes to the log only.
  */
 export class EngineError extends Error {
+  readonly code: "engine_error" | "engine_timeout";
+  readonly detail: { jobId?: string; cause?: string } | undefined;
+
   constructor(
-    readonly code: "engine_error" | "engine_timeout",
+    code: "engine_error" | "engine_timeout",
     message: string,
-    readonly detail?: { jobId?: string; cause?: string },
+    detail?: { jobId?: string; cause?: string },
   ) {
     super(message);
     this.name = "EngineError";
+    this.code = code;
+    this.detail = detail;
   }
 }

@@ -6,13 +6,14 @@ import { InvalidParamsError } from "../endpoints/params.ts";
 import { EngineError } from "../engines/engine.ts";
 
 export class HttpError extends Error {
-  constructor(
-    readonly statusCode: number,
-    readonly code: string,
-    message: string,
-  ) {
+  readonly statusCode: number;
+  readonly code: string;
+
+  constructor(statusCode: number, code: string, message: string) {
     super(message);
     this.name = "HttpError";
+    this.statusCode = statusCode;
+    this.code = code;
   }
 }
 

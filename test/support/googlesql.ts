@@ -23,8 +23,11 @@ const PROTO_DIR = join(packageDir, "lib/zetasql/protos");
 export class GoogleSqlServer {
   private child: ChildProcess | undefined;
   private stopping = false;
+  readonly port: number;
 
-  private constructor(readonly port: number) {}
+  private constructor(port: number) {
+    this.port = port;
+  }
 
   static async start(): Promise<GoogleSqlServer> {
     const server = new GoogleSqlServer(await freePort());
@@ -254,15 +257,17 @@ export interface QueryResult {
 
 /** A SQL error from the engine, with its 1-based position when it gave one. */
 export class GoogleSqlError extends Error {
-  constructor(
-    message: string,
-    readonly line?: number,
-    readonly column?: number,
-    /** The gRPC status code. */
-    readonly code?: number,
-  ) {
+  readonly line: number | undefined;
+  readonly column: number | undefined;
+  /** The gRPC status code. */
+  readonly code: number | undefined;
+
+  constructor(message: string, line?: number, column?: number, code?: number) {
     super(message);
     this.name = "GoogleSqlError";
+    this.line = line;
+    this.column = column;
+    this.code = code;
   }
 }
 

@@ -19,15 +19,17 @@ export interface LoadedFile {
 
 /** A file that cannot be loaded; `line` (1-based) when the file is NDJSON and DuckDB could place it. */
 export class DataFileError extends Error {
-  constructor(
-    readonly file: string,
-    readonly line: number | undefined,
-    reason: string,
-    /** The table the file was loaded into, to find the line later. */
-    readonly table?: SourceTable,
-  ) {
+  readonly file: string;
+  readonly line: number | undefined;
+  /** The table the file was loaded into, to find the line later. */
+  readonly table: SourceTable | undefined;
+
+  constructor(file: string, line: number | undefined, reason: string, table?: SourceTable) {
     super(`${file}${line === undefined ? "" : `, line ${line}`}: ${reason}`);
     this.name = "DataFileError";
+    this.file = file;
+    this.line = line;
+    this.table = table;
   }
 }
 
