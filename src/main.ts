@@ -1,5 +1,6 @@
 // Process entry: config → engine → app → listen; closes gracefully on SIGTERM/SIGINT.
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
 import closeWithGrace from "close-with-grace";
 import { pino } from "pino";
 import { buildApp } from "./app.ts";
@@ -16,7 +17,31 @@ function readConfig() {
   }
 }
 
+/** One line naming the setting when the listen address cannot be had, then stop. */
+function cannotListen(error: NodeJS.ErrnoException): never {
+  const address = `${config.host}:${config.port}`;
+  const reason =
+    error.code === "EADDRINUSE"
+      ? `PORT: ${address} is already in use`
+      : error.code === "EADDRNOTAVAIL" || error.code === "ENOTFOUND"
+        ? `HOST: ${config.host} is not an address of this machine`
+        : `PORT: cannot listen on ${address} (${error.code ?? error.message})`;
+  process.stderr.write(`Configuration error: ${reason}\n`);
+  process.exit(1);
+}
+
+/** Claims the listen address for a moment, so a taken port stops startup before any key or data. */
+async function checkListenAddress(): Promise<void> {
+  if (config.port === 0) return;
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once("error", reject).listen(config.port, config.host, resolve);
+  }).catch(cannotListen);
+  await new Promise((resolve) => probe.close(resolve));
+}
+
 const config = readConfig();
+await checkListenAddress();
 const log = pino({ level: config.logLevel });
 
 let apiKeys = config.apiKeys;
@@ -49,4 +74,4 @@ closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
   await engine.close();
 });
 
-await app.listen({ port: config.port, host: config.host });
+await app.listen({ port: config.port, host: config.host }).catch(cannotListen);

@@ -2,6 +2,7 @@
 // the curl examples of README.md.
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 
 const KEY = "start-test-key-0123456789";
@@ -35,6 +36,24 @@ function start(env: Record<string, string>): Promise<Started> {
     });
     child.once("exit", (code) => reject(new Error(`exited ${code}: ${stderr}`)));
   });
+}
+
+/** Starts the service expecting it to stop by itself; its exit code and everything it wrote to stderr. */
+async function startAndExit(
+  env: Record<string, string>,
+  nodeOptions: string[] = [],
+): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [...nodeOptions, "src/main.ts"], {
+    env: { PATH: process.env.PATH, LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let stderr = "";
+  child.stderr?.on("data", (chunk) => {
+    stderr += chunk;
+  });
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  return { code, stderr };
 }
 
 /** The `curl` examples of README.md that call an endpoint with $KEY. */
@@ -73,17 +92,38 @@ describe("npm start", () => {
   });
 
   it("stops at a bad setting with one line naming it", async () => {
-    const child = spawn(process.execPath, ["src/main.ts"], {
-      env: { PATH: process.env.PATH, PORT: "http" },
-      stdio: ["ignore", "pipe", "pipe"],
+    expect(await startAndExit({ PORT: "http" })).toEqual({
+      code: 1,
+      stderr: "Configuration error: PORT: expects a port number\n",
     });
-    let stderr = "";
-    child.stderr?.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    const code = await new Promise((resolve) => child.once("exit", resolve));
+  });
+
+  it("stops at a taken port with one line naming PORT, before generating a key or data", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      expect(await startAndExit({ PORT: String(port) })).toEqual({
+        code: 1,
+        stderr: `Configuration error: PORT: 127.0.0.1:${port} is already in use\n`,
+      });
+    } finally {
+      taken.close();
+    }
+  });
+
+  it("says which package and command it needs when DuckDB's native build is missing", async () => {
+    const { code, stderr } = await startAndExit({ API_KEYS: KEY }, [
+      "--import",
+      "./test/support/hide-duckdb-binding.ts",
+    ]);
+    const binding = `@duckdb/node-bindings-${process.platform}-${process.arch}`;
     expect(code).toBe(1);
-    expect(stderr).toBe("Configuration error: PORT: expects a port number\n");
+    expect(stderr).toMatch(
+      new RegExp(
+        `^Startup error: DuckDB's native build for ${process.platform}-${process.arch} is not installed \\(package ${binding}\\); install it with: npm install --no-save ${binding}@\\S+\n$`,
+      ),
+    );
   });
 
   it("closes gracefully on SIGTERM", async () => {

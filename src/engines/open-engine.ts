@@ -1,5 +1,6 @@
 // Picks and opens the configured engine; for the embedded one, loads the data it serves.
 // Each engine's module is imported only when chosen: neither pays for the other's startup.
+import { createRequire } from "node:module";
 import type { FastifyBaseLogger } from "fastify";
 import type { BigQuerySettings, DuckDbSettings } from "../config.ts";
 import type { QueryEngine } from "./engine.ts";
@@ -15,7 +16,7 @@ export async function openEngine(
     return createBigQueryEngine(settings);
   }
 
-  const { createDuckDbEngine } = await import("./duckdb.ts");
+  const { createDuckDbEngine } = await import("./duckdb.ts").catch(explainMissingBinding);
   const { loadData } = await import("./duckdb/data.ts");
   const engine = await createDuckDbEngine({ path: settings.path, timeoutMs: settings.timeoutMs });
   try {
@@ -44,4 +45,17 @@ export async function openEngine(
     await engine.close();
     throw error;
   }
+}
+
+/**
+ * DuckDB's native build for each platform is an optional package, which npm can leave out (a lockfile
+ * made elsewhere, `--omit=optional`): say which package is missing and how to add it, not a stack.
+ */
+function explainMissingBinding(error: unknown): never {
+  const missing = /Cannot find module '(@duckdb\/node-bindings-[\w-]+)/.exec(String(error))?.[1];
+  if (!missing) throw error;
+  const { version } = createRequire(import.meta.url)("@duckdb/node-bindings/package.json");
+  throw new Error(
+    `DuckDB's native build for ${process.platform}-${process.arch} is not installed (package ${missing}); install it with: npm install --no-save ${missing}@${version}`,
+  );
 }
