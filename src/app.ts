@@ -10,9 +10,10 @@ import type { QueryEngine } from "./engines/engine.ts";
 import { requireApiKey } from "./http/auth.ts";
 import { openCors } from "./http/cors.ts";
 import { endpointRoutes } from "./http/endpoint-routes.ts";
-import { errorEnvelope, frameworkError } from "./http/errors.ts";
+import { clientError, errorEnvelope, frameworkError } from "./http/errors.ts";
 import { healthRoutes } from "./http/health-routes.ts";
 import { metrics } from "./http/metrics.ts";
+import { parseQueryString, refuseBadlyEncodedQuery } from "./http/query-string.ts";
 import { perKeyRateLimit } from "./http/rate-limit.ts";
 import { serializeResult } from "./http/reply.ts";
 import { requestLog } from "./http/request-log.ts";
@@ -44,8 +45,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     },
     frameworkErrors: frameworkError,
+    clientErrorHandler: clientError,
     bodyLimit: 1024,
-    routerOptions: { maxParamLength: 200 },
+    routerOptions: { maxParamLength: 200, querystringParser: parseQueryString },
     // A HEAD would run logs.all's query only to drop the body.
     exposeHeadRoutes: false,
   });
@@ -64,6 +66,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(errorEnvelope);
   await app.register(requestLog);
   await app.register(openCors);
+  await app.register(refuseBadlyEncodedQuery);
   await app.register(healthRoutes, { engine: deps.engine });
   await app.register(async (api) => {
     await api.register(requireApiKey, { keys: deps.apiKeys });

@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 // One cache entry per endpoint and parameter set, however the request spelled it: the route (name, UUID,
 // Logflare path) and the query-string order do not reach the key.
 
@@ -10,4 +12,9 @@ export function cacheKey(endpointId: string, params: Record<string, string | nul
     .filter((entry): entry is [string, string] => entry[1] !== null)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return `${endpointId}?${new URLSearchParams(present).toString()}`;
+}
+
+/** A short, stable name for an entry in log lines: the first 12 hex digits of its key's SHA-256. */
+export function cacheEntryId(key: string): string {
+  return createHash("sha256").update(key).digest("hex").slice(0, 12);
 }

@@ -21,6 +21,7 @@
 //   its own entry: it never brings back one evicted or dropped while it ran, unless a request waits.
 // - Each entry owns one unref'd timer, either for its next refresh or for its expiry; close() clears them.
 import { LRUCache } from "lru-cache";
+import { cacheEntryId } from "./cache-key.ts";
 import { ConcurrencyLimit } from "./concurrency-limit.ts";
 import { strongEtag } from "./etag.ts";
 
@@ -232,7 +233,7 @@ export class ResultCache {
       this.#counts.refreshFailures++;
       const keepsUntil = new Date(entry.expiresAt).toISOString();
       this.#logger?.warn(
-        { key, err: error, keepsUntil },
+        { key, entry: cacheEntryId(key), err: error, keepsUntil },
         "cache refresh failed; serving the previous value",
       );
       if (this.#entries.peek(key) !== entry) return;

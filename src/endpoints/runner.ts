@@ -1,5 +1,5 @@
 // Runs an endpoint: through the result cache when its policy says so, else straight on the engine.
-import { cacheKey } from "../cache/cache-key.ts";
+import { cacheEntryId, cacheKey } from "../cache/cache-key.ts";
 import type { CacheAnswer, Payload, ResultCache } from "../cache/result-cache.ts";
 import type { QueryEngine, QueryResult } from "../engines/engine.ts";
 import type { EndpointDefinition } from "./catalog.ts";
@@ -56,17 +56,18 @@ export function createRunner(deps: {
     }
     let execution: Execution | undefined;
     let answered = false;
-    const { payload, ...answer } = await cache.get(
-      cacheKey(endpoint.id, params),
-      endpoint.cache,
-      async () => {
-        const [loaded, executed] = await query(endpoint, params);
-        // Once this request is answered, a later call of this loader is the cache's warming.
-        if (answered) log?.info({ endpoint: endpoint.name, ...executed }, "cache refresh");
-        else execution = executed;
-        return loaded;
-      },
-    );
+    const key = cacheKey(endpoint.id, params);
+    const { payload, ...answer } = await cache.get(key, endpoint.cache, async () => {
+      const [loaded, executed] = await query(endpoint, params);
+      // Once this request is answered, a later call of this loader is the cache's warming.
+      if (answered) {
+        log?.info(
+          { endpoint: endpoint.name, entry: cacheEntryId(key), ...executed },
+          "cache refresh",
+        );
+      } else execution = executed;
+      return loaded;
+    });
     answered = true;
     return { payload, cache: { ...answer, ttlSeconds: endpoint.cache.ttlSeconds }, execution };
   };

@@ -1,5 +1,7 @@
 // The error envelope of DESIGN.md: {"error":{"code","message",...}}, and the mapping from every
 // failure to it. Bodies never carry stacks or engine internals.
+import { maxHeaderSize, STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { InvalidParamsError } from "../endpoints/params.ts";
@@ -16,6 +18,8 @@ export class HttpError extends Error {
     this.code = code;
   }
 }
+
+export const BADLY_ENCODED_URL = "The URL is not validly percent-encoded.";
 
 export function sendError(
   reply: FastifyReply,
@@ -40,7 +44,29 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
         "endpoint_not_found",
         "No endpoint has a name or id that long; GET /api/endpoints lists them.",
       )
-    : sendError(reply, 400, "bad_request", "The URL is not validly percent-encoded.");
+    : sendError(reply, 400, "bad_request", BADLY_ENCODED_URL);
+}
+
+/**
+ * Errors of Node's HTTP parser, before a request exists (FastifyServerOptions.clientErrorHandler):
+ * the same envelope, written to the socket, which is then closed.
+ */
+export function clientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, code, message] =
+    error.code === "HPE_HEADER_OVERFLOW"
+      ? [431, "headers_too_large", `The request headers exceed ${maxHeaderSize} bytes.`]
+      : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? [408, "request_timeout", "The request was not received in time."]
+        : [400, "bad_request", "The request is not valid HTTP/1.1."];
+  const body = JSON.stringify({ error: { code, message } });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 /** Every error and unknown route of the app answered in the envelope. */
@@ -82,6 +108,14 @@ export const errorEnvelope = fp(async (app: FastifyInstance) => {
       );
     }
     if (error.statusCode === 429) return sendError(reply, 429, "rate_limited", error.message);
+    if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+      return sendError(
+        reply,
+        413,
+        "payload_too_large",
+        "The request body is too large; the endpoints take query parameters, not a body.",
+      );
+    }
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
       return sendError(reply, error.statusCode, "bad_request", error.message);
     }

@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { CacheStats, ResultCache } from "../cache/result-cache.ts";
+import { findEndpoint } from "../endpoints/catalog.ts";
 
 const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, string> = {
   hits: "answers from memory",
@@ -19,7 +20,7 @@ export const metrics = fp(async (app: FastifyInstance, { cache }: { cache?: Resu
   collectDefaultMetrics({ register: registry });
   const requests = new Counter({
     name: "query_service_requests_total",
-    help: "Endpoint requests answered, by endpoint and HTTP status.",
+    help: "Endpoint requests answered, by endpoint (unknown: no such endpoint) and HTTP status.",
     labelNames: ["endpoint", "status"] as const,
     registers: [registry],
   });
@@ -32,14 +33,18 @@ export const metrics = fp(async (app: FastifyInstance, { cache }: { cache?: Resu
   });
   if (cache) registerCacheMetrics(registry, cache);
 
+  // Every answer of an endpoint route counts, refusals (401, 429) and unknown names (404) included.
+  // Only catalog names become label values: a caller cannot grow the series by inventing names.
   app.addHook("onResponse", async (request, reply) => {
-    const endpoint = request.queryLog.endpoint;
-    if (!endpoint) return;
+    const { nameOrId } = request.params as { nameOrId?: string };
+    if (nameOrId === undefined) return;
+    const endpoint = findEndpoint(nameOrId)?.name ?? "unknown";
     requests.inc({ endpoint, status: reply.statusCode });
     duration.observe({ endpoint }, reply.elapsedTime / 1000);
   });
 
-  app.get("/metrics", async (_request, reply) =>
+  // A scraper reads this every few seconds with a key that may also query: not from the same budget.
+  app.get("/metrics", { config: { rateLimit: false } }, async (_request, reply) =>
     reply.type(registry.contentType).send(await registry.metrics()),
   );
 });

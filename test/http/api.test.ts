@@ -270,6 +270,63 @@ describe("errors", () => {
     expect(json(tooLong.body)).toMatchObject({ error: { code: "endpoint_not_found" } });
   });
 
+  it("answers a badly percent-encoded query string with 400 bad_request, without an engine call", async () => {
+    const { get, standIn } = await service();
+    for (const query of ["project=%ZZ&interval=hourly", "project=%E0%A4&interval=hourly", "x=%"]) {
+      const response = await get(`/api/endpoints/usage.api-counts?${query}`);
+      expect(response.statusCode, query).toBe(400);
+      expect(json(response.body), query).toEqual({
+        error: { code: "bad_request", message: "The URL is not validly percent-encoded." },
+      });
+      expect(response.headers["access-control-allow-origin"]).toBe("*");
+    }
+    expect(standIn.jobInserts).toEqual([]);
+    const encoded = await get(
+      `/api/endpoints/usage.api-counts?project=%5Ea%2Bb%25&interval=hourly`,
+    );
+    expect(encoded.statusCode).toBe(200);
+  });
+
+  it("answers a body over the limit with 413 payload_too_large in the envelope", async () => {
+    const { app } = await service();
+    const response = await app.inject({
+      method: "POST",
+      url: "/api/endpoints",
+      headers: { "x-api-key": API_KEY, "content-type": "application/json" },
+      payload: JSON.stringify({ padding: "x".repeat(5000) }),
+    });
+    expect(response.statusCode).toBe(413);
+    expect(json(response.body)).toEqual({
+      error: { code: "payload_too_large", message: expect.stringContaining("too large") },
+    });
+  });
+
+  it("answers headers over Node's limit with 431 headers_too_large in the envelope", async () => {
+    const { app } = await service();
+    const address = await app.listen({ port: 0, host: "127.0.0.1" });
+    const response = await fetch(`${address}/api/endpoints`, {
+      headers: { "x-api-key": API_KEY, "x-padding": "x".repeat(20_000) },
+    });
+    expect(response.status).toBe(431);
+    expect(response.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    expect(await response.json()).toEqual({
+      error: { code: "headers_too_large", message: expect.stringMatching(/exceed \d+ bytes/) },
+    });
+  });
+
+  it("advertises in its CORS preflight only the method it serves", async () => {
+    const { app } = await service();
+    const preflight = await app.inject({
+      method: "OPTIONS",
+      url: "/api/endpoints/logs.all",
+      headers: { origin: "https://dashboard.example", "access-control-request-method": "GET" },
+    });
+    expect(preflight.statusCode).toBe(204);
+    expect(preflight.headers["access-control-allow-methods"]).toBe("GET");
+    const head = await app.inject({ method: "HEAD", url: "/api/endpoints" });
+    expect(head.statusCode).toBe(404);
+  });
+
   it("rejects parameters on the catalog listing, which takes none", async () => {
     const { get } = await service();
     const response = await get("/api/endpoints?verbose=1");

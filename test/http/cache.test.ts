@@ -209,20 +209,28 @@ describe("warming", () => {
       { write: (line: string) => lines.push(JSON.parse(line)) },
     );
     const { service, engine, clock } = await cachedService(logger);
+    const other = USAGE.replace("hourly", "daily");
     await service.get(USAGE);
+    await service.get(other);
     clock.ms += WARMING_SECONDS * SECOND_MS;
     await vi.advanceTimersByTimeAsync(WARMING_SECONDS * SECOND_MS);
-    await vi.waitFor(() => expect(engine.settled).toBe(2));
+    await vi.waitFor(() => expect(engine.settled).toBe(4));
 
     const refreshes = lines.filter((line) => line.msg === "cache refresh");
-    expect(refreshes).toEqual([
-      expect.objectContaining({
-        endpoint: "usage.api-counts",
-        jobId: service.standIn.jobInserts[1]?.jobReference.jobId,
-        bytesProcessed: expect.any(Number),
-        rows: JSON.parse((await service.get(USAGE)).body).result.length,
-      }),
-    ]);
+    const jobIds = service.standIn.jobInserts.slice(2).map((insert) => insert.jobReference.jobId);
+    expect(refreshes).toEqual(
+      [USAGE, other].map(() =>
+        expect.objectContaining({
+          endpoint: "usage.api-counts",
+          // Which entry: a short hash of its key, so the two refreshes tell their keys apart.
+          entry: expect.stringMatching(/^[0-9a-f]{12}$/),
+          jobId: expect.toBeOneOf(jobIds),
+          bytesProcessed: expect.any(Number),
+          rows: expect.any(Number),
+        }),
+      ),
+    );
+    expect(new Set(refreshes.map((line) => line.entry)).size).toBe(2);
     expect(lines.filter((line) => line.msg === "request")).toHaveLength(2);
   });
 

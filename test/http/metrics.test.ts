@@ -56,4 +56,26 @@ describe("GET /metrics", () => {
     expect(sample(text, "query_service_cache_refreshes_total")).toBe(1);
     expect(sample(text, "query_service_cache_entries")).toBe(1);
   });
+
+  it("counts refused requests (401) and unknown endpoints (404), without a series per unknown name", async () => {
+    const { get } = await startService({ now: NOW });
+    await get(USAGE, { "x-api-key": "wrong-key-0123456789" });
+    await get("/api/endpoints/no.such-endpoint");
+    await get("/api/endpoints/query/another-made-up-name");
+    const text = (await get("/metrics")).body;
+    expect(
+      sample(text, 'query_service_requests_total{endpoint="usage.api-counts",status="401"}'),
+    ).toBe(1);
+    expect(sample(text, 'query_service_requests_total{endpoint="unknown",status="404"}')).toBe(2);
+    expect(text).not.toContain("no.such-endpoint");
+  });
+
+  it("does not spend the caller's query budget", async () => {
+    const { get } = await startService({ now: NOW, rateLimitPerMinute: 2 });
+    for (let scrape = 0; scrape < 5; scrape++) expect((await get("/metrics")).statusCode).toBe(200);
+    const catalog = "/api/endpoints";
+    expect((await get(catalog)).statusCode).toBe(200);
+    expect((await get(catalog)).statusCode).toBe(200);
+    expect((await get(catalog)).statusCode).toBe(429);
+  });
 });
