@@ -56,14 +56,20 @@ async function startAndExit(
   return { code, stderr };
 }
 
-/** The `curl` examples of README.md that call an endpoint with $KEY. */
+/** The `curl -sG` examples of README.md that call an endpoint with $KEY, as path and query. */
 function readmeExamples(): string[] {
   const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
   return [
     ...readme.matchAll(
-      /curl -s -H "X-API-KEY: \$KEY" "http:\/\/127\.0\.0\.1:3000(\/api\/endpoints\/[^"]+)"/g,
+      /curl -sG -H "X-API-KEY: \$KEY" "http:\/\/127\.0\.0\.1:3000(\/api\/endpoints\/[^"]+)"((?: --data-urlencode "[^"]+")*)/g,
     ),
-  ].map((m) => m[1] as string);
+  ].map(([, path, data = ""]) => {
+    // curl -G --data-urlencode "name=value" percent-encodes the value into the query string.
+    const pairs = [...data.matchAll(/--data-urlencode "([^=]+)=([^"]*)"/g)].map(
+      ([, name = "", value = ""]) => `${name}=${encodeURIComponent(value)}`,
+    );
+    return `${path}?${pairs.join("&")}`;
+  });
 }
 
 describe("npm start", () => {
