@@ -1,5 +1,6 @@
 // The error envelope of DESIGN.md: {"error":{"code","message",...}}, and the mapping from every
 // failure to it. Bodies never carry stacks or engine internals.
+import { randomUUID } from "node:crypto";
 import { maxHeaderSize, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -48,10 +49,11 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
 }
 
 /**
- * Errors of Node's HTTP parser, before a request exists (FastifyServerOptions.clientErrorHandler):
- * the same envelope, written to the socket, which is then closed.
+ * Errors of Node's HTTP parser, before a request exists (FastifyServerOptions.clientErrorHandler,
+ * called with the app as `this`): the same envelope and a request id, written to the socket, which
+ * is then closed, and one log line.
  */
-export function clientError(error: NodeJS.ErrnoException, socket: Socket): void {
+export function clientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket) {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
   const [status, code, message] =
     error.code === "HPE_HEADER_OVERFLOW"
@@ -60,10 +62,16 @@ export function clientError(error: NodeJS.ErrnoException, socket: Socket): void 
         ? [408, "request_timeout", "The request was not received in time."]
         : [400, "bad_request", "The request is not valid HTTP/1.1."];
   const body = JSON.stringify({ error: { code, message } });
+  const requestId = randomUUID();
+  this.log.info(
+    { reqId: requestId, status, parserError: error.code },
+    "request refused by the HTTP parser",
+  );
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\n` +
+        `Connection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy(error);

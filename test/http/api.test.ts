@@ -309,6 +309,7 @@ describe("errors", () => {
     });
     expect(response.status).toBe(431);
     expect(response.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    expect(response.headers.get("x-request-id")).toEqual(expect.any(String));
     expect(await response.json()).toEqual({
       error: { code: "headers_too_large", message: expect.stringMatching(/exceed \d+ bytes/) },
     });
