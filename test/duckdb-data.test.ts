@@ -1,8 +1,9 @@
 // What the embedded engine serves: LOCAL_DATA exports read with the schema types (bad files named
-// with their line), demo logs for the last 7 days, and the choice between them.
+// with their line or missing columns), demo logs for the last 7 days, and the choice between them.
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadData } from "../src/engines/duckdb/data.ts";
 import { DEMO_FUNCTIONS, DEMO_PROJECTS } from "../src/engines/duckdb/demo-data.ts";
@@ -114,6 +115,42 @@ describe("LOCAL_DATA", () => {
     ]);
   });
 
+  it("reads .json, .jsonl and gzipped exports as bq extract names them, each into its table", async () => {
+    const row = (id: string) => ({ id, timestamp: "2026-11-21T02:00:00Z" });
+    const files = {
+      "edge_logs-000000000000.json": ndjson([row("e0")]),
+      "edge_logs-000000000001.json.gz": gzipSync(ndjson([row("e1"), row("e2")])),
+      "edge_logs-000000000002.ndjson.gz": gzipSync(ndjson([row("e3")])),
+      "function_edge_logs-000000000000.jsonl": ndjson([row("f0")]),
+      "function_edge_logs-000000000001.jsonl.gz": gzipSync(ndjson([row("f1"), row("f2")])),
+      "edge_logs.csv.gz": gzipSync("id\nnot read\n"),
+    };
+    for (const [name, content] of Object.entries(files))
+      await writeFile(join(folder, name), content);
+    const loaded = await loadData(engine, { localData: folder });
+    expect(loaded.files).toEqual([
+      { table: "edge_logs", file: join(folder, "edge_logs-000000000000.json"), rows: 1 },
+      { table: "edge_logs", file: join(folder, "edge_logs-000000000001.json.gz"), rows: 2 },
+      { table: "edge_logs", file: join(folder, "edge_logs-000000000002.ndjson.gz"), rows: 1 },
+      {
+        table: "function_edge_logs",
+        file: join(folder, "function_edge_logs-000000000000.jsonl"),
+        rows: 1,
+      },
+      {
+        table: "function_edge_logs",
+        file: join(folder, "function_edge_logs-000000000001.jsonl.gz"),
+        rows: 2,
+      },
+    ]);
+    expect(await query("SELECT list(id ORDER BY id) AS ids FROM edge_logs")).toEqual([
+      { ids: ["e0", "e1", "e2", "e3"] },
+    ]);
+    expect(await query("SELECT list(id ORDER BY id) AS ids FROM function_edge_logs")).toEqual([
+      { ids: ["f0", "f1", "f2"] },
+    ]);
+  });
+
   it("stops on a bad file, naming the file and the exact line, and loads nothing", async () => {
     const lines = Array.from({ length: 30_000 }, (_, i) =>
       JSON.stringify({ id: String(i), timestamp: "2026-11-21T02:40:05Z" }),
@@ -134,8 +171,75 @@ describe("LOCAL_DATA", () => {
     await expect(loadData(engine, { localData: folder })).rejects.toMatchObject({ line: 2 });
   });
 
-  it("refuses a folder without exports", async () => {
-    await expect(loadData(engine, { localData: folder })).rejects.toThrow(/no edge_logs\*/);
+  it("names the exact line of a bad line in a gzipped export", async () => {
+    const lines = Array.from({ length: 100 }, (_, i) =>
+      JSON.stringify({ id: String(i), timestamp: "2026-11-21T02:40:05Z" }),
+    );
+    lines[76] = JSON.stringify({ id: "x", timestamp: "yesterday" });
+    const file = join(folder, "edge_logs-000000000000.json.gz");
+    await writeFile(file, gzipSync(`${lines.join("\n")}\n`));
+    const failure = await loadData(engine, { localData: folder }).catch((e: unknown) => e);
+    expect(failure).toMatchObject({ file, line: 77 });
+    expect((failure as Error).message).toMatch(
+      /edge_logs-000000000000\.json\.gz, line 77: .*"yesterday"/,
+    );
+  });
+
+  it("keeps DuckDB's message for a file that cannot be decompressed", async () => {
+    const file = join(folder, "edge_logs.json.gz");
+    await writeFile(file, ndjson([{ id: "a" }]));
+    await expect(loadData(engine, { localData: folder })).rejects.toMatchObject({
+      file,
+      message: `${file}: IO Error: Input is not a GZIP stream: ${file}`,
+    });
+  });
+
+  it("refuses a JSON array, asking for one JSON object per line", async () => {
+    const file = join(folder, "edge_logs.json");
+    await writeFile(
+      file,
+      '\n  [\n  {"id": "a", "timestamp": "2026-11-21T02:00:00Z"},\n  {"id": "b"}\n]\n',
+    );
+    await expect(loadData(engine, { localData: folder })).rejects.toThrow(
+      `${file}: is a JSON array, but the file must hold one JSON object per line (newline-delimited JSON, as bq extract writes)`,
+    );
+    await rm(file);
+    await writeFile(`${file}.gz`, gzipSync(JSON.stringify([{ id: "a" }, { id: "b" }])));
+    await expect(loadData(engine, { localData: folder })).rejects.toThrow(
+      `${file}.gz: is a JSON array`,
+    );
+  });
+
+  it("names the columns a Parquet export lacks", async () => {
+    const file = join(folder, "edge_logs.parquet");
+    const writer = await engine.connect();
+    await writer.run(
+      `COPY (SELECT 'p1' AS ID, TIMESTAMPTZ '2026-11-21 01:00:00+00' AS timestamp, 'p' AS project)
+       TO '${file}' (FORMAT parquet)`,
+    );
+    writer.closeSync();
+    await expect(loadData(engine, { localData: folder })).rejects.toThrow(
+      `${file}: missing columns "event_message", "metadata" (the table's columns are id, timestamp, event_message, project, metadata)`,
+    );
+  });
+
+  it("refuses a folder without exports, naming the files it reads", async () => {
+    await writeFile(join(folder, "edge_logs.csv"), "id\n");
+    await expect(loadData(engine, { localData: folder })).rejects.toThrow(
+      `LOCAL_DATA: folder ${folder} holds no edge_logs* or function_edge_logs* files ending in .json, .jsonl, .ndjson (each optionally .gz) or .parquet`,
+    );
+  });
+
+  it("names LOCAL_DATA when the folder does not exist or is a file", async () => {
+    const missing = join(folder, "exports");
+    await expect(loadData(engine, { localData: missing })).rejects.toThrow(
+      new Error(`LOCAL_DATA: folder ${missing} does not exist`),
+    );
+    const file = join(folder, "edge_logs.ndjson");
+    await writeFile(file, "");
+    await expect(loadData(engine, { localData: file })).rejects.toThrow(
+      new Error(`LOCAL_DATA: ${file} is not a folder`),
+    );
   });
 });
 

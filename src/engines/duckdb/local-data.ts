@@ -1,12 +1,16 @@
-// LOCAL_DATA: a folder of BigQuery exports (`edge_logs*.ndjson|parquet`,
-// `function_edge_logs*.ndjson|parquet`) read with the types of queries/schema, never guessed.
-// NDJSON timestamps may be ISO 8601 or BigQuery's `YYYY-MM-DD HH:MM:SS[.ffffff] UTC`, and integers
-// may be JSON strings (as BigQuery exports INT64). A bad file stops loading with its name and line.
-import { createReadStream, readdirSync } from "node:fs";
+// LOCAL_DATA: a folder of BigQuery exports as `bq extract` writes them (`edge_logs*` and
+// `function_edge_logs*` files: newline-delimited JSON `.json|.jsonl|.ndjson`, each optionally
+// gzipped `.gz`, or `.parquet`) read with the types of queries/schema, never guessed.
+// JSON timestamps may be ISO 8601 or BigQuery's `YYYY-MM-DD HH:MM:SS[.ffffff] UTC`, and integers
+// may be JSON strings (as BigQuery exports INT64). A bad file stops loading with its name and, for
+// JSON, its line; a Parquet file with the columns it lacks.
+import { createReadStream, readdirSync, statSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { pipeline, type Readable } from "node:stream";
+import { createGunzip } from "node:zlib";
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { type SourceTable, sourceTables } from "../../schema.ts";
 import { bigQueryShapedColumns, createTableSql, duckDbType, quoteIdent } from "./tables.ts";
@@ -17,11 +21,11 @@ export interface LoadedFile {
   rows: number;
 }
 
-/** A file that cannot be loaded; `line` (1-based) when the file is NDJSON and DuckDB could place it. */
+/** A file that cannot be loaded; `line` (1-based) when the file is JSON and DuckDB could place it. */
 export class DataFileError extends Error {
   readonly file: string;
   readonly line: number | undefined;
-  /** The table the file was loaded into, to find the line later. */
+  /** The table the file was loaded into, to explain the error later. */
   readonly table: SourceTable | undefined;
 
   constructor(file: string, line: number | undefined, reason: string, table?: SourceTable) {
@@ -38,7 +42,7 @@ export function exportFiles(folder: string, tables: SourceTable[]): Map<SourceTa
   const files = new Map<SourceTable, string[]>();
   for (const name of readdirSync(folder).sort()) {
     const table = tables.find((t) => name.startsWith(t.name));
-    if (!table || !/\.(ndjson|parquet)$/.test(name)) continue;
+    if (!table || !(isJson(name) || name.endsWith(".parquet"))) continue;
     files.set(table, [...(files.get(table) ?? []), join(folder, name)]);
   }
   return files;
@@ -52,11 +56,17 @@ export async function loadLocalData(
   connection: DuckDBConnection,
   folder: string,
 ): Promise<LoadedFile[]> {
+  const stats = statSync(folder, { throwIfNoEntry: false });
+  if (!stats?.isDirectory()) {
+    throw new Error(
+      `LOCAL_DATA: ${stats ? `${folder} is not a folder` : `folder ${folder} does not exist`}`,
+    );
+  }
   const tables = sourceTables();
   const files = exportFiles(folder, tables);
   if (files.size === 0) {
     throw new Error(
-      `LOCAL_DATA folder ${folder} holds no ${tables.map((t) => `${t.name}*.ndjson|parquet`).join(" or ")} files`,
+      `LOCAL_DATA: folder ${folder} holds no ${tables.map((t) => `${t.name}*`).join(" or ")} files ending in .json, .jsonl, .ndjson (each optionally .gz) or .parquet`,
     );
   }
   const loaded: LoadedFile[] = [];
@@ -72,7 +82,7 @@ export async function loadLocalData(
     await connection.run("COMMIT");
   } catch (error) {
     await connection.run("ROLLBACK");
-    throw error instanceof DataFileError ? await placed(connection, error) : error;
+    throw error instanceof DataFileError ? await explained(connection, error) : error;
   }
   return loaded;
 }
@@ -88,9 +98,14 @@ async function loadFile(connection: DuckDBConnection, table: SourceTable, file: 
   }
 }
 
+/** Newline-delimited JSON, optionally gzipped (DuckDB decompresses by the `.gz` ending). */
+function isJson(file: string): boolean {
+  return /\.(?:json|jsonl|ndjson)(?:\.gz)?$/.test(file);
+}
+
 /** A relation over one export file with exactly the table's columns and types. */
 function readFile(table: SourceTable, file: string): string {
-  return file.endsWith(".ndjson")
+  return isJson(file)
     ? `read_json(${sqlString(file)}, format = 'newline_delimited', columns = {${table.fields
         .map((f) => `${sqlString(f.name)}: ${sqlString(duckDbType(f))}`)
         .join(", ")}})`
@@ -99,11 +114,80 @@ function readFile(table: SourceTable, file: string): string {
         .join(", ")} FROM read_parquet(${sqlString(file)}))`;
 }
 
-/** The error with the line of the first bad line, for NDJSON (outside the failed transaction). */
-async function placed(connection: DuckDBConnection, error: DataFileError): Promise<DataFileError> {
-  if (!error.file.endsWith(".ndjson") || !error.table) return error;
-  const bad = await firstBadLine(connection, error.table, error.file);
-  return bad ? new DataFileError(error.file, bad.line, bad.reason) : error;
+/**
+ * The error made precise (outside the failed transaction): the columns a Parquet file lacks, or
+ * why a JSON file is not newline-delimited, or its first bad line.
+ */
+async function explained(
+  connection: DuckDBConnection,
+  error: DataFileError,
+): Promise<DataFileError> {
+  const { file, table } = error;
+  if (!table) return error;
+  try {
+    if (!isJson(file)) {
+      const missing = await missingColumns(connection, table, file);
+      if (missing.length === 0) return error;
+      return new DataFileError(
+        file,
+        undefined,
+        `missing column${missing.length === 1 ? "" : "s"} ${missing.map((name) => `"${name}"`).join(", ")} (the table's columns are ${table.fields.map((f) => f.name).join(", ")})`,
+      );
+    }
+    if (await holdsJsonArray(file)) {
+      return new DataFileError(
+        file,
+        undefined,
+        "is a JSON array, but the file must hold one JSON object per line (newline-delimited JSON, as bq extract writes)",
+      );
+    }
+    const bad = await firstBadLine(connection, table, file);
+    return bad ? new DataFileError(file, bad.line, bad.reason) : error;
+  } catch {
+    // The file cannot be read again either (a corrupt Parquet or gzip file): DuckDB's message stands.
+    return error;
+  }
+}
+
+/** The table's columns a Parquet file lacks; DuckDB matches column names ignoring case. */
+async function missingColumns(
+  connection: DuckDBConnection,
+  table: SourceTable,
+  file: string,
+): Promise<string[]> {
+  const reader = await connection.runAndReadAll(
+    `SELECT lower(column_name) FROM (DESCRIBE SELECT * FROM read_parquet(${sqlString(file)}))`,
+  );
+  const present = new Set(reader.getRows().map(([name]) => name));
+  return table.fields.map((f) => f.name).filter((name) => !present.has(name.toLowerCase()));
+}
+
+/** Whether the file's first non-blank character opens a JSON array, which DuckDB reports only as a type error. */
+async function holdsJsonArray(file: string): Promise<boolean> {
+  // By chunks, not lines: such a file may be a single line of any size.
+  for await (const chunk of contents(file)) {
+    const start = String(chunk).trimStart();
+    if (start !== "") return start.startsWith("[");
+  }
+  return false;
+}
+
+/** The lines of a JSON export. */
+async function* lines(file: string): AsyncGenerator<string> {
+  const input = contents(file);
+  try {
+    yield* createInterface({ input, crlfDelay: Infinity });
+  } finally {
+    input.destroy();
+  }
+}
+
+/** The decompressed bytes of a JSON export. */
+function contents(file: string): Readable {
+  // An error of either stream reaches the reader through the gunzip stream.
+  return file.endsWith(".gz")
+    ? pipeline(createReadStream(file), createGunzip(), () => {})
+    : createReadStream(file);
 }
 
 const BATCH_LINES = 10_000;
@@ -119,8 +203,8 @@ async function firstBadLine(
 ): Promise<{ line: number; reason: string } | undefined> {
   const folder = await mkdtemp(join(tmpdir(), "local-data-"));
   const probe = join(folder, "lines.ndjson");
-  const rejection = async (lines: string[]) => {
-    await writeFile(probe, `${lines.join("\n")}\n`);
+  const rejection = async (texts: string[]) => {
+    await writeFile(probe, `${texts.join("\n")}\n`);
     try {
       await connection.run(
         `CREATE OR REPLACE TEMP TABLE line_probe AS FROM ${readFile(table, probe)}`,
@@ -142,10 +226,7 @@ async function firstBadLine(
   try {
     let batch: Line[] = [];
     let line = 0;
-    for await (const text of createInterface({
-      input: createReadStream(file),
-      crlfDelay: Infinity,
-    })) {
+    for await (const text of lines(file)) {
       line += 1;
       if (text.trim() !== "") batch.push({ line, text });
       if (batch.length === BATCH_LINES) {
