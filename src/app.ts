@@ -1,13 +1,16 @@
 // The HTTP service: plugins and routes over an injected engine. Data flows one way:
-// route → auth → params → cache → engine → rows → JSON.
+// route → credential/scope → params → cache → engine → rows → JSON.
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import { ResultCache, type ResultCacheOptions } from "./cache/result-cache.ts";
+import { createAuthenticator } from "./credentials/authenticate.ts";
+import type { KeysFile } from "./credentials/keys-file.ts";
+import type { TokenVerifier } from "./credentials/tokens.ts";
 import { catalog } from "./endpoints/catalog.ts";
 import { loadQueries } from "./endpoints/queries.ts";
 import { createRunner } from "./endpoints/runner.ts";
 import type { QueryEngine } from "./engines/engine.ts";
-import { requireApiKey } from "./http/auth.ts";
+import { requireCredential } from "./http/auth.ts";
 import { openCors } from "./http/cors.ts";
 import { endpointRoutes } from "./http/endpoint-routes.ts";
 import { clientError, errorEnvelope, frameworkError } from "./http/errors.ts";
@@ -20,8 +23,14 @@ import { requestLog } from "./http/request-log.ts";
 
 export interface AppDeps {
   engine: QueryEngine;
-  /** Accepted keys; at least one. */
-  apiKeys: readonly string[];
+  /** Keys with full access (API_KEYS). With keysFile and tokens, at least one source is needed. */
+  apiKeys?: readonly string[];
+  /** Named, scoped keys (API_KEYS_FILE). */
+  keysFile?: KeysFile;
+  /** Signed access tokens (JWT_SECRET, JWT_PUBLIC_KEYS_FILE). */
+  tokens?: TokenVerifier;
+  /** Failed authentications a minute per client address before 429; default 30. */
+  authFailuresPerMinute?: number;
   /** Result cache bounds and clock; absent turns caching off. */
   cache?: ResultCacheOptions;
   rateLimitPerMinute?: number;
@@ -34,7 +43,7 @@ export interface AppDeps {
 const REQUEST_ID = /^[\w.-]{1,64}$/;
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
-  if (deps.apiKeys.length === 0) throw new Error("buildApp needs at least one API key");
+  const authenticate = createAuthenticator(deps);
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     // Fastify's two lines per request give way to our one (http/request-log.ts).
@@ -69,7 +78,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(refuseBadlyEncodedQuery);
   await app.register(healthRoutes, { engine: deps.engine });
   await app.register(async (api) => {
-    await api.register(requireApiKey, { keys: deps.apiKeys });
+    await api.register(requireCredential, {
+      authenticate,
+      failuresPerMinute: deps.authFailuresPerMinute ?? 30,
+    });
     await api.register(perKeyRateLimit, { perMinute: deps.rateLimitPerMinute ?? 600 });
     await api.register(metrics, { cache });
     await api.register(endpointRoutes, { run });

@@ -1,6 +1,7 @@
 // The environment, read once into a typed config. A bad setting stops startup with one line
 // naming the variable and what it expects.
 import { z } from "zod";
+import type { TokenOptions } from "./credentials/tokens.ts";
 import type { BigQueryEngineOptions } from "./engines/bigquery.ts";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -36,6 +37,16 @@ const environment = z.object({
     )
     .pipe(z.array(z.string().min(16, "each key needs at least 16 characters")))
     .optional(),
+  API_KEYS_FILE: text.optional(),
+  JWT_SECRET: z
+    .string()
+    .refine((secret) => Buffer.byteLength(secret) >= 32, "needs at least 32 bytes")
+    .optional(),
+  JWT_PUBLIC_KEYS_FILE: text.optional(),
+  JWT_MAX_LIFETIME_SECONDS: positiveInt(86_400),
+  JWT_AUDIENCE: text.optional(),
+  JWT_ISSUER: text.optional(),
+  AUTH_FAILURES_PER_MINUTE: positiveInt(30),
   QUERY_ENGINE: z.enum(["bigquery", "duckdb"], { error: "expects bigquery or duckdb" }).optional(),
   BIGQUERY_PROJECT_ID: text.optional(),
   BIGQUERY_DATASET: text.optional(),
@@ -75,11 +86,19 @@ export interface DuckDbSettings {
   timeoutMs: number;
 }
 
+export interface AuthSettings {
+  /** Full-access keys; startup generates one when no credential source is configured. */
+  apiKeys: string[];
+  keysFile?: string;
+  /** Absent unless JWT_SECRET or JWT_PUBLIC_KEYS_FILE is set. */
+  tokens?: TokenOptions;
+  failuresPerMinute: number;
+}
+
 export interface Config {
   port: number;
   host: string;
-  /** Empty when none is configured: startup then generates one. */
-  apiKeys: string[];
+  auth: AuthSettings;
   engine: BigQuerySettings | DuckDbSettings;
   cache: { maxEntries: number; maxBytes: number };
   rateLimitPerMinute: number;
@@ -102,7 +121,21 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   return {
     port: e.PORT,
     host: e.HOST,
-    apiKeys: e.API_KEYS ?? [],
+    auth: {
+      apiKeys: e.API_KEYS ?? [],
+      keysFile: e.API_KEYS_FILE,
+      tokens:
+        e.JWT_SECRET || e.JWT_PUBLIC_KEYS_FILE
+          ? {
+              secret: e.JWT_SECRET,
+              publicKeysFile: e.JWT_PUBLIC_KEYS_FILE,
+              maxLifetimeSeconds: e.JWT_MAX_LIFETIME_SECONDS,
+              audience: e.JWT_AUDIENCE,
+              issuer: e.JWT_ISSUER,
+            }
+          : undefined,
+      failuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
+    },
     engine: engineSettings(e),
     cache: { maxEntries: e.CACHE_MAX_ENTRIES, maxBytes: e.CACHE_MAX_BYTES },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,

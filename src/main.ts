@@ -4,7 +4,9 @@ import { createServer } from "node:net";
 import closeWithGrace from "close-with-grace";
 import { pino } from "pino";
 import { buildApp } from "./app.ts";
-import { ConfigError, loadConfig } from "./config.ts";
+import { type AuthSettings, ConfigError, loadConfig } from "./config.ts";
+import { KeysFile } from "./credentials/keys-file.ts";
+import { createTokenVerifier } from "./credentials/tokens.ts";
 import { openEngine } from "./engines/open-engine.ts";
 
 function readConfig() {
@@ -44,8 +46,22 @@ const config = readConfig();
 await checkListenAddress();
 const log = pino({ level: config.logLevel });
 
-let apiKeys = config.apiKeys;
-if (apiKeys.length === 0) {
+/** The keys file and token keys, read now: a bad one stops startup with one line naming it. */
+function openCredentialSources(auth: AuthSettings) {
+  try {
+    return {
+      keysFile: auth.keysFile === undefined ? undefined : new KeysFile(auth.keysFile),
+      tokens: auth.tokens && createTokenVerifier(auth.tokens),
+    };
+  } catch (error) {
+    process.stderr.write(`Configuration error: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+const { keysFile, tokens } = openCredentialSources(config.auth);
+let apiKeys = config.auth.apiKeys;
+if (apiKeys.length === 0 && !keysFile && !tokens) {
   apiKeys = [randomBytes(24).toString("base64url")];
   // Printed once, outside the log stream: keys never appear in logs.
   process.stderr.write(
@@ -53,6 +69,7 @@ if (apiKeys.length === 0) {
   );
   log.info("generated an API key for this process (printed above, once)");
 }
+keysFile?.watch(log);
 
 const engine = await openEngine(config.engine, log).catch((error: Error) => {
   // A bad data file or an unreachable engine: one line saying which, then stop.
@@ -62,6 +79,9 @@ const engine = await openEngine(config.engine, log).catch((error: Error) => {
 const app = await buildApp({
   engine,
   apiKeys,
+  keysFile,
+  tokens,
+  authFailuresPerMinute: config.auth.failuresPerMinute,
   cache: config.cache,
   rateLimitPerMinute: config.rateLimitPerMinute,
   logger: log,
@@ -70,6 +90,7 @@ const app = await buildApp({
 closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
   if (err) log.error({ err }, "closing after an uncaught error");
   else log.info({ signal }, "closing");
+  keysFile?.close();
   await app.close();
   await engine.close();
 });

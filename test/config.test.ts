@@ -4,7 +4,8 @@ import { ConfigError, loadConfig } from "../src/config.ts";
 describe("loadConfig", () => {
   it("defaults to the embedded engine, demo data left to the data at hand, on loopback port 3000", () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ port: 3000, host: "127.0.0.1", apiKeys: [], logLevel: "info" });
+    expect(config).toMatchObject({ port: 3000, host: "127.0.0.1", logLevel: "info" });
+    expect(config.auth).toEqual({ apiKeys: [], failuresPerMinute: 30 });
     expect(config.engine).toEqual({ kind: "duckdb", timeoutMs: 30_000 });
   });
 
@@ -43,7 +44,19 @@ describe("loadConfig", () => {
 
   it("splits API_KEYS on commas and trims them", () => {
     const keys = ["k".repeat(16), "z".repeat(20)];
-    expect(loadConfig({ API_KEYS: ` ${keys[0]} ,${keys[1]},` }).apiKeys).toEqual(keys);
+    expect(loadConfig({ API_KEYS: ` ${keys[0]} ,${keys[1]},` }).auth.apiKeys).toEqual(keys);
+  });
+
+  it("reads the token settings only when a token key is configured", () => {
+    const secret = "s".repeat(32);
+    expect(loadConfig({ JWT_SECRET: secret, JWT_AUDIENCE: "dash" }).auth.tokens).toEqual({
+      secret,
+      maxLifetimeSeconds: 86_400,
+      audience: "dash",
+    });
+    expect(() => loadConfig({ JWT_SECRET: "s".repeat(31) })).toThrow(
+      "JWT_SECRET: needs at least 32 bytes",
+    );
   });
 
   it("treats an empty variable as unset", () => {

@@ -1,5 +1,6 @@
 // The endpoints, as data. Adding one is an entry here plus queries/{bigquery,duckdb}/<name>.sql
 // and its tests; nothing else changes.
+import { z } from "zod";
 import type { CachePolicy } from "../cache/result-cache.ts";
 import {
   oneOf,
@@ -82,4 +83,17 @@ export function findEndpoint(nameOrId: string): EndpointDefinition | undefined {
   return catalog.find(
     (endpoint) => endpoint.id === nameOrId.toLowerCase() || endpoint.name === nameOrId,
   );
+}
+
+const declared = new WeakMap<EndpointDefinition, ReadonlySet<string>>();
+
+/** The names of the parameters an endpoint takes. */
+export function declaredParams(endpoint: EndpointDefinition): ReadonlySet<string> {
+  let names = declared.get(endpoint);
+  if (!names) {
+    const { properties } = z.toJSONSchema(endpoint.params, { io: "input", unrepresentable: "any" });
+    names = new Set(Object.keys(properties ?? {}));
+    declared.set(endpoint, names);
+  }
+  return names;
 }

@@ -1,49 +1,65 @@
-// API keys from `X-API-KEY` or `Authorization: Bearer`, compared in constant time.
-import { createHash, timingSafeEqual } from "node:crypto";
+// Who is asking, before anything else: the credential from `X-API-KEY` or `Authorization: Bearer`
+// (an API key or an access token), or 401. Failed attempts are limited per client address, so a
+// key cannot be guessed at line rate.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
+import { LRUCache } from "lru-cache";
+import { type Authenticate, AuthenticationError } from "../credentials/authenticate.ts";
+import type { Credential } from "../credentials/credential.ts";
 import { HttpError } from "./errors.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
-    /** Which accepted key the request carried (its position in API_KEYS): per-key state without the key. */
-    apiKeyIndex: number;
+    credential: Credential;
   }
 }
 
-// Digests have one length whatever the key's, so comparing them leaks neither content nor length.
-const digest = (key: string) => createHash("sha256").update(key).digest();
+const WINDOW_MS = 60_000;
 
-function presentedKey(request: FastifyRequest): string | undefined {
+function presentedSecret(request: FastifyRequest): string | undefined {
   const header = request.headers["x-api-key"];
   if (typeof header === "string" && header !== "") return header;
   const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "");
   return bearer?.[1];
 }
 
-/** Rejects every request of the enclosing scope without one of `keys` (401), before anything else. */
-export const requireApiKey = fp(
-  async (app: FastifyInstance, { keys }: { keys: readonly string[] }) => {
-    const accepted = keys.map(digest);
-    app.decorateRequest("apiKeyIndex", -1);
-    app.addHook("onRequest", async (request) => {
-      const key = presentedKey(request);
-      const candidate = digest(key ?? "");
-      // Every accepted key is compared, so timing does not tell which one (or whether any) matched.
-      let match = -1;
-      accepted.forEach((known, index) => {
-        if (timingSafeEqual(known, candidate)) match = index;
-      });
-      if (key === undefined || match < 0) {
+/** Rejects every request of the enclosing scope without a valid credential (401). */
+export const requireCredential = fp(
+  async (
+    app: FastifyInstance,
+    options: { authenticate: Authenticate; failuresPerMinute: number },
+  ) => {
+    // Failed attempts per address in the current minute; bounded, oldest addresses dropped first.
+    const failures = new LRUCache<string, number>({ max: 10_000, ttl: WINDOW_MS });
+    app.decorateRequest("credential", null as unknown as Credential);
+    app.addHook("onRequest", async (request, reply) => {
+      const failed = failures.get(request.ip) ?? 0;
+      if (failed >= options.failuresPerMinute) {
+        const seconds = Math.max(1, Math.ceil(failures.getRemainingTTL(request.ip) / 1000));
+        reply.header("retry-after", String(seconds));
+        throw new HttpError(
+          429,
+          "rate_limited",
+          `Too many failed authentications from this address; retry in ${seconds} seconds.`,
+        );
+      }
+      const secret = presentedSecret(request);
+      if (secret === undefined) {
         throw new HttpError(
           401,
           "unauthorized",
-          key === undefined
-            ? "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key>."
-            : "Invalid API key.",
+          "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key or token>.",
         );
       }
-      request.apiKeyIndex = match;
+      try {
+        request.credential = await options.authenticate(secret);
+      } catch (error) {
+        if (!(error instanceof AuthenticationError)) throw error;
+        // The window runs from the first failure: later ones do not extend it.
+        failures.set(request.ip, failed + 1, { noUpdateTTL: failed > 0 });
+        throw new HttpError(401, "unauthorized", error.message);
+      }
+      request.queryLog.credential = request.credential.name;
     });
   },
 );

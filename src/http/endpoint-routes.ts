@@ -1,6 +1,8 @@
 // The query routes of SPEC §4 and DESIGN.md, and the catalog listing.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import type { Credential } from "../credentials/credential.ts";
+import { authorize, grantedParams, type RawQuery } from "../credentials/scope-rule.ts";
 import { catalog, type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
 import { paramsOf, parseParams } from "../endpoints/params.ts";
 import type { RunEndpoint } from "../endpoints/runner.ts";
@@ -8,10 +10,24 @@ import { HttpError } from "./errors.ts";
 import { sendAnswer } from "./reply.ts";
 
 export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEndpoint }) {
-  const listing = JSON.stringify({ result: catalog.map(describeEndpoint) });
+  const descriptions = new Map(catalog.map((endpoint) => [endpoint, describeEndpoint(endpoint)]));
+  // One listing per credential, built on its first request: credentials are few and long-lived.
+  const listings = new WeakMap<Credential, string>();
+  const listingFor = (credential: Credential) => {
+    let listing = listings.get(credential);
+    if (listing === undefined) {
+      const callable = catalog.flatMap((endpoint) => {
+        const fixed = grantedParams(credential, endpoint);
+        return fixed ? [{ ...descriptions.get(endpoint), fixed_params: fixed }] : [];
+      });
+      listing = JSON.stringify({ result: callable });
+      listings.set(credential, listing);
+    }
+    return listing;
+  };
   app.get("/api/endpoints", async (request, reply) => {
     parseParams(NO_PARAMS, request.query);
-    return reply.type("application/json; charset=utf-8").send(listing);
+    return reply.type("application/json; charset=utf-8").send(listingFor(request.credential));
   });
 
   // By name (SPEC), by UUID (SPEC) and by name under /query (the path Logflare and Supabase Studio call).
@@ -26,7 +42,8 @@ export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEn
         );
       }
       request.queryLog.endpoint = endpoint.name;
-      const answer = await run(endpoint, parseParams(endpoint.params, request.query));
+      const query = authorize(request.credential, endpoint, request.query as RawQuery);
+      const answer = await run(endpoint, parseParams(endpoint.params, query));
       request.queryLog.cache = answer.cache?.status;
       Object.assign(request.queryLog, answer.execution);
       return sendAnswer(request, reply, answer);

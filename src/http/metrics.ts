@@ -4,7 +4,9 @@ import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { CacheStats, ResultCache } from "../cache/result-cache.ts";
+import { coversEveryEndpoint } from "../credentials/scope-rule.ts";
 import { findEndpoint } from "../endpoints/catalog.ts";
+import { HttpError } from "./errors.ts";
 
 const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, string> = {
   hits: "answers from memory",
@@ -44,9 +46,13 @@ export const metrics = fp(async (app: FastifyInstance, { cache }: { cache?: Resu
   });
 
   // A scraper reads this every few seconds with a key that may also query: not from the same budget.
-  app.get("/metrics", { config: { rateLimit: false } }, async (_request, reply) =>
-    reply.type(registry.contentType).send(await registry.metrics()),
-  );
+  app.get("/metrics", { config: { rateLimit: false } }, async (request, reply) => {
+    // Counts across every endpoint and tenant: for credentials that may call every endpoint.
+    if (!coversEveryEndpoint(request.credential)) {
+      throw new HttpError(403, "forbidden", "Reading /metrics needs a credential with a * scope.");
+    }
+    return reply.type(registry.contentType).send(await registry.metrics());
+  });
 });
 
 function registerCacheMetrics(registry: Registry, cache: ResultCache): void {

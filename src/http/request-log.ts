@@ -4,6 +4,8 @@ import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 
 export interface QueryLog {
+  /** The credential's name: never the key or token. */
+  credential?: string;
   endpoint?: string;
   cache?: string;
   rows?: number;

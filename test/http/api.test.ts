@@ -191,15 +191,15 @@ describe("authentication", () => {
   });
 
   it.each([
-    [{}, "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key>."],
+    [{}, "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key or token>."],
     [
       { "x-api-key": "" },
-      "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key>.",
+      "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key or token>.",
     ],
     [{ "x-api-key": `${API_KEY}x` }, "Invalid API key."],
     [
       { authorization: `Basic ${API_KEY}` },
-      "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key>.",
+      "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key or token>.",
     ],
     [{ authorization: "Bearer nope" }, "Invalid API key."],
   ])(
@@ -347,7 +347,7 @@ describe("errors", () => {
     expect(json(limited.body)).toEqual({
       error: {
         code: "rate_limited",
-        message: expect.stringMatching(/^More than 2 requests a minute with this key; retry in /),
+        message: expect.stringMatching(/^More than 2 requests a minute with this credential; retry in /),
       },
     });
   });

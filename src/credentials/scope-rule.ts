@@ -1,0 +1,65 @@
+// The scope rule, in this one place (README "Keys, tokens and scopes"). A request to endpoint E is
+// allowed when some scope names E (by name or UUID) or `*`, and for each fixed param of that scope
+// the request either omits it (the fixed value is then used) or gives exactly that value. The first
+// scope, in the credential's order, that allows the request supplies the values. Applied before
+// validation and before the cache key, so the engine and the cache only ever see in-scope values.
+import { declaredParams, type EndpointDefinition } from "../endpoints/catalog.ts";
+import { HttpError } from "../http/errors.ts";
+import type { Credential, Scope } from "./credential.ts";
+
+export type RawQuery = Readonly<Record<string, unknown>>;
+
+/** The query string the endpoint is run with: the caller's, with the fixed params filled in; or 403. */
+export function authorize(
+  credential: Credential,
+  endpoint: EndpointDefinition,
+  query: RawQuery,
+): RawQuery {
+  let conflict: string | undefined;
+  for (const scope of credential.scopes) {
+    if (!names(scope, endpoint)) continue;
+    const fixed = fixedParams(scope, endpoint);
+    const differing = Object.keys(fixed).find(
+      (param) => query[param] !== undefined && query[param] !== fixed[param],
+    );
+    if (differing === undefined) return { ...query, ...fixed };
+    conflict ??= differing;
+  }
+  throw new HttpError(
+    403,
+    "forbidden",
+    conflict === undefined
+      ? `This credential may not call ${endpoint.name}.`
+      : `This credential may call ${endpoint.name} only with its fixed ${conflict}: omit ${conflict} or send the value GET /api/endpoints lists.`,
+  );
+}
+
+/** The fixed params an omitted parameter would take, when the credential may call the endpoint. */
+export function grantedParams(
+  credential: Credential,
+  endpoint: EndpointDefinition,
+): Readonly<Record<string, string>> | undefined {
+  const scope = credential.scopes.find((candidate) => names(candidate, endpoint));
+  return scope && fixedParams(scope, endpoint);
+}
+
+/** Whether the credential may see what concerns every endpoint, such as /metrics. */
+export function coversEveryEndpoint(credential: Credential): boolean {
+  return credential.scopes.some((scope) => scope.endpoint === "*");
+}
+
+function names(scope: Scope, endpoint: EndpointDefinition): boolean {
+  return (
+    scope.endpoint === "*" ||
+    scope.endpoint === endpoint.name ||
+    scope.endpoint.toLowerCase() === endpoint.id
+  );
+}
+
+/** A `*` scope's fixed params apply to the endpoints that take them. */
+function fixedParams(scope: Scope, endpoint: EndpointDefinition): Record<string, string> {
+  const declared = declaredParams(endpoint);
+  return Object.fromEntries(
+    Object.entries(scope.fixed_params).filter(([param]) => declared.has(param)),
+  );
+}

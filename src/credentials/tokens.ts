@@ -1,0 +1,130 @@
+// Signed access tokens (JWT), verified with jose. Algorithms are pinned per key type: HS256 only
+// with JWT_SECRET, ES256/RS256/EdDSA only with the keys of JWT_PUBLIC_KEYS_FILE, so neither `none`
+// nor a token HMAC-signed with a public key can pass.
+import { createPublicKey, createSecretKey, type KeyObject } from "node:crypto";
+import { readFileSync } from "node:fs";
+import {
+  createLocalJWKSet,
+  type JSONWebKeySet,
+  type JWK,
+  type JWTHeaderParameters,
+  jwtVerify,
+} from "jose";
+import { z } from "zod";
+import { type Credential, scopesSchema } from "./credential.ts";
+
+export interface TokenOptions {
+  /** HS256 secret, at least 32 bytes. */
+  secret?: string;
+  /** PEM public keys or a JWKS (ES256 P-256, RS256, EdDSA Ed25519). */
+  publicKeysFile?: string;
+  maxLifetimeSeconds: number;
+  audience?: string;
+  issuer?: string;
+}
+
+export type TokenVerifier = (token: string) => Promise<Credential>;
+
+/** A token refused; the message says why, without echoing the token. */
+export class TokenError extends Error {
+  override name = "TokenError";
+}
+
+const LEEWAY_SECONDS = 30;
+const ASYMMETRIC = ["ES256", "RS256", "EdDSA"] as const;
+
+const claimsSchema = z.object({
+  sub: z.string({ error: "needs sub, the credential's name" }).min(1, "sub must not be empty"),
+  exp: z.number(),
+  iat: z.number().optional(),
+  scopes: scopesSchema,
+  rate_limit_per_minute: z.number().int().positive().optional(),
+});
+
+export function createTokenVerifier(options: TokenOptions): TokenVerifier {
+  const secret =
+    options.secret === undefined ? undefined : createSecretKey(Buffer.from(options.secret));
+  const publicKeys =
+    options.publicKeysFile === undefined ? undefined : readPublicKeys(options.publicKeysFile);
+  const algorithms = [...(secret ? ["HS256"] : []), ...(publicKeys ? ASYMMETRIC : [])];
+
+  const keyFor = async (header: JWTHeaderParameters) => {
+    if (header.alg === "HS256" && secret) return secret;
+    if (publicKeys && (ASYMMETRIC as readonly string[]).includes(header.alg))
+      return publicKeys(header);
+    throw new TokenError(`algorithm ${header.alg} is not accepted`);
+  };
+
+  return async (token) => {
+    let payload: unknown;
+    try {
+      ({ payload } = await jwtVerify(token, keyFor, {
+        algorithms,
+        requiredClaims: ["exp"],
+        clockTolerance: LEEWAY_SECONDS,
+        ...(options.audience !== undefined && { audience: options.audience }),
+        ...(options.issuer !== undefined && { issuer: options.issuer }),
+      }));
+    } catch (error) {
+      throw new TokenError((error as Error).message);
+    }
+    const claims = claimsSchema.safeParse(payload);
+    if (!claims.success) {
+      const issue = claims.error.issues[0];
+      throw new TokenError(`claim ${issue?.path.join(".")}: ${issue?.message}`);
+    }
+    const { sub, exp, iat, scopes, rate_limit_per_minute } = claims.data;
+    const now = Math.floor(Date.now() / 1000);
+    // From when it was issued, or from now when that is earlier: a future iat cannot shorten it.
+    if (exp - Math.min(iat ?? now, now) > options.maxLifetimeSeconds) {
+      throw new TokenError(
+        `it lives longer than JWT_MAX_LIFETIME_SECONDS (${options.maxLifetimeSeconds} s)`,
+      );
+    }
+    return { name: sub, scopes, rateLimitPerMinute: rate_limit_per_minute };
+  };
+}
+
+/** The file's keys (PEM or JWKS) as a key set; PEM keys get the one algorithm their type allows. */
+function readPublicKeys(path: string) {
+  try {
+    return keySetOf(readFileSync(path, "utf8"));
+  } catch (error) {
+    const { code, message } = error as NodeJS.ErrnoException;
+    throw new Error(`JWT_PUBLIC_KEYS_FILE ${path}: ${code ? `cannot be read (${code})` : message}`);
+  }
+}
+
+function keySetOf(text: string) {
+  const jwks: JSONWebKeySet = text.trimStart().startsWith("{")
+    ? (JSON.parse(text) as JSONWebKeySet)
+    : { keys: pemBlocks(text).map((pem) => jwkOf(createPublicKey(pem))) };
+  for (const key of jwks.keys) {
+    if (key.kty === "oct" || "d" in key) {
+      throw new Error("holds a secret or private key; only public keys belong here");
+    }
+  }
+  if (jwks.keys.length === 0) throw new Error("holds no public key");
+  return createLocalJWKSet(jwks);
+}
+
+function pemBlocks(text: string): string[] {
+  return text.match(/-----BEGIN PUBLIC KEY-----[\s\S]+?-----END PUBLIC KEY-----/g) ?? [];
+}
+
+function jwkOf(key: KeyObject): JWK {
+  const jwk = key.export({ format: "jwk" }) as JWK;
+  const alg =
+    key.asymmetricKeyType === "rsa"
+      ? "RS256"
+      : key.asymmetricKeyType === "ed25519"
+        ? "EdDSA"
+        : key.asymmetricKeyType === "ec" && jwk.crv === "P-256"
+          ? "ES256"
+          : undefined;
+  if (!alg)
+    throw new Error(
+      `a ${key.asymmetricKeyType} key is not one of ES256 (P-256), RS256 or EdDSA (Ed25519)`,
+    );
+  return { ...jwk, alg };
+}
