@@ -1,8 +1,11 @@
 // The service as a newcomer starts it (`npm start`'s command, embedded engine, demo data), asked
 // the curl examples of README.md.
-import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 
 const KEY = "start-test-key-0123456789";
@@ -54,6 +57,18 @@ async function startAndExit(
   });
   const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
   return { code, stderr };
+}
+
+/** Runs one of scripts/ as npm run would, and returns what it printed. */
+async function runScript(
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<string> {
+  const { stdout } = await promisify(execFile)(process.execPath, [script, ...args], {
+    env: { PATH: process.env.PATH, ...env },
+  });
+  return stdout;
 }
 
 /** The `curl -sG` examples of README.md that call an endpoint with $KEY, as path and query. */
@@ -129,6 +144,46 @@ describe("npm start", () => {
       new RegExp(
         `^Startup error: DuckDB's native build for ${process.platform}-${process.arch} is not installed \\(package ${binding}\\); install it with: npm install --no-save ${binding}@\\S+\n$`,
       ),
+    );
+  });
+
+  it("stops at a bad API_KEYS_FILE with one line naming it, before generating a key", async () => {
+    expect(await startAndExit({ API_KEYS_FILE: "/no/such/keys.json" })).toEqual({
+      code: 1,
+      stderr: "Configuration error: API_KEYS_FILE /no/such/keys.json: cannot be read (ENOENT)\n",
+    });
+  });
+
+  it("serves a key made by npm run key and a token made by npm run token, each within its scope", async () => {
+    const made = await runScript("scripts/key.ts", [
+      "--name",
+      "acme",
+      "--scope",
+      "functions.invocation-stats:project=default",
+    ]);
+    const key = /^ {2}(\S+)$/m.exec(made)?.[1] as string;
+    const entry = JSON.parse(made.slice(made.indexOf("{")));
+    const keysFile = join(mkdtempSync(join(tmpdir(), "keys-")), "keys.json");
+    writeFileSync(keysFile, JSON.stringify({ keys: [entry] }));
+    const secret = "a-secret-of-at-least-32-bytes-0123456789";
+    const token = (
+      await runScript("scripts/token.ts", ["--name", "ops", "--scope", "logs.all"], {
+        JWT_SECRET: secret,
+      })
+    ).trim();
+
+    const { baseUrl, stderr } = await start({ API_KEYS_FILE: keysFile, JWT_SECRET: secret });
+    expect(stderr()).not.toContain("X-API-KEY");
+    const status = async (path: string, credential: string) =>
+      (await fetch(`${baseUrl}${path}`, { headers: { authorization: `Bearer ${credential}` } }))
+        .status;
+    expect(await status("/api/endpoints/functions.invocation-stats?interval=1day", key)).toBe(200);
+    expect(await status("/api/endpoints/logs.all?project=default&project_tier=PRO", key)).toBe(403);
+    expect(await status("/api/endpoints/logs.all?project=default&project_tier=PRO", token)).toBe(
+      200,
+    );
+    expect(await status("/api/endpoints/usage.api-counts?project=x&interval=hourly", token)).toBe(
+      403,
     );
   });
 

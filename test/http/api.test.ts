@@ -214,6 +214,28 @@ describe("authentication", () => {
     },
   );
 
+  it("limits failed authentications per client address, so keys cannot be guessed at line rate", async () => {
+    const { app } = await service({ authFailuresPerMinute: 3 });
+    const from = (remoteAddress: string, key: string) =>
+      app.inject({ method: "GET", url: path, remoteAddress, headers: { "x-api-key": key } });
+    for (let guess = 0; guess < 3; guess++) {
+      expect((await from("203.0.113.7", `guess-${guess}-0123456789abcdef`)).statusCode).toBe(401);
+    }
+    // Once over, even the right key from that address waits for the window to end.
+    const limited = await from("203.0.113.7", API_KEY);
+    expect(limited.statusCode).toBe(429);
+    expect(json(limited.body)).toEqual({
+      error: {
+        code: "rate_limited",
+        message: expect.stringMatching(
+          /^Too many failed authentications from this address; retry in \d+ seconds\.$/,
+        ),
+      },
+    });
+    expect(Number(limited.headers["retry-after"])).toBeGreaterThan(0);
+    expect((await from("203.0.113.8", API_KEY)).statusCode).toBe(200);
+  });
+
   it("serves /health and /ready without a key", async () => {
     const { app } = await service();
     expect(json((await app.inject("/health")).body)).toEqual({ status: "ok" });
@@ -347,7 +369,9 @@ describe("errors", () => {
     expect(json(limited.body)).toEqual({
       error: {
         code: "rate_limited",
-        message: expect.stringMatching(/^More than 2 requests a minute with this credential; retry in /),
+        message: expect.stringMatching(
+          /^More than 2 requests a minute with this credential; retry in /,
+        ),
       },
     });
   });

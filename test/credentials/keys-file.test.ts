@@ -1,0 +1,183 @@
+// API_KEYS_FILE: what a good file grants, how a bad one is refused at startup (one line naming the
+// file, the key entry and the problem), and reloads that never lock anyone out.
+import { mkdtempSync, renameSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { sha256Hex } from "../../src/credentials/authenticate.ts";
+import { KeysFile, KeysFileError } from "../../src/credentials/keys-file.ts";
+
+const ACME_KEY = "acme-key-0123456789abcdef";
+const GLOBEX_KEY = "globex-key-0123456789abcdef";
+
+const entry = (name: string, key: string, extra: object = {}) => ({
+  name,
+  sha256: sha256Hex(key),
+  scopes: [{ endpoint: "logs.all", fixed_params: { project: name } }],
+  ...extra,
+});
+
+function keysFileWith(content: unknown): string {
+  const path = join(mkdtempSync(join(tmpdir(), "keys-file-")), "keys.json");
+  writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content));
+  return path;
+}
+
+/** Writes the file the way editors do: a new file renamed over the old one. */
+function replace(path: string, content: unknown): void {
+  writeFileSync(`${path}.tmp`, JSON.stringify(content));
+  renameSync(`${path}.tmp`, path);
+}
+
+function recordingLog() {
+  const lines: { level: string; message: string }[] = [];
+  return {
+    lines,
+    info: (_fields: object, message: string) => lines.push({ level: "info", message }),
+    error: (_fields: object, message: string) => lines.push({ level: "error", message }),
+  };
+}
+
+const open: KeysFile[] = [];
+afterEach(() => {
+  for (const file of open.splice(0)) file.close();
+});
+
+describe("API_KEYS_FILE", () => {
+  it("finds each key by the SHA-256 of the key, with its name, scopes, limit and expiry", () => {
+    const path = keysFileWith({
+      keys: [
+        entry("acme", ACME_KEY, { rate_limit_per_minute: 60, expires_at: "2027-01-01T00:00:00Z" }),
+        entry("globex", GLOBEX_KEY),
+      ],
+    });
+    const file = new KeysFile(path);
+    expect(file.lookup(sha256Hex(ACME_KEY))).toEqual({
+      credential: {
+        name: "acme",
+        scopes: [{ endpoint: "logs.all", fixed_params: { project: "acme" } }],
+        rateLimitPerMinute: 60,
+      },
+      expiresAt: Date.parse("2027-01-01T00:00:00Z"),
+    });
+    expect(file.lookup(sha256Hex(GLOBEX_KEY))?.credential.name).toBe("globex");
+    expect(file.lookup(sha256Hex("unknown-key-0123456789"))).toBeUndefined();
+  });
+
+  it.each([
+    ["not JSON", "{keys: [", /: not JSON \(/],
+    [
+      "a raw key",
+      { keys: [{ ...entry("acme", ACME_KEY), key: ACME_KEY }] },
+      /key 1 \("acme"\): holds a key; the file stores only its sha256/,
+    ],
+    [
+      "a short hash",
+      { keys: [{ ...entry("acme", ACME_KEY), sha256: "abc" }] },
+      /key 1 \("acme"\) sha256: sha256 must be 64 hex digits/,
+    ],
+    [
+      "an unknown endpoint",
+      { keys: [{ ...entry("acme", ACME_KEY), scopes: [{ endpoint: "logs.some" }] }] },
+      /key 1 \("acme"\) scopes\.0: no endpoint is named or has the id "logs\.some"/,
+    ],
+    [
+      "a param the endpoint does not take",
+      {
+        keys: [
+          {
+            ...entry("acme", ACME_KEY),
+            scopes: [{ endpoint: "logs.all", fixed_params: { interval: "1day" } }],
+          },
+        ],
+      },
+      /scopes\.0: fixes "interval", which logs\.all takes/,
+    ],
+    [
+      "a value the endpoint refuses",
+      {
+        keys: [
+          {
+            ...entry("acme", ACME_KEY),
+            scopes: [{ endpoint: "usage.api-counts", fixed_params: { project: "(?<n>x)" } }],
+          },
+        ],
+      },
+      /fixes "project" to a value usage\.api-counts refuses: has the named group/,
+    ],
+    [
+      "no scopes",
+      { keys: [{ ...entry("acme", ACME_KEY), scopes: [] }] },
+      /scopes: needs at least one scope/,
+    ],
+    [
+      "a repeated name",
+      { keys: [entry("acme", ACME_KEY), entry("acme", GLOBEX_KEY)] },
+      /key 2 \("acme"\): another key has this name/,
+    ],
+    [
+      "a repeated key",
+      { keys: [entry("acme", ACME_KEY), entry("globex", ACME_KEY)] },
+      /key 2 \("globex"\): another key has this sha256/,
+    ],
+    [
+      "a bad expiry",
+      { keys: [entry("acme", ACME_KEY, { expires_at: "tomorrow" })] },
+      /expires_at must be an ISO 8601 time with a zone/,
+    ],
+  ])(
+    "refuses a file with %s, naming the file, the entry and the problem",
+    (_case, content, message) => {
+      const path = keysFileWith(content);
+      const error = (() => {
+        try {
+          new KeysFile(path);
+        } catch (thrown) {
+          return thrown as Error;
+        }
+      })();
+      expect(error).toBeInstanceOf(KeysFileError);
+      expect(error?.message.startsWith(`API_KEYS_FILE ${path}: `)).toBe(true);
+      expect(error?.message).toMatch(message);
+      expect(error?.message).not.toContain("\n");
+    },
+  );
+
+  it("refuses a file that cannot be read, naming it", () => {
+    expect(() => new KeysFile("/no/such/keys.json")).toThrow(
+      "API_KEYS_FILE /no/such/keys.json: cannot be read (ENOENT)",
+    );
+  });
+
+  it("reloads when the file is replaced, and keeps the previous keys when the new file is bad", async () => {
+    const path = keysFileWith({ keys: [entry("acme", ACME_KEY)] });
+    const file = new KeysFile(path);
+    open.push(file);
+    const log = recordingLog();
+    file.watch(log);
+
+    replace(path, { keys: [entry("acme", ACME_KEY), entry("globex", GLOBEX_KEY)] });
+    await vi.waitFor(() => expect(file.lookup(sha256Hex(GLOBEX_KEY))).toBeDefined());
+
+    replace(path, { keys: [{ name: "typo" }] });
+    await vi.waitFor(() => expect(log.lines.at(-1)?.level).toBe("error"));
+    expect(log.lines.at(-1)?.message).toMatch(
+      /^API_KEYS_FILE .*keys\.json: key 1 \("typo"\).*; keeping the previous keys$/,
+    );
+    expect(file.lookup(sha256Hex(ACME_KEY))?.credential.name).toBe("acme");
+    expect(file.lookup(sha256Hex(GLOBEX_KEY))?.credential.name).toBe("globex");
+  });
+
+  it("reloads on SIGHUP", async () => {
+    const path = keysFileWith({ keys: [entry("acme", ACME_KEY)] });
+    const file = new KeysFile(path);
+    open.push(file);
+    const log = recordingLog();
+    file.watch(log);
+    writeFileSync(path, JSON.stringify({ keys: [entry("globex", GLOBEX_KEY)] }));
+    // Synchronously after the signal: before the folder watcher's debounced reload could run.
+    process.emit("SIGHUP", "SIGHUP");
+    expect(file.lookup(sha256Hex(GLOBEX_KEY))?.credential.name).toBe("globex");
+    expect(file.lookup(sha256Hex(ACME_KEY))).toBeUndefined();
+  });
+});
