@@ -43,6 +43,16 @@ afterEach(() => {
   for (const file of open.splice(0)) file.close();
 });
 
+/** A keys file holding acme's key, watched (and closed after the test). */
+function watchedAcmeFile() {
+  const path = keysFileWith({ keys: [entry("acme", ACME_KEY)] });
+  const file = new KeysFile(path);
+  open.push(file);
+  const log = recordingLog();
+  file.watch(log);
+  return { path, file, log };
+}
+
 describe("API_KEYS_FILE", () => {
   it("finds each key by the SHA-256 of the key, with its name, scopes, limit and expiry", () => {
     const path = keysFileWith({
@@ -150,11 +160,7 @@ describe("API_KEYS_FILE", () => {
   });
 
   it("reloads when the file is replaced, and keeps the previous keys when the new file is bad", async () => {
-    const path = keysFileWith({ keys: [entry("acme", ACME_KEY)] });
-    const file = new KeysFile(path);
-    open.push(file);
-    const log = recordingLog();
-    file.watch(log);
+    const { path, file, log } = watchedAcmeFile();
 
     replace(path, { keys: [entry("acme", ACME_KEY), entry("globex", GLOBEX_KEY)] });
     await vi.waitFor(() => expect(file.lookup(sha256Hex(GLOBEX_KEY))).toBeDefined());
@@ -169,11 +175,7 @@ describe("API_KEYS_FILE", () => {
   });
 
   it("reloads on SIGHUP", async () => {
-    const path = keysFileWith({ keys: [entry("acme", ACME_KEY)] });
-    const file = new KeysFile(path);
-    open.push(file);
-    const log = recordingLog();
-    file.watch(log);
+    const { path, file, log } = watchedAcmeFile();
     writeFileSync(path, JSON.stringify({ keys: [entry("globex", GLOBEX_KEY)] }));
     // Synchronously after the signal: before the folder watcher's debounced reload could run.
     process.emit("SIGHUP", "SIGHUP");
