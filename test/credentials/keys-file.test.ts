@@ -175,7 +175,7 @@ describe("API_KEYS_FILE", () => {
   });
 
   it("reloads on SIGHUP", async () => {
-    const { path, file, log } = watchedAcmeFile();
+    const { path, file } = watchedAcmeFile();
     writeFileSync(path, JSON.stringify({ keys: [entry("globex", GLOBEX_KEY)] }));
     // Synchronously after the signal: before the folder watcher's debounced reload could run.
     process.emit("SIGHUP", "SIGHUP");
