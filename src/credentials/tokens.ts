@@ -5,9 +5,11 @@ import { createPublicKey, createSecretKey, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
 import {
   createLocalJWKSet,
+  errors,
   type JSONWebKeySet,
   type JWK,
   type JWTHeaderParameters,
+  type JWTVerifyOptions,
   jwtVerify,
 } from "jose";
 import { z } from "zod";
@@ -55,16 +57,35 @@ export function createTokenVerifier(options: TokenOptions): TokenVerifier {
     throw new TokenError(`algorithm ${header.alg} is not accepted`);
   };
 
+  const verifyOptions: JWTVerifyOptions = {
+    algorithms,
+    requiredClaims: ["exp"],
+    clockTolerance: LEEWAY_SECONDS,
+    ...(options.audience !== undefined && { audience: options.audience }),
+    ...(options.issuer !== undefined && { issuer: options.issuer }),
+  };
+  const verify = async (token: string) => {
+    try {
+      return await jwtVerify(token, keyFor, verifyOptions);
+    } catch (error) {
+      // Several keys fit the token's alg and kid (PEM keys have no kid, e.g. during a rotation):
+      // jose hands them over to be tried in turn.
+      if (!(error instanceof errors.JWKSMultipleMatchingKeys)) throw error;
+      for await (const key of error) {
+        try {
+          return await jwtVerify(token, key, verifyOptions);
+        } catch (attempt) {
+          if (!(attempt instanceof errors.JWSSignatureVerificationFailed)) throw attempt;
+        }
+      }
+      throw new errors.JWSSignatureVerificationFailed();
+    }
+  };
+
   return async (token) => {
     let payload: unknown;
     try {
-      ({ payload } = await jwtVerify(token, keyFor, {
-        algorithms,
-        requiredClaims: ["exp"],
-        clockTolerance: LEEWAY_SECONDS,
-        ...(options.audience !== undefined && { audience: options.audience }),
-        ...(options.issuer !== undefined && { issuer: options.issuer }),
-      }));
+      ({ payload } = await verify(token));
     } catch (error) {
       throw new TokenError((error as Error).message);
     }
@@ -95,17 +116,21 @@ function readPublicKeys(path: string) {
   }
 }
 
+const PRIVATE_KEY_HELD = "holds a secret or private key; only public keys belong here";
+
 function keySetOf(text: string) {
-  const jwks: JSONWebKeySet = text.trimStart().startsWith("{")
-    ? (JSON.parse(text) as JSONWebKeySet)
-    : { keys: pemBlocks(text).map((pem) => jwkOf(createPublicKey(pem))) };
+  const pem = !text.trimStart().startsWith("{");
+  if (pem && /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text)) throw new Error(PRIVATE_KEY_HELD);
+  const jwks: JSONWebKeySet = pem
+    ? { keys: pemBlocks(text).map((block) => jwkOf(createPublicKey(block))) }
+    : (JSON.parse(text) as JSONWebKeySet);
   for (const key of jwks.keys) {
-    if (key.kty === "oct" || "d" in key) {
-      throw new Error("holds a secret or private key; only public keys belong here");
-    }
+    if (key.kty === "oct" || "d" in key) throw new Error(PRIVATE_KEY_HELD);
   }
   if (jwks.keys.length === 0) throw new Error("holds no public key");
-  return createLocalJWKSet(jwks);
+  const keySet = createLocalJWKSet(jwks);
+  // PEM keys have no kid, so the token's kid (most issuers set one) cannot match any of them.
+  return pem ? (header: JWTHeaderParameters) => keySet({ ...header, kid: undefined }) : keySet;
 }
 
 function pemBlocks(text: string): string[] {
