@@ -1,7 +1,9 @@
 // The service end to end: app.inject → BigQuery engine → official client → HTTP → stand-in →
 // GoogleSQL. Expected rows are worked out by hand from the fixtures below.
+import { SignJWT } from "jose";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { catalog } from "../../src/endpoints/catalog.ts";
 import { loadQueries } from "../../src/endpoints/queries.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
@@ -383,6 +385,28 @@ describe("errors", () => {
     expect((await get(path)).statusCode).toBe(200);
     expect((await get(path)).statusCode).toBe(429);
     expect((await get(path, { authorization: `Bearer ${other}` })).statusCode).toBe(200);
+  });
+
+  it("counts by credential name, with a credential's own limit overriding the default", async () => {
+    const secret = "a-token-secret-of-32-bytes-or-more";
+    const { get } = await service({
+      rateLimitPerMinute: 100,
+      tokens: createTokenVerifier({ secret, maxLifetimeSeconds: 600 }),
+    });
+    const token = (sub: string, limit?: number) =>
+      new SignJWT({ scopes: [{ endpoint: "*" }], rate_limit_per_minute: limit })
+        .setProtectedHeader({ alg: "HS256" })
+        .setSubject(sub)
+        .setExpirationTime("5m")
+        .sign(new TextEncoder().encode(secret));
+    const path = `/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`;
+    const as = async (credential: string) =>
+      (await get(path, { authorization: `Bearer ${credential}` })).statusCode;
+    expect(await as(await token("dashboard", 2))).toBe(200);
+    // Another token with the same name spends the same budget.
+    expect(await as(await token("dashboard", 2))).toBe(200);
+    expect(await as(await token("dashboard", 2))).toBe(429);
+    expect(await as(await token("ops"))).toBe(200);
   });
 
   it("answers an engine failure with 502 engine_error, without job id or engine text", async () => {
