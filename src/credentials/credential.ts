@@ -6,6 +6,7 @@ import {
   declaredParams,
   type EndpointDefinition,
   findEndpoint,
+  isPatternParam,
 } from "../endpoints/catalog.ts";
 import { InvalidParamsError, parseParams } from "../endpoints/params.ts";
 
@@ -23,6 +24,19 @@ export interface Credential {
   /** Overrides RATE_LIMIT_PER_MINUTE for this credential. */
   rateLimitPerMinute?: number;
 }
+
+/**
+ * A keys-file or token name. API_KEYS' keys go by api-key-<n>: no other credential may take one
+ * and so share its rate budget and its lines in the log.
+ */
+export const credentialName = (missing: string) =>
+  z
+    .string({ error: missing })
+    .min(1, missing)
+    .refine(
+      (name) => !/^api-key-\d+$/.test(name),
+      "names api-key-<n> belong to the keys of API_KEYS",
+    );
 
 export const FULL_ACCESS: readonly Scope[] = Object.freeze([{ endpoint: "*", fixed_params: {} }]);
 
@@ -53,11 +67,22 @@ function scopeProblem(scope: Scope): string | undefined {
       return `fixes "${param}", which ${scope.endpoint === "*" ? "no endpoint" : named.name} takes`;
     }
     for (const endpoint of takers as EndpointDefinition[]) {
-      const refusal = refusalOf(endpoint, param, value);
+      const refusal = refusalOf(endpoint, param, value) ?? pinProblem(endpoint, param, value);
       if (refusal) return `fixes "${param}" to a value ${endpoint.name} refuses: ${refusal}`;
     }
   }
   return undefined;
+}
+
+/**
+ * A pinned regular expression must confine the caller: matched anywhere, `acme` also matches
+ * `acme-staging` and `.../acme.png`, and an alternation can add any other tenant.
+ */
+function pinProblem(endpoint: EndpointDefinition, param: string, value: string) {
+  if (!isPatternParam(endpoint, param)) return undefined;
+  return value.startsWith("^") && !value.includes("|")
+    ? undefined
+    : `a pinned pattern must start with ^ and hold no |, e.g. ^https://acme\\. (fix ${param} per endpoint when it means a project ref elsewhere)`;
 }
 
 /** What the endpoint's own validation says of `param=value` among otherwise valid parameters. */

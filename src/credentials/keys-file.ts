@@ -4,7 +4,7 @@
 import { type FSWatcher, readFileSync, watch } from "node:fs";
 import { basename, dirname } from "node:path";
 import { z } from "zod";
-import { type Credential, scopesSchema } from "./credential.ts";
+import { type Credential, credentialName, scopesSchema } from "./credential.ts";
 
 export interface KeyEntry {
   credential: Credential;
@@ -14,7 +14,7 @@ export interface KeyEntry {
 
 const entrySchema = z.strictObject(
   {
-    name: z.string().min(1, "needs a name"),
+    name: credentialName("needs a name"),
     sha256: z
       .string({ error: "needs sha256: the SHA-256 of the key in hex (npm run key prints it)" })
       .regex(/^[0-9a-fA-F]{64}$/, "sha256 must be 64 hex digits: the SHA-256 of the key"),

@@ -43,9 +43,11 @@ export function grantedParams(
   return scope && fixedParams(scope, endpoint);
 }
 
-/** Whether the credential may see what concerns every endpoint, such as /metrics. */
-export function coversEveryEndpoint(credential: Credential): boolean {
-  return credential.scopes.some((scope) => scope.endpoint === "*");
+/** Whether the credential may see what concerns every endpoint and tenant, such as /metrics. */
+export function hasFullAccess(credential: Credential): boolean {
+  return credential.scopes.some(
+    (scope) => scope.endpoint === "*" && Object.keys(scope.fixed_params).length === 0,
+  );
 }
 
 function names(scope: Scope, endpoint: EndpointDefinition): boolean {

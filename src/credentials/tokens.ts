@@ -13,7 +13,7 @@ import {
   jwtVerify,
 } from "jose";
 import { z } from "zod";
-import { type Credential, scopesSchema } from "./credential.ts";
+import { type Credential, credentialName, scopesSchema } from "./credential.ts";
 
 export interface TokenOptions {
   /** HS256 secret, at least 32 bytes. */
@@ -36,7 +36,7 @@ const LEEWAY_SECONDS = 30;
 const ASYMMETRIC = ["ES256", "RS256", "EdDSA"] as const;
 
 const claimsSchema = z.object({
-  sub: z.string({ error: "needs sub, the credential's name" }).min(1, "sub must not be empty"),
+  sub: credentialName("needs sub, the credential's name"),
   exp: z.number(),
   iat: z.number().optional(),
   scopes: scopesSchema,

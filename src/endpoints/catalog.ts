@@ -85,15 +85,32 @@ export function findEndpoint(nameOrId: string): EndpointDefinition | undefined {
   );
 }
 
+const properties = new WeakMap<EndpointDefinition, Record<string, { format?: string }>>();
+
+/** Each parameter's JSON Schema, as the catalog listing describes it. */
+function paramProperties(endpoint: EndpointDefinition): Record<string, { format?: string }> {
+  let found = properties.get(endpoint);
+  if (!found) {
+    const schema = z.toJSONSchema(endpoint.params, { io: "input", unrepresentable: "any" });
+    found = (schema.properties ?? {}) as Record<string, { format?: string }>;
+    properties.set(endpoint, found);
+  }
+  return found;
+}
+
 const declared = new WeakMap<EndpointDefinition, ReadonlySet<string>>();
 
 /** The names of the parameters an endpoint takes. */
 export function declaredParams(endpoint: EndpointDefinition): ReadonlySet<string> {
   let names = declared.get(endpoint);
   if (!names) {
-    const { properties } = z.toJSONSchema(endpoint.params, { io: "input", unrepresentable: "any" });
-    names = new Set(Object.keys(properties ?? {}));
+    names = new Set(Object.keys(paramProperties(endpoint)));
     declared.set(endpoint, names);
   }
   return names;
+}
+
+/** Whether the parameter is a regular expression rather than a plain value. */
+export function isPatternParam(endpoint: EndpointDefinition, param: string): boolean {
+  return paramProperties(endpoint)[param]?.format === "regex";
 }

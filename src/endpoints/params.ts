@@ -69,10 +69,15 @@ export function oneOf<const T extends readonly [string, ...string[]]>(
 
 /** An RE2 regular expression (BigQuery's regex language, which a JS RegExp is not) both engines run. */
 export function re2Pattern(description: string, example: string) {
-  return requiredText(description, example).superRefine((pattern, ctx) => {
-    const problem = re2PatternProblem(pattern);
-    if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
-  });
+  return (
+    requiredText(description, example)
+      .superRefine((pattern, ctx) => {
+        const problem = re2PatternProblem(pattern);
+        if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+      })
+      // JSON Schema's name for a regular expression; credentials pinning it must anchor it.
+      .meta({ format: "regex" })
+  );
 }
 
 /** An ISO 8601 timestamp with a zone, normalised to RFC 3339 UTC with microseconds; empty = absent. */

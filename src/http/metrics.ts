@@ -4,7 +4,7 @@ import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { CacheStats, ResultCache } from "../cache/result-cache.ts";
-import { coversEveryEndpoint } from "../credentials/scope-rule.ts";
+import { hasFullAccess } from "../credentials/scope-rule.ts";
 import { findEndpoint } from "../endpoints/catalog.ts";
 import { HttpError } from "./errors.ts";
 
@@ -47,9 +47,13 @@ export const metrics = fp(async (app: FastifyInstance, { cache }: { cache?: Resu
 
   // A scraper reads this every few seconds with a key that may also query: not from the same budget.
   app.get("/metrics", { config: { rateLimit: false } }, async (request, reply) => {
-    // Counts across every endpoint and tenant: for credentials that may call every endpoint.
-    if (!coversEveryEndpoint(request.credential)) {
-      throw new HttpError(403, "forbidden", "Reading /metrics needs a credential with a * scope.");
+    // Counts across every endpoint and tenant: for credentials that may read every one of them.
+    if (!hasFullAccess(request.credential)) {
+      throw new HttpError(
+        403,
+        "forbidden",
+        "Reading /metrics needs a credential with a * scope that fixes no parameter.",
+      );
     }
     return reply.type(registry.contentType).send(await registry.metrics());
   });

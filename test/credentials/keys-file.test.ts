@@ -115,6 +115,20 @@ describe("API_KEYS_FILE", () => {
       },
       /fixes "project" to a value usage\.api-counts refuses: has the named group/,
     ],
+    ...[
+      ["an unanchored usage pin", "usage.api-counts", "acme"],
+      ["a usage pin with an alternation", "usage.api-counts", "^https://acme\\.|staging"],
+      ["a * scope pinning project to a ref", "*", "acme"],
+    ].map(([name, endpoint, project]): [string, unknown, RegExp] => [
+      name as string,
+      { keys: [{ ...entry("acme", ACME_KEY), scopes: [{ endpoint, fixed_params: { project } }] }] },
+      /fixes "project" to a value usage\.api-counts refuses: a pinned pattern must start with \^ and hold no \|/,
+    ]),
+    [
+      "a name of API_KEYS' keys",
+      { keys: [entry("api-key-1", ACME_KEY)] },
+      /key 1 \("api-key-1"\) name: names api-key-<n> belong to the keys of API_KEYS/,
+    ],
     [
       "no scopes",
       { keys: [{ ...entry("acme", ACME_KEY), scopes: [] }] },

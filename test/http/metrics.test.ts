@@ -1,4 +1,6 @@
+import { SignJWT } from "jose";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { edgeLog, PROJECT, SECOND, shift } from "../support/fixtures.ts";
 import { startService } from "../support/service.ts";
 
@@ -77,5 +79,25 @@ describe("GET /metrics", () => {
     expect((await get(catalog)).statusCode).toBe(200);
     expect((await get(catalog)).statusCode).toBe(200);
     expect((await get(catalog)).statusCode).toBe(429);
+  });
+
+  it("is refused to a credential whose * scope pins a parameter: it would see every tenant's counts", async () => {
+    const secret = "a-token-secret-of-32-bytes-or-more";
+    const { get } = await startService({
+      now: NOW,
+      tokens: createTokenVerifier({ secret, maxLifetimeSeconds: 600 }),
+    });
+    const token = (fixed_params: Record<string, string>) =>
+      new SignJWT({ scopes: [{ endpoint: "*", fixed_params }] })
+        .setProtectedHeader({ alg: "HS256" })
+        .setSubject("tenant")
+        .setExpirationTime("5m")
+        .sign(new TextEncoder().encode(secret));
+    const metrics = async (fixed: Record<string, string>) =>
+      get("/metrics", { authorization: `Bearer ${await token(fixed)}` });
+    const pinned = await metrics({ project: "^https://acme\\." });
+    expect(pinned.statusCode).toBe(403);
+    expect(JSON.parse(pinned.body)).toMatchObject({ error: { code: "forbidden" } });
+    expect((await metrics({})).statusCode).toBe(200);
   });
 });
