@@ -233,7 +233,7 @@ export class ResultCache {
       this.#counts.refreshFailures++;
       const keepsUntil = new Date(entry.expiresAt).toISOString();
       this.#logger?.warn(
-        { key, entry: cacheEntryId(key), err: error, keepsUntil },
+        { entry: cacheEntryId(key), err: error, keepsUntil },
         "cache refresh failed; serving the previous value",
       );
       if (this.#entries.peek(key) !== entry) return;
