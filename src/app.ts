@@ -9,6 +9,7 @@ import type { TokenVerifier } from "./credentials/tokens.ts";
 import { catalog } from "./endpoints/catalog.ts";
 import { loadQueries } from "./endpoints/queries.ts";
 import { createRunner } from "./endpoints/runner.ts";
+import { type AdmissionOptions, admit } from "./engines/admission.ts";
 import type { QueryEngine } from "./engines/engine.ts";
 import { requireCredential } from "./http/auth.ts";
 import { openCors } from "./http/cors.ts";
@@ -20,6 +21,7 @@ import { parseQueryString, refuseBadlyEncodedQuery } from "./http/query-string.t
 import { perKeyRateLimit } from "./http/rate-limit.ts";
 import { serializeResult } from "./http/reply.ts";
 import { requestLog } from "./http/request-log.ts";
+import { shutdown } from "./http/shutdown.ts";
 
 export interface AppDeps {
   engine: QueryEngine;
@@ -36,9 +38,15 @@ export interface AppDeps {
   rateLimitPerMinute?: number;
   /** SQL per endpoint name; default: queries/<dialect>/<name>.sql. */
   queries?: ReadonlyMap<string, string>;
+  /** Bounds of engine work; default: 4 at once, 100 waiting, half of all per credential. */
+  admission?: Partial<AdmissionOptions>;
+  /** On close, how long running queries may take before they are answered 503; default 25 s. */
+  shutdownGraceMs?: number;
   /** Absent: no logging (tests). */
   logger?: FastifyBaseLogger;
 }
+
+const DEFAULT_ADMISSION = { maxConcurrency: 4, maxQueue: 100 };
 
 const REQUEST_ID = /^[\w.-]{1,64}$/;
 
@@ -59,12 +67,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 200, querystringParser: parseQueryString },
     // A HEAD would run logs.all's query only to drop the body.
     exposeHeadRoutes: false,
+    // Closing answers in our envelope (http/shutdown.ts), not Fastify's own 503 body.
+    return503OnClosing: false,
+  });
+
+  const limits = { ...DEFAULT_ADMISSION, ...deps.admission };
+  const engine = admit(deps.engine, {
+    maxPerCredential: Math.ceil((limits.maxConcurrency + limits.maxQueue) / 2),
+    ...limits,
   });
 
   const cache = deps.cache && new ResultCache({ logger: app.log, ...deps.cache });
   app.addHook("onClose", async () => cache?.close());
   const run = createRunner({
-    engine: deps.engine,
+    engine,
     endpoints: catalog,
     queries: deps.queries ?? loadQueries(deps.engine.dialect, catalog),
     cache,
@@ -74,6 +90,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(errorEnvelope);
   await app.register(requestLog);
+  await app.register(shutdown, { engine, graceMs: deps.shutdownGraceMs ?? 25_000 });
   await app.register(openCors);
   await app.register(refuseBadlyEncodedQuery);
   await app.register(healthRoutes, { engine: deps.engine });
@@ -83,7 +100,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       failuresPerMinute: deps.authFailuresPerMinute ?? 30,
     });
     await api.register(perKeyRateLimit, { perMinute: deps.rateLimitPerMinute ?? 600 });
-    await api.register(metrics, { cache });
+    await api.register(metrics, { cache, engine });
     await api.register(endpointRoutes, { run });
   });
   return app;

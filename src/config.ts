@@ -1,7 +1,9 @@
 // The environment, read once into a typed config. A bad setting stops startup with one line
 // naming the variable and what it expects.
+import { availableParallelism } from "node:os";
 import { z } from "zod";
 import type { TokenOptions } from "./credentials/tokens.ts";
+import type { AdmissionOptions } from "./engines/admission.ts";
 import type { BigQueryEngineOptions } from "./engines/bigquery.ts";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -10,12 +12,11 @@ const flag = z
   .enum(["true", "false", "1", "0", "on", "off"], { error: "expects true or false" })
   .transform((value) => ["true", "1", "on"].includes(value));
 
-const positiveInt = (fallback: number) =>
-  z.coerce
-    .number({ error: "expects a whole number" })
-    .int("expects a whole number")
-    .positive("expects a positive number")
-    .default(fallback);
+const wholePositive = z.coerce
+  .number({ error: "expects a whole number" })
+  .int("expects a whole number")
+  .positive("expects a positive number");
+const positiveInt = (fallback: number) => wholePositive.default(fallback);
 
 const text = z.string().trim().min(1, "must not be empty");
 
@@ -35,7 +36,11 @@ const environment = z.object({
         .map((key) => key.trim())
         .filter(Boolean),
     )
-    .pipe(z.array(z.string().min(16, "each key needs at least 16 characters")))
+    .pipe(
+      z
+        .array(z.string().min(16, "each key needs at least 16 characters"))
+        .min(1, "holds no key; list keys separated by commas, or leave it unset"),
+    )
     .optional(),
   API_KEYS_FILE: text.optional(),
   JWT_SECRET: z
@@ -47,6 +52,10 @@ const environment = z.object({
   JWT_AUDIENCE: text.optional(),
   JWT_ISSUER: text.optional(),
   AUTH_FAILURES_PER_MINUTE: positiveInt(30),
+  ENGINE_MAX_CONCURRENCY: wholePositive.optional(),
+  ENGINE_MAX_QUEUE: positiveInt(100),
+  ENGINE_MAX_PER_CREDENTIAL: wholePositive.optional(),
+  SHUTDOWN_GRACE_MS: positiveInt(25_000),
   QUERY_ENGINE: z.enum(["bigquery", "duckdb"], { error: "expects bigquery or duckdb" }).optional(),
   BIGQUERY_PROJECT_ID: text.optional(),
   BIGQUERY_DATASET: text.optional(),
@@ -99,6 +108,9 @@ export interface Config {
   port: number;
   host: string;
   auth: AuthSettings;
+  /** maxPerCredential absent: buildApp's default share. */
+  admission: Omit<AdmissionOptions, "maxPerCredential"> & { maxPerCredential?: number };
+  shutdownGraceMs: number;
   engine: BigQuerySettings | DuckDbSettings;
   cache: { maxEntries: number; maxBytes: number };
   rateLimitPerMinute: number;
@@ -118,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     throw new ConfigError(`${String(issue?.path[0])}: ${issue?.message}`);
   }
   const e = parsed.data;
+  const engine = engineSettings(e);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -136,11 +149,29 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
           : undefined,
       failuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     },
-    engine: engineSettings(e),
+    engine,
+    admission: {
+      maxConcurrency: e.ENGINE_MAX_CONCURRENCY ?? defaultConcurrency(engine.kind),
+      maxQueue: e.ENGINE_MAX_QUEUE,
+      ...(e.ENGINE_MAX_PER_CREDENTIAL !== undefined && {
+        maxPerCredential: e.ENGINE_MAX_PER_CREDENTIAL,
+      }),
+      timeoutMs: engine.kind === "duckdb" ? engine.timeoutMs : engine.jobTimeoutMs,
+    },
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     cache: { maxEntries: e.CACHE_MAX_ENTRIES, maxBytes: e.CACHE_MAX_BYTES },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     logLevel: e.LOG_LEVEL,
   };
+}
+
+/**
+ * DuckDB: one query per core, and no more than libuv's thread pool, whose threads its queries
+ * occupy (a query waiting for a thread cannot be interrupted). BigQuery: the work is remote.
+ */
+function defaultConcurrency(kind: "bigquery" | "duckdb"): number {
+  if (kind === "bigquery") return 32;
+  return Math.min(availableParallelism(), Number(process.env.UV_THREADPOOL_SIZE ?? 4));
 }
 
 function engineSettings(e: z.infer<typeof environment>): Config["engine"] {

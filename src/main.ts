@@ -82,12 +82,14 @@ const app = await buildApp({
   keysFile,
   tokens,
   authFailuresPerMinute: config.auth.failuresPerMinute,
+  admission: config.admission,
+  shutdownGraceMs: config.shutdownGraceMs,
   cache: config.cache,
   rateLimitPerMinute: config.rateLimitPerMinute,
   logger: log,
 });
 
-closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+closeWithGrace({ delay: config.shutdownGraceMs }, async ({ signal, err }) => {
   if (err) log.error({ err }, "closing after an uncaught error");
   else log.info({ signal }, "closing");
   keysFile?.close();

@@ -18,7 +18,15 @@ export interface Answer {
   execution?: Execution;
 }
 
-export type RunEndpoint = (endpoint: EndpointDefinition, params: SqlParams) => Promise<Answer>;
+/** Runs an endpoint for `credential` (a name: the admission gate's fair share and the log). */
+export type RunEndpoint = (
+  endpoint: EndpointDefinition,
+  params: SqlParams,
+  credential?: string,
+) => Promise<Answer>;
+
+/** Who background warming runs as, in the admission gate's shares. */
+const WARMING = "(cache warming)";
 
 export function createRunner(deps: {
   engine: QueryEngine;
@@ -38,27 +46,29 @@ export function createRunner(deps: {
   async function query(
     endpoint: EndpointDefinition,
     params: SqlParams,
+    credential: string | undefined,
   ): Promise<[Payload, Execution]> {
     const result = await engine.run({
       endpoint: endpoint.name,
       sql: queries.get(endpoint.name) as string,
       params,
       maxRows: endpoint.maxRows,
+      credential,
     });
     const { jobId, bytesProcessed } = result;
     return [serialize(result), { rows: result.rows.length, jobId, bytesProcessed }];
   }
 
-  return async (endpoint, params) => {
+  return async (endpoint, params, credential) => {
     if (!endpoint.cache || !cache) {
-      const [payload, execution] = await query(endpoint, params);
+      const [payload, execution] = await query(endpoint, params, credential);
       return { payload, execution };
     }
     let execution: Execution | undefined;
     let answered = false;
     const key = cacheKey(endpoint.id, params);
     const { payload, ...answer } = await cache.get(key, endpoint.cache, async () => {
-      const [loaded, executed] = await query(endpoint, params);
+      const [loaded, executed] = await query(endpoint, params, answered ? WARMING : credential);
       // Once this request is answered, a later call of this loader is the cache's warming.
       if (answered) {
         log?.info(

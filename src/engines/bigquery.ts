@@ -61,9 +61,12 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): QueryEngin
   }
 
   async function run(request: QueryRequest): Promise<QueryResult> {
-    const deadline = Date.now() + options.jobTimeoutMs;
+    const deadline = request.deadline ?? Date.now() + options.jobTimeoutMs;
     for (let attemptNumber = 1; ; attemptNumber++) {
-      const attempt: Attempt = { signal: AbortSignal.timeout(Math.max(0, deadline - Date.now())) };
+      const timeout = AbortSignal.timeout(Math.max(0, deadline - Date.now()));
+      const attempt: Attempt = {
+        signal: request.signal ? AbortSignal.any([timeout, request.signal]) : timeout,
+      };
       let page: FirstPage;
       try {
         page = await untilAborted(runJob(request, deadline, attempt), attempt.signal);
@@ -71,6 +74,7 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): QueryEngin
         const failure = classify(error);
         const delay = backoff(retry, attemptNumber);
         if (
+          !request.signal?.aborted &&
           failure.kind === "transient" &&
           attemptNumber < retry.attempts &&
           Date.now() + delay < deadline
@@ -97,7 +101,7 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): QueryEngin
 }
 
 interface Attempt {
-  /** Aborts at the run's deadline. */
+  /** Aborts at the run's deadline, or when the caller stops waiting. */
   signal: AbortSignal;
   jobId?: string;
 }

@@ -54,11 +54,18 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
   async function run(request: QueryRequest): Promise<QueryResult> {
     const connection = await connect();
     let prepared: DuckDBPreparedStatement | undefined;
+    const deadline =
+      request.deadline ??
+      (options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs);
+    // Interrupting frees the query's thread: a query nobody waits for must not hold one.
+    const interrupt = () => connection.interrupt();
     const timer =
-      options.timeoutMs === undefined
+      deadline === undefined
         ? undefined
-        : setTimeout(() => connection.interrupt(), options.timeoutMs);
+        : setTimeout(interrupt, Math.max(0, deadline - Date.now()));
+    request.signal?.addEventListener("abort", interrupt);
     try {
+      request.signal?.throwIfAborted();
       prepared = await connection.prepare(request.sql);
       bindParams(prepared, request.params, clock());
       const reader = await prepared.streamAndReadUntil(request.maxRows + 1);
@@ -75,7 +82,7 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
     } catch (error) {
       if (error instanceof EngineError) throw error;
       const cause = error instanceof Error ? error.message : String(error);
-      if (/interrupt/i.test(cause)) {
+      if (/interrupt/i.test(cause) || request.signal?.aborted) {
         throw new EngineError("engine_timeout", "The query took too long and was stopped.", {
           cause,
         });
@@ -83,6 +90,7 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
       throw new EngineError("engine_error", "The query engine failed to run the query.", { cause });
     } finally {
       clearTimeout(timer);
+      request.signal?.removeEventListener("abort", interrupt);
       prepared?.destroySync();
       connection.closeSync();
     }

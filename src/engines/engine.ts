@@ -20,6 +20,12 @@ export interface QueryRequest {
   params: Record<string, string | null>;
   /** Rows beyond this are not fetched; `truncated` says so. */
   maxRows: number;
+  /** Who caused the query (a credential's name), for the admission gate's fair share. */
+  credential?: string;
+  /** Epoch ms by which the answer is due; the engine stops the query then. Default: its own timeout. */
+  deadline?: number;
+  /** Aborted when nobody waits for the answer any more (deadline, shutdown): stop the work. */
+  signal?: AbortSignal;
 }
 
 export interface QueryResult {

@@ -43,7 +43,11 @@ export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEn
       }
       request.queryLog.endpoint = endpoint.name;
       const query = authorize(request.credential, endpoint, request.query as RawQuery);
-      const answer = await run(endpoint, parseParams(endpoint.params, query));
+      const answer = await run(
+        endpoint,
+        parseParams(endpoint.params, query),
+        request.credential.name,
+      );
       request.queryLog.cache = answer.cache?.status;
       Object.assign(request.queryLog, answer.execution);
       return sendAnswer(request, reply, answer);

@@ -6,6 +6,7 @@ import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { InvalidParamsError } from "../endpoints/params.ts";
+import { AdmissionError } from "../engines/admission.ts";
 import { EngineError } from "../engines/engine.ts";
 
 export class HttpError extends Error {
@@ -114,6 +115,10 @@ export const errorEnvelope = fp(async (app: FastifyInstance) => {
         error.code,
         error.message,
       );
+    }
+    if (error instanceof AdmissionError) {
+      reply.header("retry-after", String(error.retryAfterSeconds));
+      return sendError(reply, error.status, error.code, error.message);
     }
     if (error.statusCode === 429) return sendError(reply, 429, "rate_limited", error.message);
     if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {

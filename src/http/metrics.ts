@@ -6,6 +6,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import type { CacheStats, ResultCache } from "../cache/result-cache.ts";
 import { hasFullAccess } from "../credentials/scope-rule.ts";
 import { findEndpoint } from "../endpoints/catalog.ts";
+import type { AdmittedEngine } from "../engines/admission.ts";
 import { HttpError } from "./errors.ts";
 
 const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, string> = {
@@ -16,8 +17,14 @@ const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, strin
   refreshFailures: "background refreshes that failed (the previous value kept being served)",
 };
 
+interface MetricsOptions {
+  cache?: ResultCache;
+  engine: AdmittedEngine;
+}
+
 /** Counts the requests of the enclosing scope, and serves them with the cache's counters. */
-export const metrics = fp(async (app: FastifyInstance, { cache }: { cache?: ResultCache }) => {
+export const metrics = fp(async (app: FastifyInstance, options: MetricsOptions) => {
+  const { cache, engine } = options;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const requests = new Counter({
@@ -34,6 +41,7 @@ export const metrics = fp(async (app: FastifyInstance, { cache }: { cache?: Resu
     registers: [registry],
   });
   if (cache) registerCacheMetrics(registry, cache);
+  registerAdmissionMetrics(registry, engine);
 
   // Every answer of an endpoint route counts, refusals (401, 429) and unknown names (404) included.
   // Only catalog names become label values: a caller cannot grow the series by inventing names.
@@ -85,4 +93,35 @@ function registerCacheMetrics(registry: Registry, cache: ResultCache): void {
       },
     });
   }
+}
+
+function registerAdmissionMetrics(registry: Registry, engine: AdmittedEngine): void {
+  new Gauge({
+    name: "query_service_engine_running",
+    help: "Engine queries running now.",
+    registers: [registry],
+    collect() {
+      this.set(engine.stats().running);
+    },
+  });
+  new Gauge({
+    name: "query_service_engine_queued",
+    help: "Engine queries waiting for a slot now.",
+    registers: [registry],
+    collect() {
+      this.set(engine.stats().queued);
+    },
+  });
+  new Counter({
+    name: "query_service_engine_refused_total",
+    help: "Engine queries refused by the admission gate, by reason (expired: deadline passed while queued).",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, count] of Object.entries(engine.stats().refused)) {
+        this.inc({ reason }, count);
+      }
+    },
+  });
 }

@@ -1,0 +1,229 @@
+// One gate in front of the engine: at most `maxConcurrency` queries run at once, at most `maxQueue`
+// wait, and one credential holds at most `maxPerCredential` of them (running + waiting); past any
+// bound the caller is refused at once with Retry-After, never left waiting. A free slot goes to the
+// waiting credential with the fewest running queries, so one caller's flood does not delay another.
+// Each query has one deadline from its arrival: waiting counts, and a query whose deadline passes
+// while it waits is never started. Written here rather than with p-queue/p-limit: neither offers
+// per-caller shares, a fair pick across callers, or dropping queued work at shutdown.
+import { EngineError, type QueryEngine, type QueryRequest, type QueryResult } from "./engine.ts";
+
+export interface AdmissionOptions {
+  maxConcurrency: number;
+  maxQueue: number;
+  maxPerCredential: number;
+  /** Budget of one query from arrival to answer; absent: the engine's own timeout only. */
+  timeoutMs?: number;
+}
+
+/** A refusal by the gate itself: the HTTP status, code and Retry-After it is answered with. */
+export class AdmissionError extends Error {
+  readonly status: 429 | 503;
+  readonly code: "overloaded" | "rate_limited" | "shutting_down";
+  readonly retryAfterSeconds: number;
+
+  constructor(status: 429 | 503, code: AdmissionError["code"], message: string) {
+    super(message);
+    this.name = "AdmissionError";
+    this.status = status;
+    this.code = code;
+    this.retryAfterSeconds = 1;
+  }
+}
+
+export interface AdmissionStats {
+  running: number;
+  queued: number;
+  /** Refusals since start, by code; deadlines passed in the queue count as `expired`. */
+  refused: Record<AdmissionError["code"] | "expired", number>;
+}
+
+export interface AdmittedEngine extends QueryEngine {
+  stats(): AdmissionStats;
+  /** Shutdown: refuses new and queued work at once; running queries go on. */
+  drain(): void;
+  /** Shutdown's end: answers the running queries as refused and stops their engine work. */
+  abortRunning(): void;
+}
+
+interface Ticket {
+  credential: string;
+  start: () => void;
+  refuse: (error: Error) => void;
+  controller: AbortController;
+  timer: NodeJS.Timeout | undefined;
+}
+
+const ANONYMOUS = "(none)";
+
+export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedEngine {
+  const waiting = new Map<string, Ticket[]>();
+  const running = new Set<Ticket>();
+  const held = new Map<string, number>();
+  const refused: AdmissionStats["refused"] = {
+    overloaded: 0,
+    rate_limited: 0,
+    shutting_down: 0,
+    expired: 0,
+  };
+  let queued = 0;
+  let draining = false;
+
+  const hold = (credential: string, delta: number) => {
+    const count = (held.get(credential) ?? 0) + delta;
+    if (count === 0) held.delete(credential);
+    else held.set(credential, count);
+  };
+  const refuse = (code: AdmissionError["code"], error: AdmissionError) => {
+    refused[code]++;
+    return Promise.reject(error);
+  };
+  const runningOf = (credential: string) =>
+    [...running].filter((ticket) => ticket.credential === credential).length;
+
+  /** Starts waiting work while slots are free: the credential with the fewest running first. */
+  const pump = () => {
+    while (running.size < options.maxConcurrency && queued > 0) {
+      let next: string | undefined;
+      for (const credential of waiting.keys()) {
+        if (next === undefined || runningOf(credential) < runningOf(next)) next = credential;
+      }
+      const line = waiting.get(next as string) as Ticket[];
+      const ticket = line.shift() as Ticket;
+      if (line.length === 0) waiting.delete(next as string);
+      queued--;
+      ticket.start();
+    }
+  };
+
+  const unqueue = (ticket: Ticket) => {
+    const line = waiting.get(ticket.credential);
+    const index = line?.indexOf(ticket) ?? -1;
+    if (!line || index < 0) return false;
+    line.splice(index, 1);
+    if (line.length === 0) waiting.delete(ticket.credential);
+    queued--;
+    return true;
+  };
+
+  async function run(request: QueryRequest): Promise<QueryResult> {
+    const credential = request.credential ?? ANONYMOUS;
+    if (draining) {
+      return refuse(
+        "shutting_down",
+        new AdmissionError(503, "shutting_down", "The service is shutting down; retry shortly."),
+      );
+    }
+    if ((held.get(credential) ?? 0) >= options.maxPerCredential) {
+      return refuse(
+        "rate_limited",
+        new AdmissionError(
+          429,
+          "rate_limited",
+          `This credential already has ${options.maxPerCredential} queries running or waiting; retry when one has answered.`,
+        ),
+      );
+    }
+    if (running.size >= options.maxConcurrency && queued >= options.maxQueue) {
+      return refuse(
+        "overloaded",
+        new AdmissionError(503, "overloaded", "The query engine is at capacity; retry shortly."),
+      );
+    }
+
+    const arrived = Date.now();
+    const deadline = options.timeoutMs === undefined ? undefined : arrived + options.timeoutMs;
+    hold(credential, 1);
+    return new Promise<QueryResult>((resolve, reject) => {
+      let settled = false;
+      const answer = (settle: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(ticket.timer);
+        settle();
+      };
+      const ticket: Ticket = {
+        credential,
+        controller: new AbortController(),
+        timer: undefined,
+        refuse: (error) => answer(() => reject(error)),
+        start: () => {
+          running.add(ticket);
+          engine
+            .run({ ...request, deadline, signal: ticket.controller.signal })
+            .then(
+              (result) => answer(() => resolve(result)),
+              (error) => answer(() => reject(error)),
+            )
+            .finally(() => {
+              // The slot is free once the engine's work is, not when the caller was answered.
+              running.delete(ticket);
+              hold(credential, -1);
+              pump();
+            });
+        },
+      };
+      if (deadline !== undefined) {
+        ticket.timer = setTimeout(() => {
+          const wasQueued = unqueue(ticket);
+          if (wasQueued) {
+            refused.expired++;
+            hold(credential, -1);
+          }
+          ticket.controller.abort();
+          ticket.refuse(
+            new EngineError(
+              "engine_timeout",
+              wasQueued
+                ? `The query waited ${options.timeoutMs} ms for the engine and was not started.`
+                : `The query did not finish within ${options.timeoutMs} ms and was stopped.`,
+            ),
+          );
+        }, deadline - arrived);
+      }
+      if (running.size < options.maxConcurrency && queued === 0) {
+        ticket.start();
+        return;
+      }
+      waiting.set(credential, [...(waiting.get(credential) ?? []), ticket]);
+      queued++;
+    });
+  }
+
+  return {
+    dialect: engine.dialect,
+    run,
+    ping: () => engine.ping(),
+    close: () => engine.close(),
+    stats: () => ({ running: running.size, queued, refused: { ...refused } }),
+    drain() {
+      draining = true;
+      for (const line of waiting.values()) {
+        for (const ticket of line) {
+          refused.shutting_down++;
+          hold(ticket.credential, -1);
+          ticket.refuse(
+            new AdmissionError(
+              503,
+              "shutting_down",
+              "The service is shutting down; retry shortly.",
+            ),
+          );
+        }
+      }
+      waiting.clear();
+      queued = 0;
+    },
+    abortRunning() {
+      for (const ticket of running) {
+        ticket.controller.abort();
+        ticket.refuse(
+          new AdmissionError(
+            503,
+            "shutting_down",
+            "The service shut down before the query finished; retry shortly.",
+          ),
+        );
+      }
+    },
+  };
+}

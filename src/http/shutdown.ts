@@ -1,0 +1,32 @@
+// Closing answers everyone: from the moment the app closes, new requests get 503 shutting_down
+// (and their connection closed), queued queries are refused at once, running ones may finish
+// within the grace, and at its end are answered 503 too, so that close() resolves in time.
+import type { FastifyInstance } from "fastify";
+import fp from "fastify-plugin";
+import type { AdmittedEngine } from "../engines/admission.ts";
+import { sendError } from "./errors.ts";
+
+// Time left, before the grace ends, to write the last answers and close the engine.
+const LAST_ANSWERS_MS = 1_000;
+
+export const shutdown = fp(
+  async (app: FastifyInstance, options: { engine: AdmittedEngine; graceMs: number }) => {
+    let closing = false;
+    let lastCall: NodeJS.Timeout | undefined;
+    app.addHook("onRequest", async (_request, reply) => {
+      if (!closing) return;
+      reply.header("connection", "close");
+      return sendError(reply, 503, "shutting_down", "The service is shutting down; retry shortly.");
+    });
+    app.addHook("preClose", async () => {
+      closing = true;
+      options.engine.drain();
+      lastCall = setTimeout(
+        () => options.engine.abortRunning(),
+        Math.max(0, options.graceMs - LAST_ANSWERS_MS),
+      );
+      lastCall.unref();
+    });
+    app.addHook("onClose", async () => clearTimeout(lastCall));
+  },
+);

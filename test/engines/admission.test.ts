@@ -1,0 +1,142 @@
+// The admission gate's bounds, fair pick, deadlines and shutdown, over an engine whose queries end
+// when the test says: the timing faults the real engines produce only by chance.
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { type AdmissionError, type AdmissionOptions, admit } from "../../src/engines/admission.ts";
+import { EngineError, type QueryEngine, type QueryRequest } from "../../src/engines/engine.ts";
+
+interface Held {
+  request: QueryRequest;
+  finish: () => void;
+}
+
+/**
+ * An engine whose every query waits for `finish()`. An aborted one ends as DuckDB's would, unless
+ * `stopsOnAbort` is false: an engine slow to stop, which keeps its slot past the deadline.
+ */
+function heldEngine({ stopsOnAbort = true } = {}) {
+  const started: Held[] = [];
+  let settled = 0;
+  const engine: QueryEngine = {
+    dialect: "duckdb",
+    run: (request) =>
+      new Promise((resolve, reject) => {
+        const finish = () => resolve({ rows: [{ endpoint: request.endpoint }], truncated: false });
+        if (stopsOnAbort) {
+          request.signal?.addEventListener("abort", () =>
+            reject(new EngineError("engine_timeout", "interrupted")),
+          );
+        }
+        started.push({ request, finish });
+      }).finally(() => {
+        settled++;
+      }) as ReturnType<QueryEngine["run"]>,
+    ping: async () => {},
+    close: async () => {},
+  };
+  return { engine, started, settled: () => settled };
+}
+
+const OPTIONS: AdmissionOptions = { maxConcurrency: 2, maxQueue: 3, maxPerCredential: 4 };
+
+const query = (credential: string, name = credential): QueryRequest => ({
+  endpoint: name,
+  sql: "",
+  params: {},
+  maxRows: 10,
+  credential,
+});
+
+/** What a promise came to: its result's endpoint, or its error's code. */
+const outcome = (promise: Promise<{ rows: { endpoint?: unknown }[] }>) =>
+  promise.then(
+    (result) => `ok:${result.rows[0]?.endpoint}`,
+    (error: AdmissionError | EngineError) => error.code,
+  );
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("admission", () => {
+  it("runs at most maxConcurrency at once and queues the rest in order", async () => {
+    const { engine, started } = heldEngine();
+    const gate = admit(engine, OPTIONS);
+    const answers = ["a1", "a2", "a3"].map((name) => outcome(gate.run(query("a", name))));
+    expect(started.map((held) => held.request.endpoint)).toEqual(["a1", "a2"]);
+    expect(gate.stats()).toMatchObject({ running: 2, queued: 1 });
+    started[0]?.finish();
+    await vi.waitFor(() => expect(started).toHaveLength(3));
+    started[1]?.finish();
+    started[2]?.finish();
+    expect(await Promise.all(answers)).toEqual(["ok:a1", "ok:a2", "ok:a3"]);
+    expect(gate.stats()).toMatchObject({ running: 0, queued: 0 });
+  });
+
+  it("refuses at once past the queue (503 overloaded) and past a credential's share (429)", async () => {
+    const { engine } = heldEngine();
+    const gate = admit(engine, OPTIONS);
+    for (let i = 0; i < 4; i++) void gate.run(query("a")).catch(() => {});
+    const share = await gate.run(query("a")).catch((error: AdmissionError) => error);
+    expect(share).toMatchObject({ status: 429, code: "rate_limited", retryAfterSeconds: 1 });
+    void gate.run(query("b")).catch(() => {});
+    const full = await gate.run(query("c")).catch((error: AdmissionError) => error);
+    expect(full).toMatchObject({ status: 503, code: "overloaded", retryAfterSeconds: 1 });
+    expect(gate.stats().refused).toMatchObject({ rate_limited: 1, overloaded: 1 });
+  });
+
+  it("gives a free slot to the waiting credential with the fewest running, not to the flood", async () => {
+    const { engine, started } = heldEngine();
+    const gate = admit(engine, { ...OPTIONS, maxQueue: 10, maxPerCredential: 10 });
+    for (let i = 1; i <= 5; i++) void gate.run(query("flood", `flood${i}`)).catch(() => {});
+    const light = outcome(gate.run(query("dashboard", "light")));
+    started[0]?.finish();
+    await vi.waitFor(() => expect(started).toHaveLength(3));
+    expect(started[2]?.request.endpoint).toBe("light");
+    started[2]?.finish();
+    expect(await light).toBe("ok:light");
+  });
+
+  it("answers a query whose deadline passes while queued with 504, and never starts it", async () => {
+    vi.useFakeTimers();
+    const { engine, started } = heldEngine({ stopsOnAbort: false });
+    const gate = admit(engine, { ...OPTIONS, timeoutMs: 500 });
+    void gate.run(query("a", "a1")).catch(() => {});
+    void gate.run(query("a", "a2")).catch(() => {});
+    const queued = gate.run(query("b", "b1")).catch((error: EngineError) => error);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(await queued).toMatchObject({
+      code: "engine_timeout",
+      message: "The query waited 500 ms for the engine and was not started.",
+    });
+    expect(started.map((held) => held.request.endpoint)).toEqual(["a1", "a2"]);
+    expect(gate.stats()).toMatchObject({ queued: 0, refused: { expired: 1 } });
+  });
+
+  it("stops a running query at its deadline: the caller is answered and the engine's work aborted", async () => {
+    vi.useFakeTimers();
+    const { engine, started, settled } = heldEngine();
+    const gate = admit(engine, { ...OPTIONS, timeoutMs: 500 });
+    const running = gate.run(query("a")).catch((error: EngineError) => error);
+    expect(started[0]?.request.deadline).toBe(Date.now() + 500);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(await running).toMatchObject({ code: "engine_timeout" });
+    expect(started[0]?.request.signal?.aborted).toBe(true);
+    expect(settled()).toBe(1);
+    expect(gate.stats().running).toBe(0);
+  });
+
+  it("on drain refuses the queued and new queries at once and lets running ones finish; abortRunning ends them", async () => {
+    const { engine, started } = heldEngine();
+    const gate = admit(engine, OPTIONS);
+    const answers = ["a1", "a2", "a3"].map((name) => outcome(gate.run(query("a", name))));
+    gate.drain();
+    expect(await answers[2]).toBe("shutting_down");
+    expect(await outcome(gate.run(query("b")))).toBe("shutting_down");
+    started[0]?.finish();
+    expect(await answers[0]).toBe("ok:a1");
+    gate.abortRunning();
+    expect(await answers[1]).toBe("shutting_down");
+    expect(started[1]?.request.signal?.aborted).toBe(true);
+    expect(started).toHaveLength(2);
+  });
+});
