@@ -59,6 +59,37 @@ describe("loadConfig", () => {
     );
   });
 
+  it("refuses an API_KEYS that holds no key, rather than generating one", () => {
+    expect(() => loadConfig({ API_KEYS: ",,," })).toThrow(
+      "API_KEYS: holds no key; list keys separated by commas, or leave it unset",
+    );
+  });
+
+  it("bounds engine work by the engine's own measure unless told", () => {
+    expect(loadConfig({}).admission).toEqual({
+      maxConcurrency: expect.any(Number),
+      maxQueue: 100,
+      timeoutMs: 30_000,
+    });
+    expect(loadConfig({}).admission.maxConcurrency).toBeLessThanOrEqual(4);
+    const bigquery = loadConfig({ BIGQUERY_PROJECT_ID: "p", BIGQUERY_DATASET: "d" });
+    expect(bigquery.admission).toMatchObject({ maxConcurrency: 32, timeoutMs: 30_000 });
+    const set = loadConfig({
+      ENGINE_MAX_CONCURRENCY: "3",
+      ENGINE_MAX_QUEUE: "7",
+      ENGINE_MAX_PER_CREDENTIAL: "2",
+      DUCKDB_QUERY_TIMEOUT_MS: "500",
+      SHUTDOWN_GRACE_MS: "5000",
+    });
+    expect(set.admission).toEqual({
+      maxConcurrency: 3,
+      maxQueue: 7,
+      maxPerCredential: 2,
+      timeoutMs: 500,
+    });
+    expect(set.shutdownGraceMs).toBe(5000);
+  });
+
   it("treats an empty variable as unset", () => {
     expect(loadConfig({ PORT: "", QUERY_ENGINE: "" }).port).toBe(3000);
   });

@@ -187,6 +187,25 @@ describe("npm start", () => {
     );
   });
 
+  it("answers every request in flight at SIGTERM, then exits 0", async () => {
+    const { child, baseUrl } = await start({ API_KEYS: KEY, ENGINE_MAX_CONCURRENCY: "2" });
+    const exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+    const answers = Array.from({ length: 50 }, async (_, i) => {
+      const end = new Date(Date.now() - i * 60_000).toISOString();
+      const response = await fetch(
+        `${baseUrl}/api/endpoints/logs.all?project=default&project_tier=PRO&iso_timestamp_end=${end}`,
+        { headers: { "X-API-KEY": KEY } },
+      );
+      const body = (await response.json()) as { error?: { code: string } };
+      return response.status === 200 ? "200" : `${response.status} ${body.error?.code}`;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    child.kill("SIGTERM");
+    const statuses = await Promise.all(answers);
+    expect(new Set(statuses)).toEqual(new Set(["200", "503 shutting_down"]));
+    expect(await exited).toBe(0);
+  });
+
   it("closes gracefully on SIGTERM", async () => {
     const { child } = await start({ API_KEYS: KEY });
     const exited = new Promise((resolve) =>

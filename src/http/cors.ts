@@ -9,6 +9,16 @@ export const openCors = fp(async (app: FastifyInstance) => {
     // What the service serves: HEAD is not routed (a HEAD of logs.all would run its query for nothing).
     methods: ["GET"],
     allowedHeaders: ["X-API-KEY", "Authorization", "Content-Type", "If-None-Match", "X-Request-Id"],
-    exposedHeaders: ["X-Cache", "Age", "ETag", "X-Result-Truncated", "X-Request-Id"],
+    exposedHeaders: [
+      "X-Cache",
+      "Age",
+      "ETag",
+      "X-Result-Truncated",
+      "X-Request-Id",
+      "Retry-After",
+      "RateLimit-Limit",
+      "RateLimit-Remaining",
+      "RateLimit-Reset",
+    ],
   });
 });

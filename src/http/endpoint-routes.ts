@@ -32,6 +32,14 @@ export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEn
 
   // By name (SPEC), by UUID (SPEC) and by name under /query (the path Logflare and Supabase Studio call).
   for (const path of ["/api/endpoints/:nameOrId", "/api/endpoints/query/:nameOrId"]) {
+    app.route({
+      method: ["DELETE", "HEAD", "PATCH", "POST", "PUT"],
+      url: path,
+      handler: async (_request, reply) => {
+        reply.header("allow", "GET");
+        throw new HttpError(405, "method_not_allowed", "The endpoints answer GET only.");
+      },
+    });
     app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
       const endpoint = findEndpoint(request.params.nameOrId);
       if (!endpoint) {

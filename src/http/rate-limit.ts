@@ -11,6 +11,8 @@ export const perKeyRateLimit = fp(
     await app.register(rateLimit, {
       max: (request) => request.credential.rateLimitPerMinute ?? perMinute,
       timeWindow: 60_000,
+      // The standard RateLimit-* names (IETF draft), which CORS exposes to browser dashboards.
+      enableDraftSpec: true,
       // After authentication, so the budget belongs to the credential (see auth.ts), not to an address.
       hook: "preHandler",
       keyGenerator: (request) => request.credential.name,

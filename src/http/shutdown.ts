@@ -12,21 +12,23 @@ const LAST_ANSWERS_MS = 1_000;
 export const shutdown = fp(
   async (app: FastifyInstance, options: { engine: AdmittedEngine; graceMs: number }) => {
     let closing = false;
-    let lastCall: NodeJS.Timeout | undefined;
     app.addHook("onRequest", async (_request, reply) => {
       if (!closing) return;
       reply.header("connection", "close");
       return sendError(reply, 503, "shutting_down", "The service is shutting down; retry shortly.");
     });
+    // A kept-alive connection answered after close began would hold close() until its idle timeout.
+    app.addHook("onSend", async (_request, reply) => {
+      if (closing) reply.header("connection", "close");
+    });
     app.addHook("preClose", async () => {
       closing = true;
       options.engine.drain();
-      lastCall = setTimeout(
+      // Not cleared on close: requests still running then (app.inject's) must be answered too.
+      setTimeout(
         () => options.engine.abortRunning(),
         Math.max(0, options.graceMs - LAST_ANSWERS_MS),
-      );
-      lastCall.unref();
+      ).unref();
     });
-    app.addHook("onClose", async () => clearTimeout(lastCall));
   },
 );

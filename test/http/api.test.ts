@@ -339,6 +339,41 @@ describe("errors", () => {
     });
   });
 
+  it("answers other methods on endpoint paths with 405 and Allow: GET", async () => {
+    const { app, standIn } = await service();
+    for (const method of ["POST", "PUT", "DELETE", "PATCH", "HEAD"] as const) {
+      const response = await app.inject({
+        method,
+        url: `/api/endpoints/query/logs.all?project=${PROJECT}&project_tier=FREE`,
+        headers: { "x-api-key": API_KEY },
+      });
+      expect(response.statusCode, method).toBe(405);
+      expect(response.headers.allow, method).toBe("GET");
+      if (method !== "HEAD") {
+        expect(json(response.body)).toMatchObject({ error: { code: "method_not_allowed" } });
+      }
+    }
+    expect(standIn.jobInserts).toEqual([]);
+  });
+
+  it("exposes Retry-After and the standard RateLimit-* headers to browsers", async () => {
+    const { get } = await service({ rateLimitPerMinute: 1 });
+    const path = `/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`;
+    const first = await get(path, { origin: "https://dashboard.example" });
+    expect(first.headers).toMatchObject({ "ratelimit-limit": "1", "ratelimit-remaining": "0" });
+    const limited = await get(path, { origin: "https://dashboard.example" });
+    expect(limited.headers["retry-after"]).toEqual(expect.any(String));
+    const exposed = String(limited.headers["access-control-expose-headers"]).split(", ");
+    expect(exposed).toEqual(
+      expect.arrayContaining([
+        "Retry-After",
+        "RateLimit-Limit",
+        "RateLimit-Remaining",
+        "RateLimit-Reset",
+      ]),
+    );
+  });
+
   it("advertises in its CORS preflight only the method it serves", async () => {
     const { app } = await service();
     const preflight = await app.inject({

@@ -1,0 +1,79 @@
+// Under load, on the real embedded engine: deadlines hold for queued and running queries alike,
+// and the gate answers what it cannot take at once.
+import { afterEach, describe, expect, it } from "vitest";
+import { buildApp } from "../../src/app.ts";
+import { catalog } from "../../src/endpoints/catalog.ts";
+import { loadQueries } from "../../src/endpoints/queries.ts";
+import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
+
+const KEY = "load-test-key-0123456789";
+// Several seconds of CPU per query on this machine kind, interruptible like any DuckDB scan.
+const HEAVY_SQL =
+  "SELECT count(*) AS n FROM range(5000000000) t(i) WHERE hash(i + length(CAST($project AS VARCHAR))) % 7 = 3";
+
+const closing: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(closing.splice(0).map((close) => close()));
+});
+
+/** The service on an empty embedded database whose logs.all is a heavy query. */
+async function heavyService(timeoutMs: number, shutdownGraceMs?: number) {
+  const engine = await createDuckDbEngine();
+  const queries = new Map(loadQueries("duckdb", catalog));
+  queries.set("logs.all", HEAVY_SQL);
+  const app = await buildApp({
+    engine,
+    apiKeys: [KEY],
+    queries,
+    admission: { maxConcurrency: 2, maxQueue: 20, maxPerCredential: 20, timeoutMs },
+    shutdownGraceMs,
+  });
+  closing.push(async () => {
+    await app.close();
+    await engine.close();
+  });
+  const get = async (project: string) => {
+    const started = performance.now();
+    const response = await app.inject({
+      url: `/api/endpoints/logs.all?project=${project}&project_tier=FREE`,
+      headers: { "x-api-key": KEY },
+    });
+    return { status: response.statusCode, ms: performance.now() - started, body: response.json() };
+  };
+  return { app, get };
+}
+
+describe("deadlines under load", () => {
+  it("answers 12 concurrent heavy queries each within its deadline plus 1 s, queued ones unstarted", async () => {
+    const { get } = await heavyService(500);
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => get(`p${i}`)));
+    for (const { status, ms, body } of answers) {
+      expect(status).toBe(504);
+      expect(body.error.code).toBe("engine_timeout");
+      expect(ms).toBeLessThan(1_500);
+    }
+    // Two ran; the others waited. A slot freed just before a waiter's own deadline may start it.
+    const messages = answers.map(({ body }) => body.error.message as string);
+    expect(messages.filter((m) => m.includes("was not started")).length).toBeGreaterThanOrEqual(8);
+    // Interrupted queries freed their slots: the next one runs (and meets its own deadline).
+    const next = await get("after");
+    expect(next.body.error.message).not.toMatch(/not started/);
+    expect(next.ms).toBeLessThan(1_500);
+  });
+});
+
+describe("closing", () => {
+  it("answers queued queries at once and running ones when the grace ends, both 503 shutting_down", async () => {
+    const { app, get } = await heavyService(60_000, 1_500);
+    const answers = Promise.all(Array.from({ length: 4 }, (_, i) => get(`p${i}`)));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const started = performance.now();
+    await app.close();
+    // The running two are answered 1 s before the grace ends, so close() resolves within it.
+    expect(performance.now() - started).toBeLessThan(1_500);
+    for (const { status, body } of await answers) {
+      expect(status).toBe(503);
+      expect(body.error.code).toBe("shutting_down");
+    }
+  });
+});
