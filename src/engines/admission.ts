@@ -1,7 +1,10 @@
 // One gate in front of the engine: at most `maxConcurrency` queries run at once, at most `maxQueue`
 // wait, and one credential holds at most `maxPerCredential` of them (running + waiting); past any
-// bound the caller is refused at once with Retry-After, never left waiting. A free slot goes to the
-// waiting credential with the fewest running queries, so one caller's flood does not delay another.
+// bound the caller is refused at once with Retry-After, never left waiting. One credential runs at
+// most half the slots (at least one), so a flood leaves a slot free for everyone else (measured:
+// with both slots of two held by seconds-long queries, another caller's light query waited seconds;
+// DuckDB spreads one query over every core, so the idle slot costs the flood little). A free slot
+// goes to the waiting credential with the fewest running queries.
 // Each query has one deadline from its arrival: waiting counts, and a query whose deadline passes
 // while it waits is never started. Written here rather than with p-queue/p-limit: neither offers
 // per-caller shares, a fair pick across callers, or dropping queued work at shutdown.
@@ -67,6 +70,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
   };
   let queued = 0;
   let draining = false;
+  const maxRunningEach = Math.max(1, Math.ceil(options.maxConcurrency / 2));
 
   const hold = (credential: string, delta: number) => {
     const count = (held.get(credential) ?? 0) + delta;
@@ -85,11 +89,15 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     while (running.size < options.maxConcurrency && queued > 0) {
       let next: string | undefined;
       for (const credential of waiting.keys()) {
-        if (next === undefined || runningOf(credential) < runningOf(next)) next = credential;
+        const load = runningOf(credential);
+        if (load < maxRunningEach && (next === undefined || load < runningOf(next))) {
+          next = credential;
+        }
       }
-      const line = waiting.get(next as string) as Ticket[];
+      if (next === undefined) return;
+      const line = waiting.get(next) as Ticket[];
       const ticket = line.shift() as Ticket;
-      if (line.length === 0) waiting.delete(next as string);
+      if (line.length === 0) waiting.delete(next);
       queued--;
       ticket.start();
     }
@@ -180,12 +188,9 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
           );
         }, deadline - arrived);
       }
-      if (running.size < options.maxConcurrency && queued === 0) {
-        ticket.start();
-        return;
-      }
       waiting.set(credential, [...(waiting.get(credential) ?? []), ticket]);
       queued++;
+      pump();
     });
   }
 

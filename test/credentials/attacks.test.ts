@@ -226,10 +226,10 @@ describe("paths and methods that try to miss the scope check", () => {
     expect(calls).toHaveLength(0);
   });
 
-  it.each(["HEAD", "POST"] as const)("does not route %s", async (method) => {
+  it.each(["HEAD", "POST"] as const)("answers %s with 405, never the query", async (method) => {
     const { asAcme, calls } = await attackedService();
     const response = await asAcme(stats("project=staging"), method);
-    expect(response.statusCode).toBe(404);
+    expect(response.statusCode).toBe(405);
     expect(calls).toHaveLength(0);
   });
 

@@ -1,9 +1,9 @@
 // API_KEYS_FILE: what a good file grants, how a bad one is refused at startup (one line naming the
 // file, the key entry and the problem), and reloads that never lock anyone out.
-import { mkdtempSync, renameSync, writeFileSync } from "node:fs";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile, KeysFileError } from "../../src/credentials/keys-file.ts";
 
@@ -17,8 +17,15 @@ const entry = (name: string, key: string, extra: object = {}) => ({
   ...extra,
 });
 
+const folders: string[] = [];
+afterAll(() => {
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+});
+
 function keysFileWith(content: unknown): string {
-  const path = join(mkdtempSync(join(tmpdir(), "keys-file-")), "keys.json");
+  const folder = mkdtempSync(join(tmpdir(), "keys-file-"));
+  folders.push(folder);
+  const path = join(folder, "keys.json");
   writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content));
   return path;
 }

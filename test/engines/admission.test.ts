@@ -58,17 +58,20 @@ afterEach(() => {
 });
 
 describe("admission", () => {
-  it("runs at most maxConcurrency at once and queues the rest in order", async () => {
+  it("runs at most maxConcurrency at once, one credential at most half, and queues the rest", async () => {
     const { engine, started } = heldEngine();
     const gate = admit(engine, OPTIONS);
-    const answers = ["a1", "a2", "a3"].map((name) => outcome(gate.run(query("a", name))));
-    expect(started.map((held) => held.request.endpoint)).toEqual(["a1", "a2"]);
+    const answers = [query("a", "a1"), query("a", "a2"), query("b", "b1")].map((request) =>
+      outcome(gate.run(request)),
+    );
+    expect(started.map((held) => held.request.endpoint)).toEqual(["a1", "b1"]);
     expect(gate.stats()).toMatchObject({ running: 2, queued: 1 });
     started[0]?.finish();
     await vi.waitFor(() => expect(started).toHaveLength(3));
+    expect(started[2]?.request.endpoint).toBe("a2");
     started[1]?.finish();
     started[2]?.finish();
-    expect(await Promise.all(answers)).toEqual(["ok:a1", "ok:a2", "ok:a3"]);
+    expect(await Promise.all(answers)).toEqual(["ok:a1", "ok:a2", "ok:b1"]);
     expect(gate.stats()).toMatchObject({ running: 0, queued: 0 });
   });
 
@@ -84,16 +87,22 @@ describe("admission", () => {
     expect(gate.stats().refused).toMatchObject({ rate_limited: 1, overloaded: 1 });
   });
 
-  it("gives a free slot to the waiting credential with the fewest running, not to the flood", async () => {
+  it("keeps slots free from a flood, and gives a freed one to the credential running fewest", async () => {
     const { engine, started } = heldEngine();
-    const gate = admit(engine, { ...OPTIONS, maxQueue: 10, maxPerCredential: 10 });
+    const gate = admit(engine, { maxConcurrency: 4, maxQueue: 10, maxPerCredential: 10 });
     for (let i = 1; i <= 5; i++) void gate.run(query("flood", `flood${i}`)).catch(() => {});
+    // The flood holds half the slots: a newcomer starts at once.
     const light = outcome(gate.run(query("dashboard", "light")));
-    started[0]?.finish();
-    await vi.waitFor(() => expect(started).toHaveLength(3));
-    expect(started[2]?.request.endpoint).toBe("light");
+    expect(started.map((held) => held.request.endpoint)).toEqual(["flood1", "flood2", "light"]);
     started[2]?.finish();
     expect(await light).toBe("ok:light");
+    for (let i = 1; i <= 2; i++) void gate.run(query("other", `other${i}`)).catch(() => {});
+    expect(started.map((held) => held.request.endpoint).slice(3)).toEqual(["other1", "other2"]);
+    // Both at their share now; when other1 ends, other (1 running) goes before flood (2 running).
+    void gate.run(query("other", "other3")).catch(() => {});
+    started[3]?.finish();
+    await vi.waitFor(() => expect(started).toHaveLength(6));
+    expect(started[5]?.request.endpoint).toBe("other3");
   });
 
   it("answers a query whose deadline passes while queued with 504, and never starts it", async () => {
@@ -101,14 +110,14 @@ describe("admission", () => {
     const { engine, started } = heldEngine({ stopsOnAbort: false });
     const gate = admit(engine, { ...OPTIONS, timeoutMs: 500 });
     void gate.run(query("a", "a1")).catch(() => {});
-    void gate.run(query("a", "a2")).catch(() => {});
+    void gate.run(query("c", "c1")).catch(() => {});
     const queued = gate.run(query("b", "b1")).catch((error: EngineError) => error);
     await vi.advanceTimersByTimeAsync(500);
     expect(await queued).toMatchObject({
       code: "engine_timeout",
       message: "The query waited 500 ms for the engine and was not started.",
     });
-    expect(started.map((held) => held.request.endpoint)).toEqual(["a1", "a2"]);
+    expect(started.map((held) => held.request.endpoint)).toEqual(["a1", "c1"]);
     expect(gate.stats()).toMatchObject({ queued: 0, refused: { expired: 1 } });
   });
 
@@ -128,12 +137,12 @@ describe("admission", () => {
   it("on drain refuses the queued and new queries at once and lets running ones finish; abortRunning ends them", async () => {
     const { engine, started } = heldEngine();
     const gate = admit(engine, OPTIONS);
-    const answers = ["a1", "a2", "a3"].map((name) => outcome(gate.run(query("a", name))));
+    const answers = ["a", "b", "c"].map((name) => outcome(gate.run(query(name))));
     gate.drain();
     expect(await answers[2]).toBe("shutting_down");
-    expect(await outcome(gate.run(query("b")))).toBe("shutting_down");
+    expect(await outcome(gate.run(query("d")))).toBe("shutting_down");
     started[0]?.finish();
-    expect(await answers[0]).toBe("ok:a1");
+    expect(await answers[0]).toBe("ok:a");
     gate.abortRunning();
     expect(await answers[1]).toBe("shutting_down");
     expect(started[1]?.request.signal?.aborted).toBe(true);
