@@ -6,14 +6,17 @@ COPY package.json package-lock.json ./
 RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:24-bookworm-slim
-ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000
+# Probes and the scraper use the management port: it answers while the main one is saturated.
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 MANAGEMENT_PORT=9464
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY src ./src
 COPY queries ./queries
+# A named volume mounted here takes this owner, so DUCKDB_PATH=/data/db/... is writable by node.
+RUN mkdir -p /data/db && chown node:node /data/db
 USER node
-EXPOSE 3000
+EXPOSE 3000 9464
 HEALTHCHECK --interval=30s --timeout=3s --start-period=20s \
-  CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/health`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.MANAGEMENT_PORT}/health`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "src/main.ts"]

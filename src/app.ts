@@ -2,7 +2,9 @@
 // route → credential/scope → params → cache → engine → rows → JSON.
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
+import type { Registry } from "prom-client";
 import { ResultCache, type ResultCacheOptions } from "./cache/result-cache.ts";
+import type { HttpSettings } from "./config.ts";
 import { createAuthenticator } from "./credentials/authenticate.ts";
 import type { KeysFile } from "./credentials/keys-file.ts";
 import type { TokenVerifier } from "./credentials/tokens.ts";
@@ -12,16 +14,26 @@ import { createRunner } from "./endpoints/runner.ts";
 import { type AdmissionOptions, admit } from "./engines/admission.ts";
 import type { QueryEngine } from "./engines/engine.ts";
 import { requireCredential } from "./http/auth.ts";
+import { connectionCap } from "./http/connection-cap.ts";
 import { openCors } from "./http/cors.ts";
 import { endpointRoutes } from "./http/endpoint-routes.ts";
 import { clientError, errorEnvelope, frameworkError } from "./http/errors.ts";
 import { healthRoutes } from "./http/health-routes.ts";
-import { metrics } from "./http/metrics.ts";
+import { loadShedding, type PressureLimits } from "./http/load-shedding.ts";
+import { metrics, serviceRegistry } from "./http/metrics.ts";
 import { parseQueryString, refuseBadlyEncodedQuery } from "./http/query-string.ts";
 import { perKeyRateLimit } from "./http/rate-limit.ts";
 import { serializeResult } from "./http/reply.ts";
 import { requestLog } from "./http/request-log.ts";
+import { requestShape } from "./http/request-shape.ts";
 import { shutdown } from "./http/shutdown.ts";
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** What /metrics serves, for the management listener to serve too. */
+    metricsRegistry: Registry;
+  }
+}
 
 export interface AppDeps {
   engine: QueryEngine;
@@ -40,6 +52,12 @@ export interface AppDeps {
   queries?: ReadonlyMap<string, string>;
   /** Bounds of engine work; default: 4 at once, 100 waiting, half of all per credential. */
   admission?: Partial<AdmissionOptions>;
+  /** Shed load past these limits (main.ts: always); absent: never (tests with fake timers). */
+  pressure?: PressureLimits;
+  /** Open connections at most (HTTP_MAX_CONNECTIONS); default 10 000, below the open-file limit. */
+  maxConnections?: number;
+  /** Request, headers and keep-alive timeouts; defaults 30 s, 10 s and 72 s. */
+  http?: Partial<Omit<HttpSettings, "maxConnections">>;
   /** On close, how long running queries may take before they are answered 503; default 25 s. */
   shutdownGraceMs?: number;
   /** Absent: no logging (tests). */
@@ -47,11 +65,17 @@ export interface AppDeps {
 }
 
 const DEFAULT_ADMISSION = { maxConcurrency: 4, maxQueue: 100 };
+const DEFAULT_TIMEOUTS = {
+  requestTimeoutMs: 30_000,
+  headersTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 72_000,
+};
 
 const REQUEST_ID = /^[\w.-]{1,64}$/;
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const authenticate = createAuthenticator(deps);
+  const timeouts = { ...DEFAULT_TIMEOUTS, ...deps.http };
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     // Fastify's two lines per request give way to our one (http/request-log.ts).
@@ -69,6 +93,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     exposeHeadRoutes: false,
     // Closing answers in our envelope (http/shutdown.ts), not Fastify's own 503 body.
     return503OnClosing: false,
+    requestTimeout: timeouts.requestTimeoutMs,
+    keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: timeouts.headersTimeoutMs,
+      // Node checks these timeouts only this often (default 30 s, which would double them).
+      connectionsCheckingInterval: Math.min(1_000, timeouts.headersTimeoutMs),
+    },
   });
 
   const limits = { ...DEFAULT_ADMISSION, ...deps.admission };
@@ -88,8 +119,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     log: app.log,
   });
 
+  await app.register(connectionCap, { max: deps.maxConnections ?? 10_000 });
+  const registry = serviceRegistry({ cache, engine, connections: app.connections });
+  app.decorate("metricsRegistry", registry);
   await app.register(errorEnvelope);
   await app.register(requestLog);
+  if (deps.pressure) await app.register(loadShedding, deps.pressure);
+  await app.register(requestShape);
   await app.register(shutdown, { engine, graceMs: deps.shutdownGraceMs ?? 25_000 });
   await app.register(openCors);
   await app.register(refuseBadlyEncodedQuery);
@@ -100,7 +136,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       failuresPerMinute: deps.authFailuresPerMinute ?? 30,
     });
     await api.register(perKeyRateLimit, { perMinute: deps.rateLimitPerMinute ?? 600 });
-    await api.register(metrics, { cache, engine });
+    await api.register(metrics, { registry });
     await api.register(endpointRoutes, { run });
   });
   return app;

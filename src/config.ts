@@ -56,6 +56,16 @@ const environment = z.object({
   ENGINE_MAX_QUEUE: positiveInt(100),
   ENGINE_MAX_PER_CREDENTIAL: wholePositive.optional(),
   SHUTDOWN_GRACE_MS: positiveInt(25_000),
+  HTTP_REQUEST_TIMEOUT_MS: positiveInt(30_000),
+  HTTP_HEADERS_TIMEOUT_MS: positiveInt(10_000),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInt(72_000),
+  HTTP_MAX_CONNECTIONS: positiveInt(10_000),
+  MANAGEMENT_PORT: z.coerce
+    .number({ error: "expects a port number" })
+    .int()
+    .min(0)
+    .max(65535, "expects a port number (0-65535)")
+    .optional(),
   QUERY_ENGINE: z.enum(["bigquery", "duckdb"], { error: "expects bigquery or duckdb" }).optional(),
   BIGQUERY_PROJECT_ID: text.optional(),
   BIGQUERY_DATASET: text.optional(),
@@ -104,6 +114,13 @@ export interface AuthSettings {
   failuresPerMinute: number;
 }
 
+export interface HttpSettings {
+  requestTimeoutMs: number;
+  headersTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -111,6 +128,9 @@ export interface Config {
   /** maxPerCredential absent: buildApp's default share. */
   admission: Omit<AdmissionOptions, "maxPerCredential"> & { maxPerCredential?: number };
   shutdownGraceMs: number;
+  http: HttpSettings;
+  /** A second listener for /health, /ready and /metrics; absent: none. */
+  managementPort?: number;
   engine: BigQuerySettings | DuckDbSettings;
   cache: { maxEntries: number; maxBytes: number };
   rateLimitPerMinute: number;
@@ -159,6 +179,14 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       timeoutMs: engine.kind === "duckdb" ? engine.timeoutMs : engine.jobTimeoutMs,
     },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    http: {
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      // Node refuses a headers timeout longer than the request's.
+      headersTimeoutMs: Math.min(e.HTTP_HEADERS_TIMEOUT_MS, e.HTTP_REQUEST_TIMEOUT_MS),
+      keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      maxConnections: e.HTTP_MAX_CONNECTIONS,
+    },
+    managementPort: e.MANAGEMENT_PORT,
     cache: { maxEntries: e.CACHE_MAX_ENTRIES, maxBytes: e.CACHE_MAX_BYTES },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     logLevel: e.LOG_LEVEL,

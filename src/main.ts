@@ -8,6 +8,7 @@ import { type AuthSettings, ConfigError, loadConfig } from "./config.ts";
 import { KeysFile } from "./credentials/keys-file.ts";
 import { createTokenVerifier } from "./credentials/tokens.ts";
 import { openEngine } from "./engines/open-engine.ts";
+import { buildManagementApp } from "./http/management.ts";
 
 function readConfig() {
   try {
@@ -19,31 +20,36 @@ function readConfig() {
   }
 }
 
-/** One line naming the setting when the listen address cannot be had, then stop. */
-function cannotListen(error: NodeJS.ErrnoException): never {
-  const address = `${config.host}:${config.port}`;
-  const reason =
-    error.code === "EADDRINUSE"
-      ? `PORT: ${address} is already in use`
-      : error.code === "EADDRNOTAVAIL" || error.code === "ENOTFOUND"
-        ? `HOST: ${config.host} is not an address of this machine`
-        : `PORT: cannot listen on ${address} (${error.code ?? error.message})`;
-  process.stderr.write(`Configuration error: ${reason}\n`);
-  process.exit(1);
+/** One line naming the setting when a listen address cannot be had, then stop. */
+function cannotListen(variable: "PORT" | "MANAGEMENT_PORT", port: number) {
+  return (error: NodeJS.ErrnoException): never => {
+    const address = `${config.host}:${port}`;
+    const reason =
+      error.code === "EADDRINUSE"
+        ? `${variable}: ${address} is already in use`
+        : error.code === "EADDRNOTAVAIL" || error.code === "ENOTFOUND"
+          ? `HOST: ${config.host} is not an address of this machine`
+          : `${variable}: cannot listen on ${address} (${error.code ?? error.message})`;
+    process.stderr.write(`Configuration error: ${reason}\n`);
+    process.exit(1);
+  };
 }
 
-/** Claims the listen address for a moment, so a taken port stops startup before any key or data. */
-async function checkListenAddress(): Promise<void> {
-  if (config.port === 0) return;
+/** Claims a listen address for a moment, so a taken port stops startup before any key or data. */
+async function checkListenAddress(variable: "PORT" | "MANAGEMENT_PORT", port: number) {
+  if (port === 0) return;
   const probe = createServer();
   await new Promise<void>((resolve, reject) => {
-    probe.once("error", reject).listen(config.port, config.host, resolve);
-  }).catch(cannotListen);
+    probe.once("error", reject).listen(port, config.host, resolve);
+  }).catch(cannotListen(variable, port));
   await new Promise((resolve) => probe.close(resolve));
 }
 
 const config = readConfig();
-await checkListenAddress();
+await checkListenAddress("PORT", config.port);
+if (config.managementPort !== undefined) {
+  await checkListenAddress("MANAGEMENT_PORT", config.managementPort);
+}
 const log = pino({ level: config.logLevel });
 
 /** The keys file and token keys, read now: a bad one stops startup with one line naming it. */
@@ -84,17 +90,29 @@ const app = await buildApp({
   authFailuresPerMinute: config.auth.failuresPerMinute,
   admission: config.admission,
   shutdownGraceMs: config.shutdownGraceMs,
+  http: config.http,
+  pressure: {},
+  maxConnections: config.http.maxConnections,
   cache: config.cache,
   rateLimitPerMinute: config.rateLimitPerMinute,
   logger: log,
 });
+
+const management =
+  config.managementPort === undefined
+    ? undefined
+    : await buildManagementApp({ engine, registry: app.metricsRegistry, logger: log });
 
 closeWithGrace({ delay: config.shutdownGraceMs }, async ({ signal, err }) => {
   if (err) log.error({ err }, "closing after an uncaught error");
   else log.info({ signal }, "closing");
   keysFile?.close();
   await app.close();
+  await management?.close();
   await engine.close();
 });
 
-await app.listen({ port: config.port, host: config.host }).catch(cannotListen);
+await management
+  ?.listen({ port: config.managementPort, host: config.host })
+  .catch(cannotListen("MANAGEMENT_PORT", config.managementPort ?? 0));
+await app.listen({ port: config.port, host: config.host }).catch(cannotListen("PORT", config.port));

@@ -90,6 +90,29 @@ describe("loadConfig", () => {
     expect(set.shutdownGraceMs).toBe(5000);
   });
 
+  it("reads the HTTP server's timeouts, connection cap and management port", () => {
+    expect(loadConfig({}).http).toEqual({
+      requestTimeoutMs: 30_000,
+      headersTimeoutMs: 10_000,
+      keepAliveTimeoutMs: 72_000,
+      maxConnections: 10_000,
+    });
+    expect(loadConfig({}).managementPort).toBeUndefined();
+    const set = loadConfig({
+      HTTP_REQUEST_TIMEOUT_MS: "5000",
+      HTTP_HEADERS_TIMEOUT_MS: "9000",
+      HTTP_MAX_CONNECTIONS: "50",
+      MANAGEMENT_PORT: "9464",
+    });
+    // Node refuses a headers timeout above the request's: it is held to it.
+    expect(set.http).toMatchObject({
+      requestTimeoutMs: 5000,
+      headersTimeoutMs: 5000,
+      maxConnections: 50,
+    });
+    expect(set.managementPort).toBe(9464);
+  });
+
   it("treats an empty variable as unset", () => {
     expect(loadConfig({ PORT: "", QUERY_ENGINE: "" }).port).toBe(3000);
   });

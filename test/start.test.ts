@@ -206,6 +206,17 @@ describe("npm start", () => {
     expect(await exited).toBe(0);
   });
 
+  it("serves /health, /ready and /metrics on MANAGEMENT_PORT without a credential", async () => {
+    const free = createServer();
+    await new Promise<void>((resolve) => free.listen(0, "127.0.0.1", resolve));
+    const { port } = free.address() as AddressInfo;
+    await new Promise((resolve) => free.close(resolve));
+    await start({ API_KEYS: KEY, MANAGEMENT_PORT: String(port) });
+    for (const path of ["/health", "/ready", "/metrics"]) {
+      expect((await fetch(`http://127.0.0.1:${port}${path}`)).status, path).toBe(200);
+    }
+  });
+
   it("closes gracefully on SIGTERM", async () => {
     const { child } = await start({ API_KEYS: KEY });
     const exited = new Promise((resolve) =>

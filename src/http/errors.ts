@@ -120,15 +120,10 @@ export const errorEnvelope = fp(async (app: FastifyInstance) => {
       reply.header("retry-after", String(error.retryAfterSeconds));
       return sendError(reply, error.status, error.code, error.message);
     }
-    if (error.statusCode === 429) return sendError(reply, 429, "rate_limited", error.message);
-    if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-      return sendError(
-        reply,
-        413,
-        "payload_too_large",
-        "The request body is too large; the endpoints take query parameters, not a body.",
-      );
+    if (error.code === "FST_UNDER_PRESSURE") {
+      return sendError(reply, 503, "overloaded", "The service is overloaded; retry shortly.");
     }
+    if (error.statusCode === 429) return sendError(reply, 429, "rate_limited", error.message);
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
       return sendError(reply, error.statusCode, "bad_request", error.message);
     }

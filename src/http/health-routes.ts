@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { QueryEngine } from "../engines/engine.ts";
 import { sendError } from "./errors.ts";
+import { SPARED_FROM_SHEDDING } from "./load-shedding.ts";
 
 const READY_TIMEOUT_MS = 5_000;
 // /ready needs no key, and on BigQuery each check is a job: one check serves every probe for a while.
@@ -16,9 +17,9 @@ export async function healthRoutes(app: FastifyInstance, { engine }: { engine: Q
     return lastCheck.done;
   };
 
-  app.get("/health", async () => ({ status: "ok" }));
+  app.get("/health", { config: SPARED_FROM_SHEDDING }, async () => ({ status: "ok" }));
 
-  app.get("/ready", async (request, reply) => {
+  app.get("/ready", { config: SPARED_FROM_SHEDDING }, async (request, reply) => {
     try {
       await readiness();
       return { status: "ready", engine: engine.dialect };

@@ -1,5 +1,6 @@
-// Prometheus metrics at GET /metrics (behind the API key, like everything but health): requests by
-// endpoint and status, and the result cache's counters, refresh failures among them.
+// Prometheus metrics at GET /metrics (behind a full-access credential, or on the management
+// listener): requests by endpoint and status, the result cache's counters, the engine gate's and
+// the connections'.
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
@@ -7,6 +8,7 @@ import type { CacheStats, ResultCache } from "../cache/result-cache.ts";
 import { hasFullAccess } from "../credentials/scope-rule.ts";
 import { findEndpoint } from "../endpoints/catalog.ts";
 import type { AdmittedEngine } from "../engines/admission.ts";
+import type { ConnectionStats } from "./connection-cap.ts";
 import { HttpError } from "./errors.ts";
 
 const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, string> = {
@@ -17,16 +19,24 @@ const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, strin
   refreshFailures: "background refreshes that failed (the previous value kept being served)",
 };
 
-interface MetricsOptions {
+interface MetricSources {
   cache?: ResultCache;
   engine: AdmittedEngine;
+  connections: ConnectionStats;
 }
 
-/** Counts the requests of the enclosing scope, and serves them with the cache's counters. */
-export const metrics = fp(async (app: FastifyInstance, options: MetricsOptions) => {
-  const { cache, engine } = options;
+/** The service's registry: process, cache, engine gate and connection figures, read when scraped. */
+export function serviceRegistry({ cache, engine, connections }: MetricSources): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  if (cache) registerCacheMetrics(registry, cache);
+  registerAdmissionMetrics(registry, engine);
+  registerConnectionMetrics(registry, connections);
+  return registry;
+}
+
+/** Counts the requests of the enclosing scope into `registry`, and serves it to full-access callers. */
+export const metrics = fp(async (app: FastifyInstance, { registry }: { registry: Registry }) => {
   const requests = new Counter({
     name: "query_service_requests_total",
     help: "Endpoint requests answered, by endpoint (unknown: no such endpoint) and HTTP status.",
@@ -40,8 +50,6 @@ export const metrics = fp(async (app: FastifyInstance, options: MetricsOptions) 
     buckets: [0.0005, 0.001, 0.005, 0.025, 0.1, 0.5, 2.5, 10, 30],
     registers: [registry],
   });
-  if (cache) registerCacheMetrics(registry, cache);
-  registerAdmissionMetrics(registry, engine);
 
   // Every answer of an endpoint route counts, refusals (401, 429) and unknown names (404) included.
   // Only catalog names become label values: a caller cannot grow the series by inventing names.
@@ -122,6 +130,26 @@ function registerAdmissionMetrics(registry: Registry, engine: AdmittedEngine): v
       for (const [reason, count] of Object.entries(engine.stats().refused)) {
         this.inc({ reason }, count);
       }
+    },
+  });
+}
+
+function registerConnectionMetrics(registry: Registry, connections: ConnectionStats): void {
+  new Gauge({
+    name: "query_service_http_connections_open",
+    help: "Client connections open now on the main listener.",
+    registers: [registry],
+    async collect() {
+      this.set(await connections.open());
+    },
+  });
+  new Counter({
+    name: "query_service_http_connections_refused_total",
+    help: "Client connections closed at once because HTTP_MAX_CONNECTIONS were open.",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(connections.refused);
     },
   });
 }

@@ -233,7 +233,7 @@ describe("paths and methods that try to miss the scope check", () => {
     expect(calls).toHaveLength(0);
   });
 
-  it("ignores a body on GET: the fixed project still applies", async () => {
+  it("refuses a body on GET before anything reaches the engine", async () => {
     const { app, calls } = await attackedService();
     const response = await app.inject({
       method: "GET",
@@ -241,8 +241,8 @@ describe("paths and methods that try to miss the scope check", () => {
       headers: { "x-api-key": ACME_KEY, "content-type": "application/json" },
       payload: JSON.stringify({ project: "staging" }),
     });
-    expect(response.statusCode).toBe(200);
-    expect(calls.map((call) => call.params.project)).toEqual(["default"]);
+    expect(response.statusCode).toBe(413);
+    expect(calls).toHaveLength(0);
   });
 
   it("refuses an endpoint outside the scopes by name and by UUID", async () => {

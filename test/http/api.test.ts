@@ -311,18 +311,25 @@ describe("errors", () => {
     expect(encoded.statusCode).toBe(200);
   });
 
-  it("answers a body over the limit with 413 payload_too_large in the envelope", async () => {
-    const { app } = await service();
-    const response = await app.inject({
-      method: "POST",
-      url: "/api/endpoints",
-      headers: { "x-api-key": API_KEY, "content-type": "application/json" },
-      payload: JSON.stringify({ padding: "x".repeat(5000) }),
-    });
-    expect(response.statusCode).toBe(413);
-    expect(json(response.body)).toEqual({
-      error: { code: "payload_too_large", message: expect.stringContaining("too large") },
-    });
+  it("refuses any request that declares a body with 413 payload_too_large, closing the connection", async () => {
+    const { app, standIn } = await service();
+    for (const [method, payload] of [
+      ["POST", JSON.stringify({ padding: "x".repeat(5000) })],
+      ["GET", JSON.stringify({ project: "other" })],
+    ] as const) {
+      const response = await app.inject({
+        method,
+        url: `/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`,
+        headers: { "x-api-key": API_KEY, "content-type": "application/json" },
+        payload,
+      });
+      expect(response.statusCode, method).toBe(413);
+      expect(response.headers.connection).toBe("close");
+      expect(json(response.body)).toEqual({
+        error: { code: "payload_too_large", message: expect.stringContaining("no request body") },
+      });
+    }
+    expect(standIn.jobInserts).toEqual([]);
   });
 
   it("answers headers over Node's limit with 431 headers_too_large in the envelope", async () => {

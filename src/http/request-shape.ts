@@ -1,0 +1,31 @@
+// Requests this service can take: no route takes a body, so one that declares a body is refused at
+// once and its connection closed before the body is read (a GET with 50 MB would otherwise be
+// drained to the end); and exactly one Host header (RFC 9112 §3.2), which Node would merge silently.
+import type { FastifyInstance } from "fastify";
+import fp from "fastify-plugin";
+import { sendError } from "./errors.ts";
+
+export const requestShape = fp(async (app: FastifyInstance) => {
+  app.addHook("onRequest", async (request, reply) => {
+    const { headers, raw } = request;
+    const declaresBody =
+      headers["transfer-encoding"] !== undefined || Number(headers["content-length"] ?? 0) > 0;
+    if (declaresBody) {
+      reply.header("connection", "close");
+      return sendError(
+        reply,
+        413,
+        "payload_too_large",
+        "This service takes no request body; send parameters in the query string.",
+      );
+    }
+    let hosts = 0;
+    for (let i = 0; i < raw.rawHeaders.length; i += 2) {
+      if (raw.rawHeaders[i]?.toLowerCase() === "host") hosts++;
+    }
+    if (hosts > 1) {
+      reply.header("connection", "close");
+      return sendError(reply, 400, "bad_request", "The request has more than one Host header.");
+    }
+  });
+});
