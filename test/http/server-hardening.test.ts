@@ -1,8 +1,7 @@
 // The HTTP server on the open internet, over real sockets where the bytes matter: timeouts that
 // hold, no bodies read, a connection cap with the management listener still answering, framing
 // errors in the envelope, and load shedding that spares the probes.
-import { connect, type Socket } from "node:net";
-import type { FastifyInstance } from "fastify";
+import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { type AppDeps, buildApp } from "../../src/app.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
