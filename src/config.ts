@@ -85,6 +85,7 @@ const environment = z.object({
   CACHE_MAX_ENTRIES: positiveInt(10_000),
   CACHE_MAX_BYTES: positiveInt(64 * 1024 * 1024),
   RATE_LIMIT_PER_MINUTE: positiveInt(600),
+  LOG_FORMAT: z.enum(["json", "pretty"], { error: "expects json or pretty" }).default("json"),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `expects one of ${LOG_LEVELS.join(", ")}` })
     .default("info"),
@@ -135,6 +136,8 @@ export interface Config {
   cache: { maxEntries: number; maxBytes: number };
   rateLimitPerMinute: number;
   logLevel: (typeof LOG_LEVELS)[number];
+  /** JSON lines (production), or pino-pretty's readable lines (`npm run dev`). */
+  logFormat: "json" | "pretty";
 }
 
 export class ConfigError extends Error {
@@ -190,6 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     cache: { maxEntries: e.CACHE_MAX_ENTRIES, maxBytes: e.CACHE_MAX_BYTES },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
   };
 }
 

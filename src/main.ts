@@ -50,7 +50,10 @@ await checkListenAddress("PORT", config.port);
 if (config.managementPort !== undefined) {
   await checkListenAddress("MANAGEMENT_PORT", config.managementPort);
 }
-const log = pino({ level: config.logLevel });
+const log = pino({
+  level: config.logLevel,
+  ...(config.logFormat === "pretty" && { transport: { target: "pino-pretty" } }),
+});
 
 /** The keys file and token keys, read now: a bad one stops startup with one line naming it. */
 function openCredentialSources(auth: AuthSettings) {

@@ -17,6 +17,7 @@ afterEach(() => {
 interface Started {
   child: ChildProcess;
   baseUrl: string;
+  stdout: () => string;
   stderr: () => string;
 }
 
@@ -35,7 +36,14 @@ function start(env: Record<string, string>): Promise<Started> {
     child.stdout?.on("data", (chunk) => {
       stdout += chunk;
       const listening = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
-      if (listening) resolve({ child, baseUrl: listening[1] as string, stderr: () => stderr });
+      if (listening) {
+        resolve({
+          child,
+          baseUrl: listening[1] as string,
+          stdout: () => stdout,
+          stderr: () => stderr,
+        });
+      }
     });
     child.once("exit", (code) => reject(new Error(`exited ${code}: ${stderr}`)));
   });
@@ -215,6 +223,14 @@ describe("npm start", () => {
     for (const path of ["/health", "/ready", "/metrics"]) {
       expect((await fetch(`http://127.0.0.1:${port}${path}`)).status, path).toBe(200);
     }
+  });
+
+  it("logs JSON lines, or readable lines with LOG_FORMAT=pretty (npm run dev)", async () => {
+    const json = await start({ API_KEYS: KEY });
+    expect(json.stdout().split("\n")[0]).toMatch(/^\{"level":30,/);
+    const pretty = await start({ API_KEYS: KEY, LOG_FORMAT: "pretty" });
+    expect(pretty.stdout()).toMatch(/^\[[\d:.]+\] INFO \(\d+\): /m);
+    expect(pretty.stdout()).not.toContain('{"level"');
   });
 
   it("closes gracefully on SIGTERM", async () => {
