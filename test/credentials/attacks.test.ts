@@ -3,17 +3,15 @@
 // forged or mixed credentials, and leaks through logs or status codes. The tenant is `default`;
 // the other tenant is `staging`.
 import { createHmac } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { SignJWT } from "jose";
 import { pino } from "pino";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import type { QueryEngine, QueryRequest } from "../../src/engines/engine.ts";
 import { type ServiceOptions, startService } from "../support/service.ts";
+import { temporaryFile } from "../support/temporary-file.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 const STATS = "functions.invocation-stats";
@@ -27,30 +25,24 @@ const EXPIRED_KEY = "expired-key-0123456789abcdef";
 const FULL_KEY = "full-key-0123456789abcdef";
 const SECRET = "an-hs256-secret-of-at-least-32-bytes!";
 
-const keysDir = mkdtempSync(join(tmpdir(), "attacks-"));
-const KEYS_PATH = join(keysDir, "keys.json");
-writeFileSync(
-  KEYS_PATH,
-  JSON.stringify({
-    keys: [
-      {
-        name: "acme",
-        sha256: sha256Hex(ACME_KEY),
-        scopes: [
-          { endpoint: STATS, fixed_params: { project: "default" } },
-          { endpoint: USAGE, fixed_params: { project: OWN_USAGE } },
-        ],
-      },
-      {
-        name: "expired",
-        sha256: sha256Hex(EXPIRED_KEY),
-        scopes: [{ endpoint: STATS, fixed_params: { project: "default" } }],
-        expires_at: "2020-01-01T00:00:00Z",
-      },
-    ],
-  }),
-);
-afterAll(() => rmSync(keysDir, { recursive: true, force: true }));
+const KEYS_PATH = temporaryFile("keys.json", {
+  keys: [
+    {
+      name: "acme",
+      sha256: sha256Hex(ACME_KEY),
+      scopes: [
+        { endpoint: STATS, fixed_params: { project: "default" } },
+        { endpoint: USAGE, fixed_params: { project: OWN_USAGE } },
+      ],
+    },
+    {
+      name: "expired",
+      sha256: sha256Hex(EXPIRED_KEY),
+      scopes: [{ endpoint: STATS, fixed_params: { project: "default" } }],
+      expires_at: "2020-01-01T00:00:00Z",
+    },
+  ],
+});
 
 /** A service whose engine only records what reaches it, so nothing out of scope goes unseen. */
 async function attackedService(options: Partial<ServiceOptions> = {}) {

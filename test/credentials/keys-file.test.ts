@@ -1,11 +1,10 @@
 // API_KEYS_FILE: what a good file grants, how a bad one is refused at startup (one line naming the
 // file, the key entry and the problem), and reloads that never lock anyone out.
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
+import { renameSync, writeFileSync } from "node:fs";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile, KeysFileError } from "../../src/credentials/keys-file.ts";
+import { temporaryFile } from "../support/temporary-file.ts";
 
 const ACME_KEY = "acme-key-0123456789abcdef";
 const GLOBEX_KEY = "globex-key-0123456789abcdef";
@@ -17,18 +16,7 @@ const entry = (name: string, key: string, extra: object = {}) => ({
   ...extra,
 });
 
-const folders: string[] = [];
-afterAll(() => {
-  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
-});
-
-function keysFileWith(content: unknown): string {
-  const folder = mkdtempSync(join(tmpdir(), "keys-file-"));
-  folders.push(folder);
-  const path = join(folder, "keys.json");
-  writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content));
-  return path;
-}
+const keysFileWith = (content: unknown) => temporaryFile("keys.json", content);
 
 /** Writes the file the way editors do: a new file renamed over the old one. */
 function replace(path: string, content: unknown): void {

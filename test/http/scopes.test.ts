@@ -1,11 +1,8 @@
 // Tenant isolation end to end: named keys from an API_KEYS_FILE, pinned to their own project, through
 // the whole service. The engine and the cache must only ever see a tenant's own values.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import fc from "fast-check";
 import { pino } from "pino";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import type { Scope } from "../../src/credentials/credential.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
@@ -21,6 +18,7 @@ import {
   shift,
 } from "../support/fixtures.ts";
 import { type ServiceOptions, startService } from "../support/service.ts";
+import { temporaryFile } from "../support/temporary-file.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 const STATS = "functions.invocation-stats";
@@ -54,19 +52,13 @@ const KEYS: Record<Who, { key: string; scopes: Scope[] }> = {
   admin: { key: "admin-key-0123456789abcdef", scopes: [{ endpoint: "*", fixed_params: {} }] },
 };
 
-const keysDir = mkdtempSync(join(tmpdir(), "scopes-"));
-const KEYS_PATH = join(keysDir, "keys.json");
-writeFileSync(
-  KEYS_PATH,
-  JSON.stringify({
-    keys: Object.entries(KEYS).map(([name, { key, scopes }]) => ({
-      name,
-      sha256: sha256Hex(key),
-      scopes,
-    })),
-  }),
-);
-afterAll(() => rmSync(keysDir, { recursive: true, force: true }));
+const KEYS_PATH = temporaryFile("keys.json", {
+  keys: Object.entries(KEYS).map(([name, { key, scopes }]) => ({
+    name,
+    sha256: sha256Hex(key),
+    scopes,
+  })),
+});
 
 /** The fixed params `who` runs `endpoint` with: its first scope naming it, as the rule says. */
 function fixedFor(who: Who, endpoint: EndpointDefinition): Record<string, string> | undefined {
