@@ -16,9 +16,13 @@
 //   caller waited for the engine. A caller holding a live value never waits, even while it is refreshed.
 // - Single flight: one load per key at a time, shared by concurrent misses and by a refresh; every
 //   waiter gets its result or its error. Errors are never stored.
-// - Bounded by entry count and by bytes (body + headers + key), least recently *requested or refreshed*
-//   evicted first. A value larger than the byte bound is served but not stored. A refresh replaces only
-//   its own entry: it never brings back one evicted or dropped while it ran, unless a request waits.
+// - Bounded by entry count and by bytes (body + headers + key, and the renditions made of it), least
+//   recently *requested or refreshed* evicted first. A value larger than the byte bound is served but not
+//   stored; a rendition that would take its entry past the bound is served but not kept. A refresh
+//   replaces only its own entry: it never brings back one evicted or dropped while it ran, unless a
+//   request waits.
+// - Renditions: other representations of a value (CSV, NDJSON), each made from it on first request and
+//   kept with its own strong ETag until the value is replaced or dropped.
 // - Each entry owns one unref'd timer, either for its next refresh or for its expiry; close() clears them.
 import { LRUCache } from "lru-cache";
 import { cacheEntryId } from "./cache-key.ts";
@@ -30,18 +34,29 @@ export interface CachePolicy {
   warmingSeconds: number;
 }
 
-/** What a loader produces: the serialized JSON body and extra response headers (e.g. X-Result-Truncated). */
+/** What a loader produces: the serialized body and its response headers (Content-Type, X-Result-Truncated). */
 export interface Payload {
   body: string;
   headers: Record<string, string>;
 }
 
+/** Another representation of a value, made from the loaded payload. */
+export interface Rendition {
+  /** Tells an entry's renditions apart. */
+  name: string;
+  render(payload: Payload): Payload;
+}
+
 export type CacheStatus = "HIT" | "MISS" | "STALE";
 
-export interface CacheAnswer {
+/** A payload as served: the loaded one or a rendition, with its ETag. */
+interface Served {
   payload: Payload;
   /** Strong, quoted: `"<base64url sha-256>"` of the body and headers. */
   etag: string;
+}
+
+export interface CacheAnswer extends Served {
   status: CacheStatus;
   /** Whole seconds since the value was computed (HTTP `Age`). */
   ageSeconds: number;
@@ -75,10 +90,10 @@ export interface ResultCacheOptions {
 
 type Load = () => Promise<Payload>;
 
-interface Entry {
-  payload: Payload;
-  etag: string;
+interface Entry extends Served {
+  /** The loaded payload's, its key's and its kept renditions' bytes. */
   bytes: number;
+  renditions: Map<string, Served>;
   policy: CachePolicy;
   load: Load;
   computedAt: number;
@@ -120,21 +135,27 @@ export class ResultCache {
     this.#now = options.now ?? Date.now;
   }
 
-  async get(key: string, policy: CachePolicy, load: Load): Promise<CacheAnswer> {
+  /** The value of `key`, loaded by `load` when absent; as `rendition` when given, else as loaded. */
+  async get(
+    key: string,
+    policy: CachePolicy,
+    load: Load,
+    rendition?: Rendition,
+  ): Promise<CacheAnswer> {
     const now = this.#now();
     const cached = this.#entries.get(key);
     if (cached && now < cached.expiresAt) {
       cached.lastRequestedAt = now;
       const status = now - cached.computedAt >= warmingMs(cached.policy) ? "STALE" : "HIT";
       this.#counts[status === "HIT" ? "hits" : "stale"]++;
-      return answer(cached, status, now);
+      return this.#answer(key, cached, rendition, status, now);
     }
     if (cached) this.#entries.delete(key);
     this.#counts.misses++;
     const entry = await this.#flight(key, policy, load);
     const answeredAt = this.#now();
     entry.lastRequestedAt = Math.max(entry.lastRequestedAt, answeredAt);
-    return answer(entry, "MISS", answeredAt);
+    return this.#answer(key, entry, rendition, "MISS", answeredAt);
   }
 
   stats(): CacheStats {
@@ -146,6 +167,36 @@ export class ResultCache {
     this.#closed = true;
     this.#refreshes.clear();
     this.#entries.clear();
+  }
+
+  #answer(
+    key: string,
+    entry: Entry,
+    rendition: Rendition | undefined,
+    status: CacheStatus,
+    now: number,
+  ): CacheAnswer {
+    const { payload, etag } = rendition ? this.#rendered(key, entry, rendition) : entry;
+    const ageSeconds = Math.max(0, Math.floor((now - entry.computedAt) / SECOND));
+    return { payload, etag, status, ageSeconds };
+  }
+
+  /** The entry's value as `rendition`, made on first use and kept while the entry fits the byte bound. */
+  #rendered(key: string, entry: Entry, rendition: Rendition): Served {
+    let served = entry.renditions.get(rendition.name);
+    if (served) return served;
+    const payload = rendition.render(entry.payload);
+    served = { payload, etag: strongEtag(payload.body, payload.headers) };
+    const bytes = entry.bytes + byteSize(rendition.name, payload);
+    if (this.#entries.peek(key) === entry && bytes <= this.#entries.maxSize) {
+      entry.renditions.set(rendition.name, served);
+      entry.bytes = bytes;
+      // lru-cache sizes a value only when a different one is set: take it out (which clears its
+      // timer) and store it again, evicting others as the bound requires.
+      this.#entries.delete(key);
+      this.#store(key, entry);
+    }
+    return served;
   }
 
   /**
@@ -181,6 +232,7 @@ export class ResultCache {
       payload,
       etag: strongEtag(payload.body, payload.headers),
       bytes: byteSize(key, payload),
+      renditions: new Map(),
       policy,
       load,
       computedAt,
@@ -250,18 +302,10 @@ function warmingMs(policy: CachePolicy): number {
   return warms ? policy.warmingSeconds * SECOND : Number.POSITIVE_INFINITY;
 }
 
-function byteSize(key: string, payload: Payload): number {
-  let bytes = Buffer.byteLength(payload.body) + Buffer.byteLength(key);
+/** A payload's bytes and those of the name it is kept under. */
+function byteSize(name: string, payload: Payload): number {
+  let bytes = Buffer.byteLength(payload.body) + Buffer.byteLength(name);
   for (const [name, value] of Object.entries(payload.headers))
     bytes += name.length + Buffer.byteLength(value);
   return bytes;
-}
-
-function answer(entry: Entry, status: CacheStatus, now: number): CacheAnswer {
-  return {
-    payload: entry.payload,
-    etag: entry.etag,
-    status,
-    ageSeconds: Math.max(0, Math.floor((now - entry.computedAt) / SECOND)),
-  };
 }

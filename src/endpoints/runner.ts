@@ -1,6 +1,6 @@
 // Runs an endpoint: through the result cache when its policy says so, else straight on the engine.
 import { cacheEntryId, cacheKey } from "../cache/cache-key.ts";
-import type { CacheAnswer, Payload, ResultCache } from "../cache/result-cache.ts";
+import type { CacheAnswer, Payload, Rendition, ResultCache } from "../cache/result-cache.ts";
 import type { QueryEngine, QueryResult } from "../engines/engine.ts";
 import type { EndpointDefinition } from "./catalog.ts";
 import type { SqlParams } from "./params.ts";
@@ -18,11 +18,15 @@ export interface Answer {
   execution?: Execution;
 }
 
-/** Runs an endpoint for `credential` (a name: the admission gate's fair share and the log). */
+/**
+ * Runs an endpoint for `credential` (a name: the admission gate's fair share and the log), answering
+ * in `rendition` when given, else as `serialize` makes it.
+ */
 export type RunEndpoint = (
   endpoint: EndpointDefinition,
   params: SqlParams,
   credential?: string,
+  rendition?: Rendition,
 ) => Promise<Answer>;
 
 /** Who background warming runs as, in the admission gate's shares. */
@@ -34,7 +38,7 @@ export function createRunner(deps: {
   /** SQL per endpoint name, in the engine's dialect. */
   queries: ReadonlyMap<string, string>;
   cache?: ResultCache;
-  /** The body and headers a result is sent (and cached) as. */
+  /** The body and headers a result is cached as, and sent as unless a rendition is asked for. */
   serialize: (result: QueryResult) => Payload;
   /** Where background refreshes report their engine work; a request's is in its own log line. */
   log?: { info(fields: object, message: string): void };
@@ -59,15 +63,15 @@ export function createRunner(deps: {
     return [serialize(result), { rows: result.rows.length, jobId, bytesProcessed }];
   }
 
-  return async (endpoint, params, credential) => {
+  return async (endpoint, params, credential, rendition) => {
     if (!endpoint.cache || !cache) {
       const [payload, execution] = await query(endpoint, params, credential);
-      return { payload, execution };
+      return { payload: rendition ? rendition.render(payload) : payload, execution };
     }
     let execution: Execution | undefined;
     let answered = false;
     const key = cacheKey(endpoint.id, params);
-    const { payload, ...answer } = await cache.get(key, endpoint.cache, async () => {
+    const load = async () => {
       const [loaded, executed] = await query(endpoint, params, answered ? WARMING : credential);
       // Once this request is answered, a later call of this loader is the cache's warming.
       if (answered) {
@@ -77,7 +81,8 @@ export function createRunner(deps: {
         );
       } else execution = executed;
       return loaded;
-    });
+    };
+    const { payload, ...answer } = await cache.get(key, endpoint.cache, load, rendition);
     answered = true;
     return { payload, cache: { ...answer, ttlSeconds: endpoint.cache.ttlSeconds }, execution };
   };

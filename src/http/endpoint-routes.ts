@@ -1,12 +1,14 @@
 // The query routes of SPEC §4 and DESIGN.md, and the catalog listing.
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Credential } from "../credentials/credential.ts";
 import { authorize, grantedParams, type RawQuery } from "../credentials/scope-rule.ts";
 import { catalog, type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
 import { paramsOf, parseParams } from "../endpoints/params.ts";
 import type { RunEndpoint } from "../endpoints/runner.ts";
-import { HttpError } from "./errors.ts";
+import { HttpError, sendError } from "./errors.ts";
+import type { Format } from "./formats/format.ts";
+import { acceptedFormat, MEDIA_TYPES, splitFormatSuffix } from "./formats/negotiate.ts";
 import { sendAnswer } from "./reply.ts";
 
 export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEndpoint }) {
@@ -41,21 +43,22 @@ export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEn
       },
     });
     app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
-      const endpoint = findEndpoint(request.params.nameOrId);
-      if (!endpoint) {
-        throw new HttpError(
-          404,
-          "endpoint_not_found",
-          `No endpoint is named or has the id "${request.params.nameOrId}"; GET /api/endpoints lists them.`,
-        );
-      }
+      const { endpoint, format: named } = target(request.params.nameOrId);
       request.queryLog.endpoint = endpoint.name;
       const query = authorize(request.credential, endpoint, request.query as RawQuery);
-      const answer = await run(
-        endpoint,
-        parseParams(endpoint.params, query),
-        request.credential.name,
-      );
+      const params = parseParams(endpoint.params, query);
+      // The request is otherwise valid; only now can its Accept be what fails it.
+      const format = named ?? negotiated(request, reply);
+      if (!format) {
+        return sendError(
+          reply,
+          406,
+          "not_acceptable",
+          `Accept names none of the formats served: ${MEDIA_TYPES.join(", ")}.`,
+          { available: MEDIA_TYPES },
+        );
+      }
+      const answer = await run(endpoint, params, request.credential.name, format.rendition);
       request.queryLog.cache = answer.cache?.status;
       Object.assign(request.queryLog, answer.execution);
       return sendAnswer(request, reply, answer);
@@ -64,6 +67,30 @@ export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEn
 }
 
 const NO_PARAMS = paramsOf({});
+
+/** The format the request's Accept prefers, if any; the answer then varies with Accept. */
+function negotiated(request: FastifyRequest, reply: FastifyReply): Format | undefined {
+  const vary = reply.getHeader("vary");
+  reply.header("vary", vary ? `${vary}, Accept` : "Accept");
+  return acceptedFormat(request.headers.accept);
+}
+
+/** The endpoint a path names and the format its suffix asks for, if any: `usage.api-counts.csv`. */
+function target(nameOrId: string): { endpoint: EndpointDefinition; format?: Format } {
+  const endpoint = findEndpoint(nameOrId);
+  if (endpoint) return { endpoint };
+  const suffixed = splitFormatSuffix(nameOrId);
+  if (suffixed) {
+    const named = findEndpoint(suffixed.name);
+    // A suffix goes on a name only, not on a UUID.
+    if (named?.name === suffixed.name) return { endpoint: named, format: suffixed.format };
+  }
+  throw new HttpError(
+    404,
+    "endpoint_not_found",
+    `No endpoint is named or has the id "${nameOrId}"; GET /api/endpoints lists them.`,
+  );
+}
 
 function describeEndpoint(endpoint: EndpointDefinition) {
   const schema = z.toJSONSchema(endpoint.params, { io: "input", unrepresentable: "any" }) as {

@@ -56,7 +56,7 @@ export const metrics = fp(async (app: FastifyInstance, { registry }: { registry:
   app.addHook("onResponse", async (request, reply) => {
     const { nameOrId } = request.params as { nameOrId?: string };
     if (nameOrId === undefined) return;
-    const endpoint = findEndpoint(nameOrId)?.name ?? "unknown";
+    const endpoint = request.queryLog.endpoint ?? findEndpoint(nameOrId)?.name ?? "unknown";
     requests.inc({ endpoint, status: reply.statusCode });
     duration.observe({ endpoint }, reply.elapsedTime / 1000);
   });

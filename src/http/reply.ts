@@ -1,23 +1,16 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Payload } from "../cache/result-cache.ts";
 import type { Answer } from "../endpoints/runner.ts";
-import type { QueryResult } from "../engines/engine.ts";
 
-/** The wire form of a result: `{"result":[...]}`, and a header when rows were cut at the cap. */
-export function serializeResult(result: QueryResult): Payload {
-  return {
-    body: JSON.stringify({ result: result.rows }),
-    headers: result.truncated ? { "x-result-truncated": "true" } : {},
-  };
-}
-
-/** Sends an endpoint's answer with its cache headers; a matching If-None-Match gets a bodyless 304. */
+/**
+ * Sends an endpoint's answer (in whichever format: its headers carry its Content-Type) with its cache
+ * headers; a matching If-None-Match gets a bodyless 304.
+ */
 export function sendAnswer(
   request: FastifyRequest,
   reply: FastifyReply,
   answer: Answer,
 ): FastifyReply {
-  reply.type("application/json; charset=utf-8").headers(answer.payload.headers);
+  reply.headers(answer.payload.headers);
   const { cache } = answer;
   if (!cache) return reply.header("cache-control", "no-store").send(answer.payload.body);
   // max-age is the whole TTL and Age the value's age: a client's seconds left are max-age − Age

@@ -1,0 +1,6 @@
+import { rowsFormat } from "./format.ts";
+
+/** NDJSON: each row as the JSON object it is in `result`, one a line, each line ending in `\n`. */
+export const ndjson = rowsFormat("ndjson", "application/x-ndjson; charset=utf-8", (rows) =>
+  rows.map((row) => `${JSON.stringify(row)}\n`).join(""),
+);
