@@ -18,12 +18,13 @@ import { connectionCap } from "./http/connection-cap.ts";
 import { openCors } from "./http/cors.ts";
 import { endpointRoutes } from "./http/endpoint-routes.ts";
 import { clientError, errorEnvelope, frameworkError } from "./http/errors.ts";
+import { serializeResult } from "./http/formats/json.ts";
 import { healthRoutes } from "./http/health-routes.ts";
 import { loadShedding, type PressureLimits } from "./http/load-shedding.ts";
 import { metrics, serviceRegistry } from "./http/metrics.ts";
+import { apiReference, openApiRoute } from "./http/openapi/routes.ts";
 import { parseQueryString, refuseBadlyEncodedQuery } from "./http/query-string.ts";
 import { perKeyRateLimit } from "./http/rate-limit.ts";
-import { serializeResult } from "./http/reply.ts";
 import { requestLog } from "./http/request-log.ts";
 import { requestShape } from "./http/request-shape.ts";
 import { shutdown } from "./http/shutdown.ts";
@@ -130,6 +131,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(openCors);
   await app.register(refuseBadlyEncodedQuery);
   await app.register(healthRoutes, { engine: deps.engine });
+  await app.register(apiReference);
   await app.register(async (api) => {
     await api.register(requireCredential, {
       authenticate,
@@ -138,6 +140,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await api.register(perKeyRateLimit, { perMinute: deps.rateLimitPerMinute ?? 600 });
     await api.register(metrics, { registry });
     await api.register(endpointRoutes, { run });
+    await api.register(openApiRoute);
   });
   return app;
 }

@@ -3,6 +3,17 @@
 import { z } from "zod";
 import type { CachePolicy } from "../cache/result-cache.ts";
 import {
+  arrayOf,
+  DATETIME,
+  FLOAT64,
+  INT64,
+  nullable,
+  type RowSchema,
+  STRING,
+  struct,
+  TIMESTAMP,
+} from "./columns.ts";
+import {
   oneOf,
   optionalText,
   optionalTimestamp,
@@ -19,6 +30,8 @@ export interface EndpointDefinition {
   params: ParamsSchema;
   /** A valid query string as a record: shown in the catalog listing, and the base of generated tests. */
   example: Readonly<Record<string, string>>;
+  /** One result row: the SQL's output columns, in order (see columns.ts). */
+  columns: RowSchema;
   maxRows: number;
   /** Absent: every request runs the query. */
   cache?: CachePolicy;
@@ -43,6 +56,17 @@ export const catalog: readonly EndpointDefinition[] = [
       ).transform((value) => (STATS_INTERVALS.some((known) => known === value) ? value : "1day")),
     }),
     example: { project: "default", interval: "1hr" },
+    // An invocation without execution_time_ms leaves a bucket of only those without times.
+    columns: struct({
+      timestamp: TIMESTAMP,
+      min_execution_time: nullable(FLOAT64),
+      max_execution_time: nullable(FLOAT64),
+      avg_execution_time: nullable(FLOAT64),
+      p95_execution_time: nullable(FLOAT64),
+      p99_execution_time: nullable(FLOAT64),
+      count: INT64,
+      error_count: INT64,
+    }),
     maxRows: 1000,
     cache: DASHBOARD_CACHE,
   },
@@ -61,6 +85,24 @@ export const catalog: readonly EndpointDefinition[] = [
       iso_timestamp_end: optionalTimestamp("only records at or before this ISO 8601 instant"),
     }),
     example: { project: "default", project_tier: "FREE" },
+    columns: struct({
+      id: nullable(STRING),
+      timestamp: TIMESTAMP,
+      event_message: nullable(STRING),
+      metadata: arrayOf(
+        struct({
+          request: arrayOf(
+            struct({
+              method: nullable(STRING),
+              path: nullable(STRING),
+              url: nullable(STRING),
+              host: nullable(STRING),
+            }),
+          ),
+          response: arrayOf(struct({ status_code: nullable(INT64) })),
+        }),
+      ),
+    }),
     maxRows: 1000,
   },
   {
@@ -73,6 +115,13 @@ export const catalog: readonly EndpointDefinition[] = [
       interval: oneOf(["minutely", "hourly", "daily"], "window and bucket size"),
     }),
     example: { project: "default", interval: "hourly" },
+    columns: struct({
+      timestamp: DATETIME,
+      total_rest_requests: INT64,
+      total_storage_requests: INT64,
+      total_auth_requests: INT64,
+      total_realtime_requests: INT64,
+    }),
     maxRows: 1000,
     cache: DASHBOARD_CACHE,
   },

@@ -12,6 +12,13 @@ declare module "fastify" {
   interface FastifyRequest {
     credential: Credential;
   }
+  interface FastifyContextConfig {
+    /**
+     * The route also answers requests that present no credential; its `request.credential` is
+     * then null. A credential that is presented must still be valid.
+     */
+    credentialOptional?: boolean;
+  }
 }
 
 const WINDOW_MS = 60_000;
@@ -23,7 +30,7 @@ function presentedSecret(request: FastifyRequest): string | undefined {
   return bearer?.[1];
 }
 
-/** Rejects every request of the enclosing scope without a valid credential (401). */
+/** Rejects every request of the enclosing scope without a valid credential (401), unless its route makes one optional. */
 export const requireCredential = fp(
   async (
     app: FastifyInstance,
@@ -45,6 +52,7 @@ export const requireCredential = fp(
       }
       const secret = presentedSecret(request);
       if (secret === undefined) {
+        if (request.routeOptions.config.credentialOptional) return;
         throw new HttpError(
           401,
           "unauthorized",

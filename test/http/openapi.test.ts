@@ -1,0 +1,400 @@
+// GET /openapi.json and GET /docs on the real service (embedded DuckDB, demo data): the document is
+// valid OpenAPI 3.1, describes every endpoint, parameter, row, error and header as the service
+// answers them, and lists for a scoped credential only what it may call; the docs page loads
+// everything from the service itself and needs neither a credential nor rate budget.
+import { readFileSync } from "node:fs";
+import { compileErrors, dereference, validate } from "@readme/openapi-parser";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../../src/app.ts";
+import { sha256Hex } from "../../src/credentials/authenticate.ts";
+import { KeysFile } from "../../src/credentials/keys-file.ts";
+import { catalog, declaredParams, type EndpointDefinition } from "../../src/endpoints/catalog.ts";
+import { InvalidParamsError, parseParams } from "../../src/endpoints/params.ts";
+import { loadData } from "../../src/engines/duckdb/data.ts";
+import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import type { OpenApiDocument } from "../../src/http/openapi/document.ts";
+import { jsonSchemaValidator, schemaErrors } from "../support/json-schema.ts";
+import { temporaryFile } from "../support/temporary-file.ts";
+
+const FULL_KEY = "openapi-full-key-0123456789";
+const STATS_KEY = "openapi-stats-key-0123456789";
+const STATS = "functions.invocation-stats";
+
+const KEYS_PATH = temporaryFile("keys.json", {
+  keys: [
+    {
+      name: "stats-only",
+      sha256: sha256Hex(STATS_KEY),
+      scopes: [{ endpoint: STATS, fixed_params: { project: "default" } }],
+    },
+  ],
+});
+
+let engine: DuckDbEngine;
+let app: Awaited<ReturnType<typeof buildApp>>;
+
+beforeAll(async () => {
+  engine = await createDuckDbEngine();
+  await loadData(engine, { demoData: true });
+  app = await buildApp({
+    engine,
+    apiKeys: [FULL_KEY],
+    keysFile: new KeysFile(KEYS_PATH),
+    cache: { maxEntries: 100, maxBytes: 1e7 },
+  });
+}, 60_000);
+afterAll(async () => {
+  await app.close();
+  await engine.close();
+});
+
+const get = (url: string, headers: Record<string, string> = {}) => app.inject({ url, headers });
+
+async function documentFor(headers: Record<string, string> = {}): Promise<OpenApiDocument> {
+  const response = await get("/openapi.json", headers);
+  expect(response.statusCode).toBe(200);
+  return response.json();
+}
+
+// The document with every $ref replaced by what it names, as a client reads it.
+interface Schema {
+  [keyword: string]: unknown;
+}
+interface Parameter {
+  name: string;
+  in: string;
+  required: boolean;
+  description?: string;
+  example?: string;
+  schema: Schema & { enum?: string[]; format?: string; const?: string };
+}
+interface Response {
+  description: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, { schema: Schema }>;
+}
+interface Operation {
+  operationId: string;
+  tags: string[];
+  parameters: Parameter[];
+  responses: Record<string, Response>;
+}
+interface Resolved {
+  paths: Record<string, { get: Operation }>;
+}
+
+async function resolved(document: OpenApiDocument): Promise<Resolved> {
+  return (await dereference(structuredClone(document) as never)) as unknown as Resolved;
+}
+
+async function expectValid(document: OpenApiDocument) {
+  const result = await validate(structuredClone(document) as never);
+  expect(result.valid, compileErrors(result)).toBe(true);
+}
+
+const pathsOf = (endpoint: EndpointDefinition) => [
+  `/api/endpoints/${endpoint.name}`,
+  `/api/endpoints/query/${endpoint.id}`,
+  `/api/endpoints/query/${endpoint.name}`,
+];
+
+const exampleUrl = (endpoint: EndpointDefinition) =>
+  `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`;
+
+/** Whether validation refuses `query`, naming `param`. */
+function refuses(endpoint: EndpointDefinition, query: Record<string, string>, param: string) {
+  try {
+    parseParams(endpoint.params, query);
+    return false;
+  } catch (error) {
+    if (!(error instanceof InvalidParamsError)) throw error;
+    return error.details.some((detail) => detail.param === param);
+  }
+}
+
+const ajv = jsonSchemaValidator();
+
+describe("GET /openapi.json", () => {
+  it("is valid OpenAPI 3.1, the same without a credential, with a full-access one and at /docs/json", async () => {
+    const everything = await documentFor();
+    expect(everything.openapi).toBe("3.1.0");
+    await expectValid(everything);
+    expect(await documentFor({ "x-api-key": FULL_KEY })).toEqual(everything);
+    expect((await get("/docs/json")).json()).toEqual(everything);
+  });
+
+  it("describes every endpoint at its three paths, each parameter as validation takes it", async () => {
+    const { paths } = await resolved(await documentFor());
+    expect(Object.keys(paths).sort()).toEqual(catalog.flatMap(pathsOf).sort());
+    for (const endpoint of catalog) {
+      for (const path of pathsOf(endpoint)) {
+        const operation = paths[path]?.get as Operation;
+        expect(operation.tags).toEqual([endpoint.name]);
+        // Swagger UI's "try it" cannot find an operation whose id has a dot in it.
+        expect(operation.operationId).toMatch(/^\w+$/);
+        const query = operation.parameters.filter((p) => p.in === "query");
+        expect(query.map((p) => p.name)).toEqual([...declaredParams(endpoint)]);
+        for (const parameter of query) {
+          const { name, schema } = parameter;
+          const { [name]: _omitted, ...without } = endpoint.example;
+          expect(parameter.required, `${endpoint.name} ${name}`).toBe(
+            refuses(endpoint, without, name),
+          );
+          expect(schema.type).toBe("string");
+          expect(parameter.description).toMatch(/\w/);
+          expect(parameter.example).toBe(endpoint.example[name]);
+          for (const value of schema.enum ?? []) {
+            expect(refuses(endpoint, { ...endpoint.example, [name]: value }, name)).toBe(false);
+          }
+          if (schema.enum) {
+            expect(refuses(endpoint, { ...endpoint.example, [name]: "not-listed" }, name)).toBe(
+              true,
+            );
+          }
+        }
+      }
+    }
+    const param = (path: string, name: string) =>
+      paths[path]?.get.parameters.find((p) => p.name === name)?.schema;
+    expect(param("/api/endpoints/usage.api-counts", "interval")?.enum).toEqual([
+      "minutely",
+      "hourly",
+      "daily",
+    ]);
+    expect(param("/api/endpoints/usage.api-counts", "project")?.format).toBe("regex");
+    expect(param("/api/endpoints/logs.all", "iso_timestamp_start")?.format).toBe("date-time");
+    expect(param("/api/endpoints/logs.all", "iso_timestamp_end")?.format).toBe("date-time");
+  });
+
+  it("declares each endpoint's rows once, and real answers on demo data conform", async () => {
+    const document = await documentFor();
+    const { paths } = await resolved(document);
+    for (const endpoint of catalog) {
+      const [byName, ...others] = pathsOf(endpoint).map((path) => paths[path]?.get as Operation);
+      for (const other of others) expect(other.responses["200"]).toEqual(byName?.responses["200"]);
+      expect(document.components.schemas[`${endpoint.name}.row`]).toEqual(endpoint.columns);
+      const ok = byName?.responses["200"] as Response;
+
+      const response = await get(exampleUrl(endpoint), { "x-api-key": FULL_KEY });
+      expect(response.statusCode).toBe(200);
+      const body = response.json();
+      expect(body.result.length).toBeGreaterThan(0);
+      const json = ok.content?.["application/json"]?.schema as Schema;
+      expect(schemaErrors(ajv, json, body), endpoint.name).toEqual([]);
+      // Every header the 200 declares is sent, but the one marking a result cut at the cap.
+      for (const header of Object.keys(ok.headers ?? {})) {
+        if (header !== "X-Result-Truncated")
+          expect(response.headers).toHaveProperty(header.toLowerCase());
+      }
+
+      const ndjson = await get(exampleUrl(endpoint), {
+        "x-api-key": FULL_KEY,
+        accept: "application/x-ndjson",
+      });
+      expect(ndjson.headers["content-type"]).toMatch(/^application\/x-ndjson/);
+      const row = ok.content?.["application/x-ndjson"]?.schema as Schema;
+      const lines = ndjson.body.trimEnd().split("\n");
+      expect(lines).toHaveLength(body.result.length);
+      for (const line of lines) expect(schemaErrors(ajv, row, JSON.parse(line))).toEqual([]);
+      expect(Object.keys(ok.content ?? {})).toEqual([
+        "application/json",
+        "application/x-ndjson",
+        "text/csv",
+      ]);
+    }
+  });
+
+  it("answers each error in the envelope its status declares", async () => {
+    const { paths } = await resolved(await documentFor());
+    const cases: [status: number, code: string, url: string, headers: Record<string, string>][] = [
+      [400, "invalid_params", "/api/endpoints/logs.all?projct=default", { "x-api-key": FULL_KEY }],
+      [400, "bad_request", "/api/endpoints/logs.all?project=%ZZ", { "x-api-key": FULL_KEY }],
+      [401, "unauthorized", "/api/endpoints/logs.all?project=default&project_tier=PRO", {}],
+      [
+        403,
+        "forbidden",
+        "/api/endpoints/logs.all?project=default&project_tier=PRO",
+        { "x-api-key": STATS_KEY },
+      ],
+      [
+        406,
+        "not_acceptable",
+        "/api/endpoints/logs.all?project=default&project_tier=PRO",
+        { "x-api-key": FULL_KEY, accept: "image/png" },
+      ],
+    ];
+    for (const [status, code, url, headers] of cases) {
+      const response = await get(url, headers);
+      expect(response.statusCode).toBe(status);
+      expect(response.json().error.code).toBe(code);
+      const declared = paths["/api/endpoints/logs.all"]?.get.responses[String(status)];
+      const schema = declared?.content?.["application/json"]?.schema as Schema;
+      expect(schemaErrors(ajv, schema, response.json()), code).toEqual([]);
+      expect(response.headers).toHaveProperty("x-request-id");
+    }
+  });
+
+  it("has the envelope of every code in README's error table, at its status", async () => {
+    const { components } = await documentFor();
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const table = [...readme.matchAll(/^\| (\d{3}) \| `(\w+)` \|/gm)].map(([, status, code]) => ({
+      status: status as string,
+      code: code as string,
+    }));
+    expect(table.length).toBeGreaterThan(15);
+    // /ready is a probe's, not part of the API the document describes.
+    for (const { status, code } of table.filter(({ code }) => code !== "not_ready")) {
+      expect(components.schemas).toHaveProperty([`error.${code}`]);
+      expect(components.responses[status]?.description).toContain(`\`${code}\``);
+    }
+  });
+
+  it("names both ways to send a credential, and every response header", async () => {
+    const { security, components } = await documentFor();
+    expect(security).toEqual([{ apiKey: [] }, { bearer: [] }]);
+    expect(components.securitySchemes).toMatchObject({
+      apiKey: { type: "apiKey", in: "header", name: "X-API-KEY" },
+      bearer: { type: "http", scheme: "bearer" },
+    });
+    expect(Object.keys(components.headers)).toEqual(
+      expect.arrayContaining([
+        "X-Cache",
+        "Age",
+        "ETag",
+        "X-Result-Truncated",
+        "X-Request-Id",
+        "RateLimit-Limit",
+        "RateLimit-Remaining",
+        "RateLimit-Reset",
+        "Retry-After",
+      ]),
+    );
+  });
+
+  it("for a scoped credential lists only what it may call, with the values its scope fixes", async () => {
+    const document = await documentFor({ "x-api-key": STATS_KEY });
+    await expectValid(document);
+    const stats = catalog.find((endpoint) => endpoint.name === STATS) as EndpointDefinition;
+    expect(Object.keys(document.paths).sort()).toEqual(pathsOf(stats).sort());
+    expect(document.tags.map((tag) => tag.name)).toEqual([STATS]);
+    expect(
+      Object.keys(document.components.schemas).filter((name) => name.endsWith(".row")),
+    ).toEqual([`${STATS}.row`]);
+    const { paths } = await resolved(document);
+    for (const path of pathsOf(stats)) {
+      const parameters = paths[path]?.get.parameters ?? [];
+      expect(parameters.find((p) => p.name === "project")).toMatchObject({
+        required: false,
+        schema: { const: "default" },
+      });
+      expect(parameters.find((p) => p.name === "interval")?.required).toBe(true);
+    }
+    const again = await get("/openapi.json", { "x-api-key": STATS_KEY });
+    expect(again.json()).toEqual(document);
+  });
+
+  it("refuses a credential that is sent but invalid", async () => {
+    const response = await get("/openapi.json", { "x-api-key": "not-a-key-0123456789" });
+    expect(response.statusCode).toBe(401);
+    expect(response.json().error.code).toBe("unauthorized");
+  });
+});
+
+// Hosts named in what the docs page loads that nothing fetches when it opens, and why each is there.
+// The page's Content-Security-Policy (default-src 'self') has the browser refuse any other host too.
+const NAMED_NOT_FETCHED: Record<string, string> = {
+  "": "the bare schemes a linkifier looks for",
+  "www.w3.org": "SVG, XHTML, XLink and MathML namespaces",
+  "json-schema.org": "JSON Schema dialect identifiers",
+  "spec.openapis.org": "OpenAPI dialect identifiers",
+  "datatracker.ietf.org": "RFC references in the grammars of URIs and headers",
+  "www.rfc-editor.org": "RFC references in the grammars of URIs and headers",
+  "example.com": "sample values generated for format: uri",
+  "실례.com": "sample values generated for format: iri",
+  "validator.swagger.io": "the validator badge's default, turned off (validatorUrl: null)",
+  "swagger.io": "a placeholder base for resolving relative references outside a browser",
+  "vladimirgorej.com": "a placeholder base for checking that a server URL parses",
+  // The template literal `https://base${String(Math.random())...}` matched up to its parenthesis.
+  "base${String": "a random placeholder base for sanitizing a URL",
+  "spdx.org": "a link made from a license identifier, which this document has none of",
+  "github.com": "license and deprecation notes",
+  "stackoverflow.com": "a comment in the initializer",
+  "reactjs.org": "links in minified error messages",
+  "fb.me": "a link in a prop-types error message",
+  "redux.js.org": "links in minified error messages",
+  "twitter.com": "link targets the Markdown linkifier makes for mentions and hashtags",
+  "www.facebook.com": "link targets the Markdown linkifier makes for mentions and hashtags",
+  "instagram.com": "link targets the Markdown linkifier makes for mentions and hashtags",
+  "www.tiktok.com": "link targets the Markdown linkifier makes for mentions and hashtags",
+  "soundcloud.com": "link targets the Markdown linkifier makes for mentions and hashtags",
+};
+
+describe("GET /docs", () => {
+  /** The page and what it loads when it opens: its scripts and stylesheets, and the document. */
+  async function pageAndAssets() {
+    const page = await get("/docs");
+    const base = new URL("http://localhost/docs");
+    const urls = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map(
+      ([, url]) => new URL(url as string, base).pathname,
+    );
+    const assets = await Promise.all(urls.map(async (url) => ({ url, response: await get(url) })));
+    return { page, assets };
+  }
+
+  it("serves the page and everything it loads, with no credential", async () => {
+    const { page, assets } = await pageAndAssets();
+    expect(page.statusCode).toBe(200);
+    expect(page.headers["content-type"]).toMatch(/^text\/html/);
+    expect(assets.map(({ url }) => url)).toEqual(
+      expect.arrayContaining([
+        "/docs/static/swagger-ui.css",
+        "/docs/static/swagger-ui-bundle.js",
+        "/docs/static/swagger-ui-standalone-preset.js",
+        "/docs/static/swagger-initializer.js",
+      ]),
+    );
+    for (const { url, response } of assets) expect(response.statusCode, url).toBe(200);
+    const initializer = assets.find(({ url }) => url.endsWith("/swagger-initializer.js"));
+    // Resolved against the page's URL with a slash added: /docs/json.
+    expect(initializer?.response.body).toContain("url: resolveUrl('./json')");
+    expect((await get("/docs/json")).json()).toEqual(await documentFor());
+  });
+
+  it("loads nothing from another host", async () => {
+    const { page, assets } = await pageAndAssets();
+    for (const response of [page, ...assets.map((asset) => asset.response)]) {
+      expect(response.headers["content-security-policy"]).toMatch(/^default-src 'self';/);
+    }
+    const texts = [page, ...assets.map((asset) => asset.response)]
+      .filter((response) =>
+        /^(text\/|application\/javascript)/.test(response.headers["content-type"] as string),
+      )
+      .map((response) => response.body);
+    expect(texts).toHaveLength(6);
+    const hosts = new Set(
+      texts.flatMap((text) =>
+        [...text.matchAll(/https?:\/\/([^/\s"'`()<>\\]*)/g)].map(([, host]) => host as string),
+      ),
+    );
+    expect([...hosts].sort()).toEqual(Object.keys(NAMED_NOT_FETCHED).sort());
+    const initializer = assets.find(({ url }) => url.endsWith("/swagger-initializer.js"));
+    expect(initializer?.response.body).toContain("validatorUrl: null,");
+  });
+
+  it("like /openapi.json, counts against no rate limit", async () => {
+    const limited = await buildApp({ engine, apiKeys: [FULL_KEY], rateLimitPerMinute: 1 });
+    try {
+      const key = { "x-api-key": FULL_KEY };
+      for (let i = 0; i < 3; i++) {
+        expect((await limited.inject({ url: "/docs" })).statusCode).toBe(200);
+        expect((await limited.inject({ url: "/docs/static/swagger-ui.css" })).statusCode).toBe(200);
+        expect((await limited.inject({ url: "/openapi.json", headers: key })).statusCode).toBe(200);
+      }
+      // The limit holds elsewhere.
+      expect((await limited.inject({ url: "/api/endpoints", headers: key })).statusCode).toBe(200);
+      expect((await limited.inject({ url: "/api/endpoints", headers: key })).statusCode).toBe(429);
+    } finally {
+      await limited.close();
+    }
+  });
+});
