@@ -84,6 +84,7 @@ const environment = z.object({
   DEMO_DATA: flag.optional(),
   CACHE_MAX_ENTRIES: positiveInt(10_000),
   CACHE_MAX_BYTES: positiveInt(64 * 1024 * 1024),
+  CACHE_MAX_WARM_KEYS: positiveInt(1000),
   RATE_LIMIT_PER_MINUTE: positiveInt(600),
   LOG_FORMAT: z.enum(["json", "pretty"], { error: "expects json or pretty" }).default("json"),
   LOG_LEVEL: z
@@ -133,7 +134,7 @@ export interface Config {
   /** A second listener for /health, /ready and /metrics; absent: none. */
   managementPort?: number;
   engine: BigQuerySettings | DuckDbSettings;
-  cache: { maxEntries: number; maxBytes: number };
+  cache: { maxEntries: number; maxBytes: number; maxWarmKeys: number };
   rateLimitPerMinute: number;
   logLevel: (typeof LOG_LEVELS)[number];
   /** JSON lines (production), or pino-pretty's readable lines (`npm run dev`). */
@@ -190,7 +191,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       maxConnections: e.HTTP_MAX_CONNECTIONS,
     },
     managementPort: e.MANAGEMENT_PORT,
-    cache: { maxEntries: e.CACHE_MAX_ENTRIES, maxBytes: e.CACHE_MAX_BYTES },
+    cache: {
+      maxEntries: e.CACHE_MAX_ENTRIES,
+      maxBytes: e.CACHE_MAX_BYTES,
+      maxWarmKeys: e.CACHE_MAX_WARM_KEYS,
+    },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,

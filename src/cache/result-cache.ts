@@ -8,6 +8,10 @@
 //   re-queried in the background every `warmingSeconds` (when 0 < warming < ttl), the new value replacing
 //   the old one in a single `set`. At a warming tick where the key is no longer in use, the entry is
 //   dropped: no more warming, the next request is a MISS.
+// - Warming is for keys in real use, so that one-off requests cannot buy background engine jobs: a key
+//   is warmed only when it was requested at least twice within the last `ttlSeconds`, and only when it
+//   is among the `maxWarmKeys` most recently requested such keys. A tick that does neither is counted
+//   as skipped; the value is still served until its TTL, and the next tick looks again.
 // - A refresh that fails is logged and counted; the previous value is still served until its own TTL
 //   ends, the refresh is retried one warming interval later, and at the TTL the entry is dropped. The
 //   next request is then a MISS that queries synchronously.
@@ -69,6 +73,8 @@ export interface CacheStats {
   /** Background refreshes started. */
   refreshes: number;
   refreshFailures: number;
+  /** Warming ticks that did not refresh: a key requested only once, or past `maxWarmKeys`. */
+  warmingsSkipped: number;
   entries: number;
   bytes: number;
 }
@@ -83,6 +89,8 @@ export interface ResultCacheOptions {
   maxBytes: number;
   /** Background refreshes running at once; default 4. */
   refreshConcurrency?: number;
+  /** Keys warmed at most, the most recently requested first (CACHE_MAX_WARM_KEYS); default 1000. */
+  maxWarmKeys?: number;
   logger?: CacheLogger;
   /** Clock in ms; default Date.now. Timers are plain setTimeout, so tests use fake timers. */
   now?: () => number;
@@ -101,6 +109,8 @@ interface Entry extends Served {
   /** Infinity when the policy does not warm. */
   nextRefreshAt: number;
   lastRequestedAt: number;
+  /** The request before the last one; -Infinity when there was none. */
+  previousRequestedAt: number;
   /** Set while a refresh is queued or running: the timer then waits for the expiry only. */
   refreshing: boolean;
   timer?: NodeJS.Timeout;
@@ -120,7 +130,15 @@ export class ResultCache {
   readonly #refreshes: ConcurrencyLimit;
   readonly #logger: CacheLogger | undefined;
   readonly #now: () => number;
-  readonly #counts = { hits: 0, misses: 0, stale: 0, refreshes: 0, refreshFailures: 0 };
+  readonly #counts = {
+    hits: 0,
+    misses: 0,
+    stale: 0,
+    refreshes: 0,
+    refreshFailures: 0,
+    warmingsSkipped: 0,
+  };
+  readonly #maxWarmKeys: number;
   #closed = false;
 
   constructor(options: ResultCacheOptions) {
@@ -133,6 +151,7 @@ export class ResultCache {
     this.#refreshes = new ConcurrencyLimit(options.refreshConcurrency ?? 4);
     this.#logger = options.logger;
     this.#now = options.now ?? Date.now;
+    this.#maxWarmKeys = options.maxWarmKeys ?? 1000;
   }
 
   /** The value of `key`, loaded by `load` when absent; as `rendition` when given, else as loaded. */
@@ -145,7 +164,7 @@ export class ResultCache {
     const now = this.#now();
     const cached = this.#entries.get(key);
     if (cached && now < cached.expiresAt) {
-      cached.lastRequestedAt = now;
+      requested(cached, now);
       const status = now - cached.computedAt >= warmingMs(cached.policy) ? "STALE" : "HIT";
       this.#counts[status === "HIT" ? "hits" : "stale"]++;
       return this.#answer(key, cached, rendition, status, now);
@@ -154,7 +173,7 @@ export class ResultCache {
     this.#counts.misses++;
     const entry = await this.#flight(key, policy, load);
     const answeredAt = this.#now();
-    entry.lastRequestedAt = Math.max(entry.lastRequestedAt, answeredAt);
+    if (answeredAt > entry.lastRequestedAt) requested(entry, answeredAt);
     return this.#answer(key, entry, rendition, "MISS", answeredAt);
   }
 
@@ -238,8 +257,9 @@ export class ResultCache {
       computedAt,
       expiresAt: computedAt + policy.ttlSeconds * SECOND,
       nextRefreshAt: computedAt + warmingMs(policy),
-      // A refresh carries the key's last use over; a request sets it when it is answered.
+      // A refresh carries the key's uses over; a request sets them when it is answered.
       lastRequestedAt: refreshOf?.lastRequestedAt ?? Number.NEGATIVE_INFINITY,
+      previousRequestedAt: refreshOf?.previousRequestedAt ?? Number.NEGATIVE_INFINITY,
       refreshing: false,
     };
     // A refresh must not bring back a key evicted or dropped meanwhile, unless a request now waits for it.
@@ -271,9 +291,28 @@ export class ResultCache {
       this.#entries.delete(key);
       return;
     }
+    if (!this.#worthWarming(entry, now)) {
+      this.#counts.warmingsSkipped++;
+      entry.nextRefreshAt = now + warmingMs(entry.policy);
+      this.#arm(key, entry);
+      return;
+    }
     entry.refreshing = true;
     this.#arm(key, entry);
     this.#refreshes.run(() => this.#refresh(key, entry));
+  }
+
+  /** Requested twice within its TTL, and among the `maxWarmKeys` most recently requested such keys. */
+  #worthWarming(entry: Entry, now: number): boolean {
+    const inUseTwice = (candidate: Entry) =>
+      now - candidate.previousRequestedAt < candidate.policy.ttlSeconds * SECOND;
+    if (!inUseTwice(entry)) return false;
+    let moreRecent = 0;
+    for (const other of this.#entries.values()) {
+      if (other.lastRequestedAt > entry.lastRequestedAt && inUseTwice(other)) moreRecent++;
+      if (moreRecent >= this.#maxWarmKeys) return false;
+    }
+    return true;
   }
 
   async #refresh(key: string, entry: Entry): Promise<void> {
@@ -294,6 +333,11 @@ export class ResultCache {
       this.#arm(key, entry);
     }
   }
+}
+
+function requested(entry: Entry, at: number): void {
+  entry.previousRequestedAt = entry.lastRequestedAt;
+  entry.lastRequestedAt = at;
 }
 
 /** Warming interval in ms; Infinity when the policy does not warm (0, or not shorter than the TTL). */

@@ -17,6 +17,8 @@ const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, strin
   stale: "answers from memory past the warming interval",
   refreshes: "background refreshes started",
   refreshFailures: "background refreshes that failed (the previous value kept being served)",
+  warmingsSkipped:
+    "warming ticks that refreshed nothing: a key requested only once in its TTL, or past CACHE_MAX_WARM_KEYS",
 };
 
 interface MetricSources {

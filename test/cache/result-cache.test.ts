@@ -41,6 +41,12 @@ async function flush(): Promise<void> {
 }
 
 let cache: ResultCache;
+/** Two requests of `key`: the second a HIT, which makes the key one worth warming. */
+async function requestTwice(key: string, load: Parameters<ResultCache["get"]>[2]): Promise<void> {
+  await cache.get(key, DASHBOARD, load);
+  await cache.get(key, DASHBOARD, load);
+}
+
 function makeCache(options: Partial<ResultCacheOptions> = {}): ResultCache {
   cache = new ResultCache({ maxEntries: 100, maxBytes: 1_000_000, ...options });
   return cache;
@@ -119,7 +125,7 @@ describe("warming", () => {
   it("re-queries in the background at 300 s and replaces the value", async () => {
     const engine = countingLoader();
     makeCache();
-    await cache.get("k", DASHBOARD, engine.load);
+    await requestTwice("k", engine.load);
 
     await vi.advanceTimersByTimeAsync(300 * SECOND - 1);
     expect(engine.calls).toBe(1);
@@ -146,7 +152,7 @@ describe("warming", () => {
   it("stops warming a key nobody requested for a whole TTL, and drops it", async () => {
     const engine = countingLoader();
     makeCache();
-    await cache.get("k", DASHBOARD, engine.load);
+    await requestTwice("k", engine.load);
 
     await vi.advanceTimersByTimeAsync(3600 * SECOND);
     expect(engine.calls).toBe(3); // the miss at 0 s, refreshes at 300 s and 600 s; dropped at 900 s
@@ -157,9 +163,9 @@ describe("warming", () => {
   it("counts the last request, not the first, to decide whether a key is still in use", async () => {
     const engine = countingLoader();
     makeCache();
-    await cache.get("k", DASHBOARD, engine.load);
+    await requestTwice("k", engine.load);
     await vi.advanceTimersByTimeAsync(850 * SECOND);
-    await cache.get("k", DASHBOARD, engine.load);
+    await requestTwice("k", engine.load);
 
     await vi.advanceTimersByTimeAsync(3600 * SECOND);
     // in use until 1750 s: refreshes at 300, 600, 900, 1200, 1500 s; dropped at 1800 s
@@ -170,7 +176,7 @@ describe("warming", () => {
   it("never makes a poller wait for a refresh in flight (STALE meanwhile)", async () => {
     const engine = countingLoader();
     makeCache();
-    await cache.get("k", DASHBOARD, engine.load);
+    await requestTwice("k", engine.load);
     engine.hold = true;
     await vi.advanceTimersByTimeAsync(300 * SECOND);
     expect(engine.calls).toBe(2);
@@ -194,7 +200,7 @@ describe("warming", () => {
   it("lets a miss at expiry join the refresh still in flight instead of querying again", async () => {
     const engine = countingLoader();
     makeCache();
-    await cache.get("k", DASHBOARD, engine.load);
+    await requestTwice("k", engine.load);
     engine.fail = true;
     await vi.advanceTimersByTimeAsync(300 * SECOND); // the refresh at 300 s fails
     engine.fail = false;
@@ -218,7 +224,7 @@ describe("warming", () => {
   it("runs at most refreshConcurrency refreshes at once", async () => {
     const engine = countingLoader();
     makeCache({ refreshConcurrency: 2 });
-    for (const key of ["a", "b", "c", "d", "e"]) await cache.get(key, DASHBOARD, engine.load);
+    for (const key of ["a", "b", "c", "d", "e"]) await requestTwice(key, engine.load);
     engine.hold = true;
 
     await vi.advanceTimersByTimeAsync(300 * SECOND);
@@ -246,7 +252,7 @@ describe("stale-if-error", () => {
     const engine = countingLoader();
     const { logger, warnings } = recordingLogger();
     makeCache({ logger });
-    await cache.get("k", DASHBOARD, engine.load);
+    await requestTwice("k", engine.load);
     engine.fail = true;
 
     await vi.advanceTimersByTimeAsync(300 * SECOND);
@@ -272,7 +278,7 @@ describe("stale-if-error", () => {
   it("recovers at the next warming interval when the engine is back", async () => {
     const engine = countingLoader();
     makeCache();
-    await cache.get("k", DASHBOARD, engine.load);
+    await requestTwice("k", engine.load);
     engine.fail = true;
     await vi.advanceTimersByTimeAsync(300 * SECOND);
     engine.fail = false;
@@ -313,7 +319,7 @@ describe("bounds", () => {
   it("does not let a refresh bring back an entry evicted while it ran", async () => {
     const engine = countingLoader();
     makeCache({ maxEntries: 1 });
-    await cache.get("a", DASHBOARD, engine.load);
+    await requestTwice("a", engine.load);
     engine.hold = true;
     await vi.advanceTimersByTimeAsync(300 * SECOND); // a's refresh starts and waits
     engine.hold = false;
@@ -346,5 +352,52 @@ describe("close", () => {
     expect(cache.stats().entries).toBe(0);
     await vi.advanceTimersByTimeAsync(3600 * SECOND);
     expect(engine.calls).toBe(3);
+  });
+});
+
+describe("warming only keys in real use", () => {
+  it("never refreshes a key requested once: it is served until its TTL, then dropped", async () => {
+    const engine = countingLoader();
+    makeCache();
+    await cache.get("k", DASHBOARD, engine.load);
+    await vi.advanceTimersByTimeAsync(899 * SECOND);
+    expect((await cache.get("k", DASHBOARD, engine.load)).status).toBe("STALE");
+    expect(engine.calls).toBe(1);
+    expect(cache.stats().warmingsSkipped).toBe(2);
+  });
+
+  it("starts warming a key at the first tick after its second request within the TTL", async () => {
+    const engine = countingLoader();
+    makeCache();
+    await cache.get("k", DASHBOARD, engine.load);
+    await vi.advanceTimersByTimeAsync(400 * SECOND); // the tick at 300 s skips it
+    await cache.get("k", DASHBOARD, engine.load);
+    await vi.advanceTimersByTimeAsync(200 * SECOND); // the tick at 600 s warms it
+    expect(engine.calls).toBe(2);
+    expect(cache.stats()).toMatchObject({ warmingsSkipped: 1, refreshes: 1 });
+  });
+
+  it("warms at most maxWarmKeys keys, the most recently requested first; the others expire", async () => {
+    const engine = countingLoader();
+    makeCache({ maxWarmKeys: 2 });
+    for (const key of ["a", "b", "c"]) {
+      await requestTwice(key, engine.load);
+      await vi.advanceTimersByTimeAsync(1 * SECOND);
+    }
+    await cache.get("a", DASHBOARD, engine.load); // a is now the most recent, then c, then b
+    await vi.advanceTimersByTimeAsync(300 * SECOND);
+    expect(engine.calls).toBe(3 + 2);
+    expect(cache.stats().warmingsSkipped).toBe(1);
+    await vi.advanceTimersByTimeAsync(600 * SECOND);
+    expect((await cache.get("b", DASHBOARD, engine.load)).status).toBe("MISS");
+  });
+
+  it("buys no background jobs with 1 000 one-off keys", async () => {
+    const engine = countingLoader();
+    makeCache({ maxEntries: 2_000, maxBytes: 1e9 });
+    for (let i = 0; i < 1_000; i++) await cache.get(`one-off-${i}`, DASHBOARD, engine.load);
+    await vi.advanceTimersByTimeAsync(3600 * SECOND);
+    expect(engine.calls).toBe(1_000);
+    expect(cache.stats().entries).toBe(0);
   });
 });

@@ -210,8 +210,8 @@ describe("warming", () => {
     );
     const { service, engine, clock } = await cachedService(logger);
     const other = USAGE.replace("hourly", "daily");
-    await service.get(USAGE);
-    await service.get(other);
+    // Twice each: only keys requested more than once are warmed.
+    for (const path of [USAGE, USAGE, other, other]) await service.get(path);
     clock.ms += WARMING_SECONDS * SECOND_MS;
     await vi.advanceTimersByTimeAsync(WARMING_SECONDS * SECOND_MS);
     await vi.waitFor(() => expect(engine.settled).toBe(4));
@@ -231,7 +231,7 @@ describe("warming", () => {
       ),
     );
     expect(new Set(refreshes.map((line) => line.entry)).size).toBe(2);
-    expect(lines.filter((line) => line.msg === "request")).toHaveLength(2);
+    expect(lines.filter((line) => line.msg === "request")).toHaveLength(4);
   });
 
   it("serves the previous value as STALE while its refresh fails, then the refreshed one as HIT", async () => {
@@ -245,6 +245,7 @@ describe("warming", () => {
     };
 
     const first = await service.get(USAGE);
+    await service.get(USAGE); // a second request: the key is in use, so it is warmed
     service.standIn.injectFault({ kind: "backendError", times: 2 });
     await advance(WARMING_SECONDS);
     expect(engine.runs).toBe(2);
