@@ -26,6 +26,7 @@ const KEY_PATH = "/api/endpoints/functions.invocation-stats?project=default&inte
 // Rounds alternate between the two routes, so drift in the machine's load hits both alike.
 const LOAD = { connections: 20, rounds: 5, roundSeconds: 2 };
 const STAMPEDE = 200;
+const ONE_OFF_KEYS = 10_000;
 const HOUR = { dashboards: 100, pollSeconds: 10, seconds: 3600 };
 // Ten keys a dashboard polls: usage by area at three intervals and invocation stats at two, per project.
 const DASHBOARD_KEYS = ["default", "staging"].flatMap((ref) => [
@@ -239,6 +240,40 @@ async function simulatedHour(engine: QueryEngine): Promise<Hour> {
   };
 }
 
+/**
+ * (d) A caller sends ONE_OFF_KEYS distinct parameter sets once each; the background engine queries
+ * (warming) they cause over the following hour, on a fake clock.
+ */
+async function oneOffHour(engine: QueryEngine): Promise<number> {
+  const clock = { ms: 0 };
+  mock.timers.enable({ apis: ["setTimeout"] });
+  const counted = countQueries(engine);
+  const app = await serviceOn(counted.engine, {
+    maxEntries: 2 * ONE_OFF_KEYS,
+    maxBytes: 1024 ** 3,
+    now: () => clock.ms,
+  });
+  try {
+    for (let i = 0; i < ONE_OFF_KEYS; i++) {
+      const pattern = encodeURIComponent(`^https://one-off-${i}\\.`);
+      await app.inject({
+        url: `/api/endpoints/usage.api-counts?project=${pattern}&interval=hourly`,
+        headers: AUTH,
+      });
+    }
+    const requested = [...counted.perKey.values()].reduce((sum, n) => sum + n, 0);
+    for (let second = 0; second < HOUR.seconds; second += 10) {
+      clock.ms = second * 1000;
+      mock.timers.tick(10_000);
+      await counted.idle();
+    }
+    return [...counted.perKey.values()].reduce((sum, n) => sum + n, 0) - requested;
+  } finally {
+    await app.close();
+    mock.timers.reset();
+  }
+}
+
 function machine(): string {
   const cores = cpus();
   const memory = (totalmem() / 1024 ** 3).toFixed(1);
@@ -249,7 +284,12 @@ function row(cells: (string | number)[]): string {
   return `| ${cells.join(" | ")} |`;
 }
 
-function report(a: Throughput, b: Awaited<ReturnType<typeof coldStampede>>, c: Hour): string {
+function report(
+  a: Throughput,
+  b: Awaited<ReturnType<typeof coldStampede>>,
+  c: Hour,
+  d: number,
+): string {
   const ratio = a.cached.reqPerSec / a.bare.reqPerSec;
   const cells = (m: Measured) => [
     m.reqPerSec.toFixed(0),
@@ -290,6 +330,7 @@ function report(a: Throughput, b: Awaited<ReturnType<typeof coldStampede>>, c: H
         : `${c.queriesPerKey.min}–${c.queriesPerKey.max}`,
       "≤ 13",
     ]),
+    row([`(d) background engine queries in the hour after ${ONE_OFF_KEYS} one-off keys`, d, "0"]),
   ].join("\n");
 }
 
@@ -298,7 +339,8 @@ try {
   const a = await throughput(engine);
   const b = await coldStampede(engine);
   const c = await simulatedHour(engine);
-  console.log(report(a, b, c));
+  const d = await oneOffHour(engine);
+  console.log(report(a, b, c, d));
 } finally {
   await engine.close();
 }
