@@ -18,6 +18,8 @@ export function authorize(
   let conflict: string | undefined;
   for (const scope of credential.scopes) {
     if (!names(scope, endpoint)) continue;
+    // A scope that fixes nothing (full access, the common case) passes the query through as it is.
+    if (isEmpty(scope.fixed_params)) return query;
     const fixed = fixedParams(scope, endpoint);
     const differing = Object.keys(fixed).find(
       (param) => query[param] !== undefined && query[param] !== fixed[param],
@@ -56,6 +58,11 @@ function names(scope: Scope, endpoint: EndpointDefinition): boolean {
     scope.endpoint === endpoint.name ||
     scope.endpoint.toLowerCase() === endpoint.id
   );
+}
+
+function isEmpty(record: Readonly<Record<string, string>>): boolean {
+  for (const _ in record) return false;
+  return true;
 }
 
 /** A `*` scope's fixed params apply to the endpoints that take them. */

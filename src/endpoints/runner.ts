@@ -63,6 +63,19 @@ export function createRunner(deps: {
     return [serialize(result), { rows: result.rows.length, jobId, bytesProcessed }];
   }
 
+  // Cache keys by parameters object: validated parameters are memoised per query string (and frozen),
+  // so a dashboard's repeated request finds its key without sorting and encoding again.
+  const keys = new WeakMap<SqlParams, { endpointId: string; key: string }>();
+  const keyOf = (endpoint: EndpointDefinition, params: SqlParams): string => {
+    // Only a frozen object cannot change under its memoised key.
+    if (!Object.isFrozen(params)) return cacheKey(endpoint.id, params);
+    const known = keys.get(params);
+    if (known?.endpointId === endpoint.id) return known.key;
+    const key = cacheKey(endpoint.id, params);
+    keys.set(params, { endpointId: endpoint.id, key });
+    return key;
+  };
+
   return async (endpoint, params, credential, rendition) => {
     if (!endpoint.cache || !cache) {
       const [payload, execution] = await query(endpoint, params, credential);
@@ -70,7 +83,7 @@ export function createRunner(deps: {
     }
     let execution: Execution | undefined;
     let answered = false;
-    const key = cacheKey(endpoint.id, params);
+    const key = keyOf(endpoint, params);
     const load = async () => {
       const [loaded, executed] = await query(endpoint, params, answered ? WARMING : credential);
       // Once this request is answered, a later call of this loader is the cache's warming.

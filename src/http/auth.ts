@@ -39,35 +39,45 @@ export const requireCredential = fp(
     // Failed attempts per address in the current minute; bounded, oldest addresses dropped first.
     const failures = new LRUCache<string, number>({ max: 10_000, ttl: WINDOW_MS });
     app.decorateRequest("credential", null as unknown as Credential);
-    app.addHook("onRequest", async (request, reply) => {
-      const failed = failures.get(request.ip) ?? 0;
+    // Callback-style: an async hook would add its own promise and microtask turn to every request.
+    app.addHook("onRequest", (request, reply, done) => {
+      // No lookup (nor request.ip) while no address has failed: the common case.
+      const failed = failures.size === 0 ? 0 : (failures.get(request.ip) ?? 0);
       if (failed >= options.failuresPerMinute) {
         const seconds = Math.max(1, Math.ceil(failures.getRemainingTTL(request.ip) / 1000));
         reply.header("retry-after", String(seconds));
-        throw new HttpError(
-          429,
-          "rate_limited",
-          `Too many failed authentications from this address; retry in ${seconds} seconds.`,
+        return done(
+          new HttpError(
+            429,
+            "rate_limited",
+            `Too many failed authentications from this address; retry in ${seconds} seconds.`,
+          ),
         );
       }
       const secret = presentedSecret(request);
       if (secret === undefined) {
-        if (request.routeOptions.config.credentialOptional) return;
-        throw new HttpError(
-          401,
-          "unauthorized",
-          "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key or token>.",
+        if (request.routeOptions.config.credentialOptional) return done();
+        return done(
+          new HttpError(
+            401,
+            "unauthorized",
+            "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key or token>.",
+          ),
         );
       }
-      try {
-        request.credential = await options.authenticate(secret);
-      } catch (error) {
-        if (!(error instanceof AuthenticationError)) throw error;
-        // The window runs from the first failure: later ones do not extend it.
-        failures.set(request.ip, failed + 1, { noUpdateTTL: failed > 0 });
-        throw new HttpError(401, "unauthorized", error.message);
-      }
-      request.queryLog.credential = request.credential.name;
+      options.authenticate(secret).then(
+        (credential) => {
+          request.credential = credential;
+          request.queryLog.credential = credential.name;
+          done();
+        },
+        (error: unknown) => {
+          if (!(error instanceof AuthenticationError)) return done(error as Error);
+          // The window runs from the first failure: later ones do not extend it.
+          failures.set(request.ip, failed + 1, { noUpdateTTL: failed > 0 });
+          done(new HttpError(401, "unauthorized", error.message));
+        },
+      );
     });
   },
 );

@@ -1,10 +1,11 @@
 // The query routes of SPEC §4 and DESIGN.md, and the catalog listing.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { LRUCache } from "lru-cache";
 import { z } from "zod";
 import type { Credential } from "../credentials/credential.ts";
 import { authorize, grantedParams, type RawQuery } from "../credentials/scope-rule.ts";
 import { catalog, type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
-import { paramsOf, parseParams } from "../endpoints/params.ts";
+import { paramsOf, parseParams, type SqlParams } from "../endpoints/params.ts";
 import type { RunEndpoint } from "../endpoints/runner.ts";
 import { HttpError, sendError } from "./errors.ts";
 import type { Format } from "./formats/format.ts";
@@ -45,8 +46,9 @@ export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEn
     app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
       const { endpoint, format: named } = target(request.params.nameOrId);
       request.queryLog.endpoint = endpoint.name;
-      const query = authorize(request.credential, endpoint, request.query as RawQuery);
-      const params = parseParams(endpoint.params, query);
+      const raw = request.query as RawQuery;
+      const query = authorize(request.credential, endpoint, raw);
+      const params = validParams(endpoint, query, query === raw ? request.url : undefined);
       // The request is otherwise valid; only now can its Accept be what fails it.
       const format = named ?? negotiated(request, reply);
       if (!format) {
@@ -67,6 +69,33 @@ export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEn
 }
 
 const NO_PARAMS = paramsOf({});
+
+// Validated parameters by endpoint and query: dashboards repeat the same few query strings, and
+// validation is a pure function of them. Bounded by count and by the keys' length.
+const validated = new LRUCache<string, SqlParams>({
+  max: 1_000,
+  maxSize: 4 * 1024 * 1024,
+  sizeCalculation: (_params, key) => key.length || 1,
+});
+
+/**
+ * `parseParams` of the query the endpoint runs with, memoised. When that query is the request's own
+ * (no fixed params applied), its key is the raw query string; otherwise its JSON. Failures are not kept.
+ */
+function validParams(endpoint: EndpointDefinition, query: RawQuery, url?: string): SqlParams {
+  let key: string;
+  if (url === undefined) key = `${endpoint.id} ${JSON.stringify(query)}`;
+  else {
+    const queryAt = url.indexOf("?");
+    key = `${endpoint.id}?${queryAt === -1 ? "" : url.slice(queryAt + 1)}`;
+  }
+  let params = validated.get(key);
+  if (params === undefined) {
+    params = Object.freeze(parseParams(endpoint.params, query));
+    validated.set(key, params);
+  }
+  return params;
+}
 
 /** The format the request's Accept prefers, if any; the answer then varies with Accept. */
 function negotiated(request: FastifyRequest, reply: FastifyReply): Format | undefined {

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Payload } from "../cache/result-cache.ts";
 import type { Answer } from "../endpoints/runner.ts";
 
 /**
@@ -10,18 +11,40 @@ export function sendAnswer(
   reply: FastifyReply,
   answer: Answer,
 ): FastifyReply {
-  reply.headers(answer.payload.headers);
-  const { cache } = answer;
-  if (!cache) return reply.header("cache-control", "no-store").send(answer.payload.body);
+  const { payload, cache } = answer;
+  reply.headers(payload.headers);
+  if (!cache) return reply.header("cache-control", "no-store").send(payload.body);
   // max-age is the whole TTL and Age the value's age: a client's seconds left are max-age − Age
   // (RFC 9111 §4.2.3). max-age=<seconds left> beside Age would count the age twice.
   reply
     .header("x-cache", cache.status)
     .header("age", String(cache.ageSeconds))
-    .header("cache-control", `private, max-age=${cache.ttlSeconds}`)
+    .header("cache-control", cacheControl(cache.ttlSeconds))
     .header("etag", cache.etag);
   if (matchesEtag(request.headers["if-none-match"], cache.etag)) return reply.code(304).send();
-  return reply.send(answer.payload.body);
+  return reply.send(bodyBytes(payload));
+}
+
+// A cached payload is sent many times: its UTF-8 bytes are made once, kept as long as the payload is.
+// Its headers always name its Content-Type, so Fastify sends the Buffer as it would the string.
+const encoded = new WeakMap<Payload, Buffer>();
+function bodyBytes(payload: Payload): Buffer {
+  let bytes = encoded.get(payload);
+  if (bytes === undefined) {
+    bytes = Buffer.from(payload.body);
+    encoded.set(payload, bytes);
+  }
+  return bytes;
+}
+
+const cacheControls = new Map<number, string>();
+function cacheControl(ttlSeconds: number): string {
+  let value = cacheControls.get(ttlSeconds);
+  if (value === undefined) {
+    value = `private, max-age=${ttlSeconds}`;
+    cacheControls.set(ttlSeconds, value);
+  }
+  return value;
 }
 
 // If-None-Match compares weakly (RFC 9110 §13.1.2): a W/ prefix does not prevent a match.

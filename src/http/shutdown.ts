@@ -12,14 +12,18 @@ const LAST_ANSWERS_MS = 1_000;
 export const shutdown = fp(
   async (app: FastifyInstance, options: { engine: AdmittedEngine; graceMs: number }) => {
     let closing = false;
-    app.addHook("onRequest", async (_request, reply) => {
-      if (!closing) return;
-      reply.header("connection", "close");
-      return sendError(reply, 503, "shutting_down", "The service is shutting down; retry shortly.");
+    // Callback-style hooks: an async one costs a promise and a microtask turn per request.
+    app.addHook("onRequest", (_request, reply, done) => {
+      if (closing) {
+        reply.header("connection", "close");
+        sendError(reply, 503, "shutting_down", "The service is shutting down; retry shortly.");
+      }
+      done();
     });
     // A kept-alive connection answered after close began would hold close() until its idle timeout.
-    app.addHook("onSend", async (_request, reply) => {
+    app.addHook("onSend", (_request, reply, payload, done) => {
       if (closing) reply.header("connection", "close");
+      done(null, payload);
     });
     app.addHook("preClose", async () => {
       closing = true;
