@@ -163,3 +163,15 @@ export function declaredParams(endpoint: EndpointDefinition): ReadonlySet<string
 export function isPatternParam(endpoint: EndpointDefinition, param: string): boolean {
   return paramProperties(endpoint)[param]?.format === "regex";
 }
+
+const names = new WeakMap<EndpointDefinition, readonly string[]>();
+
+/** The names of the columns an endpoint answers, in the SQL's order. */
+export function columnNames(endpoint: EndpointDefinition): readonly string[] {
+  let found = names.get(endpoint);
+  if (!found) {
+    found = Object.freeze(Object.keys(endpoint.columns.properties));
+    names.set(endpoint, found);
+  }
+  return found;
+}

@@ -4,7 +4,12 @@ import { LRUCache } from "lru-cache";
 import { z } from "zod";
 import type { Credential } from "../credentials/credential.ts";
 import { authorize, grantedParams, type RawQuery } from "../credentials/scope-rule.ts";
-import { catalog, type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
+import {
+  catalog,
+  columnNames,
+  type EndpointDefinition,
+  findEndpoint,
+} from "../endpoints/catalog.ts";
 import { paramsOf, parseParams, type SqlParams } from "../endpoints/params.ts";
 import type { RunEndpoint } from "../endpoints/runner.ts";
 import { HttpError, sendError } from "./errors.ts";
@@ -60,7 +65,12 @@ export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEn
           { available: MEDIA_TYPES },
         );
       }
-      const answer = await run(endpoint, params, request.credential.name, format.rendition);
+      const answer = await run(
+        endpoint,
+        params,
+        request.credential.name,
+        format.renditionFor?.(columnNames(endpoint)),
+      );
       request.queryLog.cache = answer.cache?.status;
       Object.assign(request.queryLog, answer.execution);
       return sendAnswer(request, reply, answer);

@@ -2,15 +2,12 @@ import { stringify } from "csv-stringify/sync";
 import { rowsFormat } from "./format.ts";
 
 /**
- * CSV (RFC 4180: CRLF line ends, quotes doubled): a header row of the column names, then one record
- * per row. Strings (TIMESTAMP and DATETIME among them) are as in JSON, unquoted unless they need it;
- * NULL is an empty cell; arrays and objects (logs.all `metadata`) are their JSON text in one cell.
- * With no rows there are no column names to head the table, so the body is empty.
+ * CSV (RFC 4180: CRLF line ends, quotes doubled): a header row of the endpoint's declared columns
+ * (held equal to the SQL's by test/sql/row-schemas.test.ts), then one record per row. Strings
+ * (TIMESTAMP and DATETIME among them) are as in JSON, unquoted unless they need it; NULL is an empty
+ * cell; arrays and objects (logs.all `metadata`) are their JSON text in one cell.
  */
-export const csv = rowsFormat("csv", "text/csv; charset=utf-8", (rows) => {
-  const [first] = rows;
-  if (!first) return "";
-  const columns = Object.keys(first);
+export const csv = rowsFormat("csv", "text/csv; charset=utf-8", (rows, columns) => {
   // Records as arrays: csv-stringify would read a column named `a.b` as a path into objects.
   const records = rows.map((row) => columns.map((column) => row[column]));
   return stringify([columns, ...records], {

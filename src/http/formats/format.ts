@@ -9,21 +9,34 @@ export interface Format {
   contentType: string;
   /** `<name>.<suffix>` on the name path asks for this format whatever Accept says. */
   suffix: string;
-  /** How it is made from the JSON payload; absent for JSON, which is that payload. */
-  rendition?: Rendition;
+  /** How it is made from the JSON payload of an endpoint with these columns; absent for JSON. */
+  renditionFor?: (columns: readonly string[]) => Rendition;
 }
 
-/** A format whose body is made from the result's rows; the other headers (X-Result-Truncated) carry over. */
+/**
+ * A format whose body is made from the result's rows and the endpoint's declared columns (a CSV
+ * header needs them when there is no row); the other headers (X-Result-Truncated) carry over.
+ */
 export function rowsFormat(
   suffix: string,
   contentType: string,
-  body: (rows: Row[]) => string,
+  body: (rows: Row[], columns: readonly string[]) => string,
 ): Format {
-  const render = (payload: Payload): Payload => ({
-    body: body(resultRows(payload)),
-    // Content-Type is among the headers a strong ETag hashes, so equal bodies of two formats
-    // (an empty result) still get distinct ETags.
-    headers: { ...payload.headers, "content-type": contentType },
-  });
-  return { contentType, suffix, rendition: { name: suffix, render } };
+  // One rendition per column list: the catalog's lists are few and live as long as the process.
+  const renditions = new Map<readonly string[], Rendition>();
+  const renditionFor = (columns: readonly string[]) => {
+    let rendition = renditions.get(columns);
+    if (!rendition) {
+      const render = (payload: Payload): Payload => ({
+        body: body(resultRows(payload), columns),
+        // Content-Type is among the headers a strong ETag hashes, so equal bodies of two formats
+        // (an empty result) still get distinct ETags.
+        headers: { ...payload.headers, "content-type": contentType },
+      });
+      rendition = { name: suffix, render };
+      renditions.set(columns, rendition);
+    }
+    return rendition;
+  };
+  return { contentType, suffix, renditionFor };
 }
