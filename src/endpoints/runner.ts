@@ -1,7 +1,7 @@
 // Runs an endpoint: through the result cache when its policy says so, else straight on the engine.
 import { cacheEntryId, cacheKey } from "../cache/cache-key.ts";
 import type { CacheAnswer, Payload, Rendition, ResultCache } from "../cache/result-cache.ts";
-import type { QueryEngine, QueryResult } from "../engines/engine.ts";
+import type { QueryEngine, QueryRequest, QueryResult } from "../engines/engine.ts";
 import type { EndpointDefinition } from "./catalog.ts";
 import type { SqlParams } from "./params.ts";
 
@@ -29,9 +29,6 @@ export type RunEndpoint = (
   rendition?: Rendition,
 ) => Promise<Answer>;
 
-/** Who background warming runs as, in the admission gate's shares. */
-const WARMING = "(cache warming)";
-
 export function createRunner(deps: {
   engine: QueryEngine;
   endpoints: readonly EndpointDefinition[];
@@ -50,14 +47,14 @@ export function createRunner(deps: {
   async function query(
     endpoint: EndpointDefinition,
     params: SqlParams,
-    credential: string | undefined,
+    cause: Pick<QueryRequest, "trigger" | "credential">,
   ): Promise<[Payload, Execution]> {
     const result = await engine.run({
       endpoint: endpoint.name,
       sql: queries.get(endpoint.name) as string,
       params,
       maxRows: endpoint.maxRows,
-      credential,
+      ...cause,
     });
     const { jobId, bytesProcessed } = result;
     return [serialize(result), { rows: result.rows.length, jobId, bytesProcessed }];
@@ -78,14 +75,21 @@ export function createRunner(deps: {
 
   return async (endpoint, params, credential, rendition) => {
     if (!endpoint.cache || !cache) {
-      const [payload, execution] = await query(endpoint, params, credential);
+      const [payload, execution] = await query(endpoint, params, {
+        trigger: "request",
+        credential,
+      });
       return { payload: rendition ? rendition.render(payload) : payload, execution };
     }
     let execution: Execution | undefined;
     let answered = false;
     const key = keyOf(endpoint, params);
     const load = async () => {
-      const [loaded, executed] = await query(endpoint, params, answered ? WARMING : credential);
+      const [loaded, executed] = await query(
+        endpoint,
+        params,
+        answered ? { trigger: "refresh" as const } : { trigger: "request" as const, credential },
+      );
       // Once this request is answered, a later call of this loader is the cache's warming.
       if (answered) {
         log?.info(

@@ -52,7 +52,12 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): QueryEngin
       types: Object.fromEntries(Object.keys(request.params).map((name) => [name, "STRING"])),
       defaultDataset: { projectId: options.projectId, datasetId: options.dataset },
       location: options.location,
-      labels: { endpoint: labelValue(request.endpoint) },
+      // DESIGN: the job carries what caused it and who, as metrics and logs do.
+      labels: {
+        endpoint: labelValue(request.endpoint),
+        ...(request.trigger && { trigger: request.trigger }),
+        ...(request.credential && { credential: labelValue(request.credential) }),
+      },
       jobTimeoutMs: Math.max(1, deadline - Date.now()),
       maximumBytesBilled: options.maximumBytesBilled,
     });

@@ -20,7 +20,9 @@ export interface QueryRequest {
   params: Record<string, string | null>;
   /** Rows beyond this are not fetched; `truncated` says so. */
   maxRows: number;
-  /** Who caused the query (a credential's name), for the admission gate's fair share. */
+  /** What caused the query: a caller's request, or the cache's background refresh. */
+  trigger?: "request" | "refresh";
+  /** Who caused it (a credential's name), when a caller did: the gate's fair share, the job's label. */
   credential?: string;
   /** Epoch ms by which the answer is due; the engine stops the query then. Default: its own timeout. */
   deadline?: number;

@@ -6,6 +6,9 @@ import fp from "fastify-plugin";
 export const openCors = fp(async (app: FastifyInstance) => {
   await app.register(cors, {
     origin: "*",
+    // An OPTIONS without preflight headers gets the same 204; strict, the plugin answers it with a
+    // plain-text 400 outside the error envelope.
+    strictPreflight: false,
     // What the service serves: HEAD is not routed (a HEAD of logs.all would run its query for nothing).
     methods: ["GET"],
     allowedHeaders: ["X-API-KEY", "Authorization", "Content-Type", "If-None-Match", "X-Request-Id"],

@@ -19,6 +19,11 @@ export async function buildManagementApp(deps: {
     bodyLimit: 1024,
   });
   await app.register(errorEnvelope);
+  // Every answer, errors included, carries its request id, as on the main listener.
+  app.addHook("onRequest", (request, reply, done) => {
+    reply.header("x-request-id", request.id);
+    done();
+  });
   await app.register(healthRoutes, { engine: deps.engine });
   app.get("/metrics", async (_request, reply) =>
     reply.type(deps.registry.contentType).send(await deps.registry.metrics()),

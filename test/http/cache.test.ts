@@ -218,6 +218,15 @@ describe("warming", () => {
 
     const refreshes = lines.filter((line) => line.msg === "cache refresh");
     const jobIds = service.standIn.jobInserts.slice(2).map((insert) => insert.jobReference.jobId);
+    // The jobs say what caused them: the two requests' carry the caller, the refreshes' none.
+    expect(service.standIn.jobInserts.map((insert) => insert.configuration.labels)).toEqual([
+      ...[1, 2].map(() => ({
+        endpoint: "usage_api-counts",
+        trigger: "request",
+        credential: "api-key-1",
+      })),
+      ...[1, 2].map(() => ({ endpoint: "usage_api-counts", trigger: "refresh" })),
+    ]);
     expect(refreshes).toEqual(
       [USAGE, other].map(() =>
         expect.objectContaining({

@@ -1,34 +1,20 @@
 // One credential floods the engine with the costliest patterns the validator accepts; another
 // credential's light query keeps answering quickly (real DuckDB, demo data, 2 running at once).
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.ts";
-import { loadData } from "../../src/engines/duckdb/data.ts";
-import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import { describe, expect, it } from "vitest";
+import { demoApp } from "../support/demo-app.ts";
 import { floodPatterns } from "../support/flood.ts";
 
 const FLOOD_KEY = "flood-key-0123456789abcdef";
 const DASHBOARD_KEY = "dashboard-key-0123456789ab";
 
-let engine: DuckDbEngine;
-let app: Awaited<ReturnType<typeof buildApp>>;
-
-beforeAll(async () => {
-  engine = await createDuckDbEngine();
-  await loadData(engine, { demoData: true });
-  app = await buildApp({
-    engine,
-    apiKeys: [FLOOD_KEY, DASHBOARD_KEY],
-    rateLimitPerMinute: 10_000,
-    cache: { maxEntries: 1000, maxBytes: 1e8 },
-    admission: { maxConcurrency: 2, maxQueue: 100, timeoutMs: 30_000 },
-  });
-}, 60_000);
-afterAll(async () => {
-  await app.close();
-  await engine.close();
+const demo = demoApp({
+  apiKeys: [FLOOD_KEY, DASHBOARD_KEY],
+  rateLimitPerMinute: 10_000,
+  cache: { maxEntries: 1000, maxBytes: 1e8 },
+  admission: { maxConcurrency: 2, maxQueue: 100, timeoutMs: 30_000 },
 });
 
-const get = (url: string, key: string) => app.inject({ url, headers: { "x-api-key": key } });
+const get = (url: string, key: string) => demo.app.inject({ url, headers: { "x-api-key": key } });
 
 describe("a flood of costly patterns from one credential", () => {
   it("leaves another credential's light query under 1 s at the median", async () => {

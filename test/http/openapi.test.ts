@@ -4,15 +4,14 @@
 // everything from the service itself and needs neither a credential nor rate budget.
 import { readFileSync } from "node:fs";
 import { compileErrors, dereference, validate } from "@readme/openapi-parser";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
 import { catalog, declaredParams, type EndpointDefinition } from "../../src/endpoints/catalog.ts";
 import { InvalidParamsError, parseParams } from "../../src/endpoints/params.ts";
-import { loadData } from "../../src/engines/duckdb/data.ts";
-import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { OpenApiDocument } from "../../src/http/openapi/document.ts";
+import { demoApp } from "../support/demo-app.ts";
 import { jsonSchemaValidator, schemaErrors } from "../support/json-schema.ts";
 import { temporaryFile } from "../support/temporary-file.ts";
 
@@ -30,25 +29,14 @@ const KEYS_PATH = temporaryFile("keys.json", {
   ],
 });
 
-let engine: DuckDbEngine;
-let app: Awaited<ReturnType<typeof buildApp>>;
-
-beforeAll(async () => {
-  engine = await createDuckDbEngine();
-  await loadData(engine, { demoData: true });
-  app = await buildApp({
-    engine,
-    apiKeys: [FULL_KEY],
-    keysFile: new KeysFile(KEYS_PATH),
-    cache: { maxEntries: 100, maxBytes: 1e7 },
-  });
-}, 60_000);
-afterAll(async () => {
-  await app.close();
-  await engine.close();
+const demo = demoApp({
+  apiKeys: [FULL_KEY],
+  keysFile: new KeysFile(KEYS_PATH),
+  cache: { maxEntries: 100, maxBytes: 1e7 },
 });
 
-const get = (url: string, headers: Record<string, string> = {}) => app.inject({ url, headers });
+const get = (url: string, headers: Record<string, string> = {}) =>
+  demo.app.inject({ url, headers });
 
 async function documentFor(headers: Record<string, string> = {}): Promise<OpenApiDocument> {
   const response = await get("/openapi.json", headers);
@@ -382,7 +370,11 @@ describe("GET /docs", () => {
   });
 
   it("like /openapi.json, counts against no rate limit", async () => {
-    const limited = await buildApp({ engine, apiKeys: [FULL_KEY], rateLimitPerMinute: 1 });
+    const limited = await buildApp({
+      engine: demo.engine,
+      apiKeys: [FULL_KEY],
+      rateLimitPerMinute: 1,
+    });
     try {
       const key = { "x-api-key": FULL_KEY };
       for (let i = 0; i < 3; i++) {

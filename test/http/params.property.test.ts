@@ -131,9 +131,19 @@ function queryStrings(endpoint: EndpointDefinition) {
   });
 }
 
+/**
+ * Percent-encoded UTF-8 (RFC 3986 §2.1, WHATWG URL): every `%` starts two hex digits, and the bytes
+ * the string spells decode as UTF-8. Written from the rule, not with decodeURIComponent.
+ */
 function isValidlyEncoded(search: string): boolean {
+  if (/%(?![0-9A-Fa-f]{2})/.test(search)) return false;
+  const bytes = search
+    .split(/(%[0-9A-Fa-f]{2})/)
+    .flatMap((part) =>
+      part.startsWith("%") ? [Number.parseInt(part.slice(1), 16)] : [...Buffer.from(part, "utf8")],
+    );
   try {
-    decodeURIComponent(search);
+    new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bytes));
     return true;
   } catch {
     return false;

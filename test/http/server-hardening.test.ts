@@ -116,6 +116,10 @@ describe("a connection cap", () => {
     const managementPort = (management.server.address() as { port: number }).port;
     const health = await fetch(`http://127.0.0.1:${managementPort}/health`);
     expect(health.status).toBe(200);
+    const unknown = await fetch(`http://127.0.0.1:${managementPort}/nothing`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers.get("x-request-id")).toEqual(expect.any(String));
+    expect(await unknown.json()).toMatchObject({ error: { code: "not_found" } });
     const metrics = await (await fetch(`http://127.0.0.1:${managementPort}/metrics`)).text();
     expect(metrics).toMatch(/^query_service_http_connections_refused_total 1$/m);
     expect(metrics).toMatch(/^query_service_http_connections_open 2$/m);
