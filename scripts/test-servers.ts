@@ -1,0 +1,33 @@
+// The tests drive real servers that come from Debian packages. `npm test` runs this first: whatever
+// is missing is installed with apt-get (as root), so those tests run on a fresh machine instead of
+// skipping.
+import { execFileSync, spawnSync } from "node:child_process";
+
+const servers = [
+  { command: "redis-server", debianPackage: "redis-server" },
+  { command: "chromium", debianPackage: "chromium" },
+];
+
+const onPath = (command: string) => spawnSync("sh", ["-c", `command -v ${command}`]).status === 0;
+const missing = servers.filter((server) => !onPath(server.command));
+
+if (missing.length > 0) {
+  const packages = missing.map((server) => server.debianPackage);
+  if (process.getuid?.() !== 0) {
+    console.error(
+      `The tests need ${packages.join(" and ")}: sudo apt-get install -y ${packages.join(" ")}`,
+    );
+    process.exit(1);
+  }
+  console.log(`Installing ${packages.join(" and ")} for the tests (apt-get)...`);
+  const quietly = {
+    stdio: ["ignore", "ignore", "inherit"] as const,
+    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+  };
+  execFileSync("apt-get", ["update", "-qq"], quietly);
+  execFileSync(
+    "apt-get",
+    ["install", "-y", "-qq", "--no-install-recommends", ...packages],
+    quietly,
+  );
+}
