@@ -1,7 +1,7 @@
 // The tests drive real servers that come from Debian packages. `npm test` runs this first: whatever
 // is missing is installed with apt-get (as root), so those tests run on a fresh machine instead of
 // skipping.
-import { execFileSync, spawnSync } from "node:child_process";
+import { type ExecFileSyncOptions, execFileSync, spawnSync } from "node:child_process";
 
 const servers = [
   { command: "redis-server", debianPackage: "redis-server" },
@@ -20,8 +20,8 @@ if (missing.length > 0) {
     process.exit(1);
   }
   console.log(`Installing ${packages.join(" and ")} for the tests (apt-get)...`);
-  const quietly = {
-    stdio: ["ignore", "ignore", "inherit"] as const,
+  const quietly: ExecFileSyncOptions = {
+    stdio: ["ignore", "ignore", "inherit"],
     env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
   };
   execFileSync("apt-get", ["update", "-qq"], quietly);
