@@ -109,7 +109,8 @@ describe("endpoint queries", () => {
       // Byte-identical JSON: same values, same column order.
       expect(JSON.stringify(result.rows)).toBe(JSON.stringify(expected.rows));
       expect(result.truncated).toBe(false);
-      expect(result.jobId).toBe(standIn.jobInserts[0]?.jobReference.jobId);
+      expect(result.queryId).toBe(standIn.queryCalls[0]?.queryId);
+      expect(result.jobId).toBeUndefined();
       expect(result.bytesProcessed).toBeGreaterThan(0);
     },
   );
@@ -196,9 +197,9 @@ describe("what the client sends", () => {
       maxRows: 1000,
     });
 
-    const [insert] = standIn.jobInserts;
-    const query = insert?.configuration.query;
-    expect(query?.parameterMode).toBe("named");
+    const [call] = standIn.queryCalls;
+    const query = call?.body;
+    expect(query?.parameterMode).toBe("NAMED");
     expect(query?.queryParameters).toEqual([
       { name: "project", parameterType: { type: "STRING" }, parameterValue: { value: PROJECT } },
       { name: "project_tier", parameterType: { type: "STRING" }, parameterValue: { value: null } },
@@ -216,14 +217,18 @@ describe("what the client sends", () => {
     expect(query?.useLegacySql).toBe(false);
     expect(query?.defaultDataset).toEqual({ projectId: "test-project", datasetId: "logs" });
     expect(query?.maximumBytesBilled).toBe("1000000000");
-    expect(insert?.configuration.labels).toEqual({ endpoint: "logs_all" });
-    expect(insert?.jobReference).toMatchObject({ projectId: "test-project", location: "EU" });
-    const jobTimeoutMs = Number(insert?.configuration.jobTimeoutMs);
+    expect(query?.labels).toEqual({ endpoint: "logs_all" });
+    expect(query?.location).toBe("EU");
+    expect(query?.jobCreationMode).toBe("JOB_CREATION_OPTIONAL");
+    const jobTimeoutMs = Number(query?.jobTimeoutMs);
     expect(jobTimeoutMs).toBeGreaterThan(0);
     expect(jobTimeoutMs).toBeLessThanOrEqual(20_000);
-
-    const [results] = standIn.resultCalls;
-    expect(results?.query).toMatchObject({ maxResults: "1000", location: "EU" });
+    expect(query?.maxResults).toBe(1000);
+    expect(query?.formatOptions).toEqual({ useInt64Timestamp: true });
+    // One round trip: the answer came in jobs.query's reply, with no job to poll.
+    expect(standIn.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      "POST /bigquery/v2/projects/test-project/queries",
+    ]);
     expect(standIn.requests.every((r) => r.headers.authorization === undefined)).toBe(true);
   });
 
@@ -231,16 +236,16 @@ describe("what the client sends", () => {
     await engine({ maximumBytesBilled: undefined, location: undefined }).run(
       adHoc("SELECT 1 AS one"),
     );
-    const [insert] = standIn.jobInserts;
-    expect(insert?.configuration.query).not.toHaveProperty("maximumBytesBilled");
-    expect(insert?.jobReference.location).toBeUndefined();
+    const [call] = standIn.queryCalls;
+    expect(call?.body).not.toHaveProperty("maximumBytesBilled");
+    expect(call?.body).not.toHaveProperty("location");
   });
 
   it("pings with SELECT 1 under the label ping", async () => {
     await engine().ping();
-    expect(
-      standIn.jobInserts.map((i) => [i.configuration.query.query, i.configuration.labels]),
-    ).toEqual([["SELECT 1", { endpoint: "ping" }]]);
+    expect(standIn.queryCalls.map((call) => [call.body.query, call.body.labels])).toEqual([
+      ["SELECT 1", { endpoint: "ping" }],
+    ]);
   });
 });
 
@@ -252,8 +257,20 @@ describe("result size", () => {
     expect(result.rows).toHaveLength(1000);
     expect(result.rows.at(-1)).toEqual({ x: 1000 });
     expect(result.truncated).toBe(true);
-    expect(standIn.resultCalls).toHaveLength(1);
-    expect(standIn.resultCalls[0]?.query).not.toHaveProperty("pageToken");
+    expect(standIn.requests).toHaveLength(1);
+  });
+
+  it("reads the first page of a result BigQuery kept in a job, and no other", async () => {
+    await standIn.close();
+    standIn = await startBigQueryStandIn({ googleSqlPort, now: NOW, maxRowsWithoutJob: 10 });
+    const result = await engine().run(
+      adHoc("SELECT x FROM UNNEST(GENERATE_ARRAY(1, 15)) AS x ORDER BY x", 12),
+    );
+    expect(result.rows).toHaveLength(12);
+    expect(result.truncated).toBe(true);
+    expect(result.jobId).toBe(standIn.queryCalls[0]?.jobId);
+    expect(result.jobId).toBeDefined();
+    expect(standIn.requests).toHaveLength(1);
   });
 
   it("does not flag a result of exactly maxRows rows", async () => {
@@ -271,17 +288,18 @@ describe("an unfinished job", () => {
     const result = await engine().run(adHoc("SELECT 'done' AS state"));
     expect(result.rows).toEqual([{ state: "done" }]);
     expect(standIn.resultCalls).toHaveLength(4);
-    expect(standIn.jobInserts).toHaveLength(1);
+    expect(standIn.queryCalls).toHaveLength(1);
+    expect(result.jobId).toBe(standIn.queryCalls[0]?.jobId);
   });
 
   it("that outlives the job timeout is engine_timeout", async () => {
     standIn.injectFault({ kind: "slowJob", polls: Number.POSITIVE_INFINITY });
     const error = await rejection(engine({ jobTimeoutMs: 300 }).run(adHoc("SELECT 1 AS one")));
-    const jobId = standIn.jobInserts[0]?.jobReference.jobId as string;
+    const jobId = standIn.queryCalls[0]?.jobId as string;
     expect(error.code).toBe("engine_timeout");
     expect(error.message).not.toContain(jobId);
     expect(error.detail?.jobId).toBe(jobId);
-    expect(Number(standIn.jobInserts[0]?.configuration.jobTimeoutMs)).toBeLessThanOrEqual(300);
+    expect(Number(standIn.queryCalls[0]?.body.jobTimeoutMs)).toBeLessThanOrEqual(300);
   });
 });
 
@@ -294,13 +312,11 @@ describe("a rejected query", () => {
   ])("%s is engine_error with a sanitised message, not retried", async (_, fault, sql, rawText) => {
     if (fault) standIn.injectFault(fault);
     const error = await rejection(engine().run(adHoc(sql)));
-    const jobId = standIn.jobInserts[0]?.jobReference.jobId as string;
 
     expect(error.code).toBe("engine_error");
-    expect(error.message).not.toContain(jobId);
     expect(error.message).not.toContain(rawText);
-    expect(error.detail).toMatchObject({ jobId, cause: expect.stringContaining(rawText) });
-    expect(standIn.jobInserts).toHaveLength(1);
+    expect(error.detail).toMatchObject({ cause: expect.stringContaining(rawText) });
+    expect(standIn.queryCalls).toHaveLength(1);
   });
 
   it("says which kind of failure it was", async () => {
@@ -328,13 +344,12 @@ describe("a client that fails before BigQuery answers", () => {
 
 describe("transient failures", () => {
   it.each<StandInFault["kind"]>(["rateLimitExceeded", "backendError", "connectionReset"])(
-    "%s is retried as a new job and then succeeds",
+    "%s is retried as a new query and then succeeds",
     async (kind) => {
       standIn.injectFault({ kind, times: 2 } as StandInFault);
       const result = await engine().run(adHoc("SELECT 'ok' AS answer"));
       expect(result.rows).toEqual([{ answer: "ok" }]);
-      const jobIds = new Set(standIn.jobInserts.map((i) => i.jobReference.jobId));
-      expect(jobIds.size).toBe(3);
+      expect(standIn.queryCalls).toHaveLength(3);
     },
   );
 
@@ -347,7 +362,7 @@ describe("transient failures", () => {
       expect(error.message).toMatch(/try again/);
       expect(error.message).not.toContain("injected");
       expect(error.detail?.cause).toContain(kind);
-      expect(standIn.jobInserts).toHaveLength(FAST_RETRY.attempts);
+      expect(standIn.queryCalls).toHaveLength(FAST_RETRY.attempts);
     },
   );
 
@@ -358,6 +373,6 @@ describe("transient failures", () => {
       engine({ retry: slowRetry, jobTimeoutMs: 5_000 }).run(adHoc("SELECT 1 AS one")),
     );
     expect(error.code).toBe("engine_error");
-    expect(standIn.jobInserts).toHaveLength(1);
+    expect(standIn.queryCalls).toHaveLength(1);
   });
 });

@@ -9,6 +9,7 @@ import type { SqlParams } from "./params.ts";
 export interface Execution {
   rows: number;
   jobId?: string;
+  queryId?: string;
   bytesProcessed?: number;
 }
 
@@ -56,8 +57,8 @@ export function createRunner(deps: {
       maxRows: endpoint.maxRows,
       ...cause,
     });
-    const { jobId, bytesProcessed } = result;
-    return [serialize(result), { rows: result.rows.length, jobId, bytesProcessed }];
+    const { jobId, queryId, bytesProcessed } = result;
+    return [serialize(result), { rows: result.rows.length, jobId, queryId, bytesProcessed }];
   }
 
   // Cache keys by parameters object: validated parameters are memoised per query string (and frozen),

@@ -1,9 +1,9 @@
-// The BigQuery engine: runs an endpoint's SQL as a query job through the official client, reads one
-// page of at most maxRows rows, and turns every failure into an EngineError safe to show a caller.
+// The BigQuery engine: runs an endpoint's SQL in one jobs.query call through the official client, reads
+// one page of at most maxRows rows, and turns every failure into an EngineError safe to show a caller.
 import { setTimeout as sleep } from "node:timers/promises";
 import { BigQuery, type BigQueryOptions, common, type Job } from "@google-cloud/bigquery";
 import { PassThroughClient } from "google-auth-library";
-import { decodeRows } from "./bigquery-rows.ts";
+import { decodeRows, type RestField, type RestRow } from "./bigquery-rows.ts";
 import { EngineError, type QueryEngine, type QueryRequest, type QueryResult } from "./engine.ts";
 
 /** Whole-query retries of rate-limit and backend failures; see README "BigQuery timeouts and retries". */
@@ -44,25 +44,60 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): QueryEngin
     retryOptions: { autoRetry: false },
   });
 
-  async function runJob(request: QueryRequest, deadline: number, attempt: Attempt) {
-    const [job] = await client.createQueryJob({
+  /**
+   * One jobs.query call: BigQuery answers a short query in its reply without creating a job. When
+   * it does create one (long-running, large result), the job is polled as jobs.getQueryResults.
+   */
+  async function runQuery(request: QueryRequest, deadline: number, attempt: Attempt) {
+    const remainingMs = Math.max(1, deadline - Date.now());
+    const answer = await jobsQuery({
       query: request.sql,
-      params: request.params,
-      // Every parameter is STRING; a null value has no type of its own for the client to infer.
-      types: Object.fromEntries(Object.keys(request.params).map((name) => [name, "STRING"])),
+      useLegacySql: false,
+      parameterMode: "NAMED",
+      // Every parameter is STRING; null binds as a typed NULL.
+      queryParameters: Object.entries(request.params).map(([name, value]) => ({
+        name,
+        parameterType: { type: "STRING" },
+        parameterValue: { value },
+      })),
       defaultDataset: { projectId: options.projectId, datasetId: options.dataset },
       location: options.location,
-      // DESIGN: the job carries what caused it and who, as metrics and logs do.
+      // DESIGN: the query carries what caused it and who, as metrics and logs do.
       labels: {
         endpoint: labelValue(request.endpoint),
         ...(request.trigger && { trigger: request.trigger }),
         ...(request.credential && { credential: labelValue(request.credential) }),
       },
-      jobTimeoutMs: Math.max(1, deadline - Date.now()),
+      jobCreationMode: "JOB_CREATION_OPTIONAL",
+      // The job's own limit, which the client's query() cannot send without leaving this fast path.
+      jobTimeoutMs: String(remainingMs),
+      // How long this call may wait for the answer before BigQuery replies with a job to poll.
+      timeoutMs: Math.min(remainingMs, MAX_WAIT_PER_CALL_MS),
       maximumBytesBilled: options.maximumBytesBilled,
+      maxResults: request.maxRows,
+      // Microsecond integers, which decodeRows reads.
+      formatOptions: { useInt64Timestamp: true },
     });
-    attempt.jobId = job.id;
-    return firstPage(job, request.maxRows, attempt.signal);
+    attempt.jobId = answer.jobReference?.jobId;
+    const ids = {
+      ...(attempt.jobId && { jobId: attempt.jobId }),
+      ...(answer.queryId && { queryId: answer.queryId }),
+    };
+    if (answer.jobComplete === false && answer.jobReference?.jobId) {
+      const job = client.job(answer.jobReference.jobId, {
+        location: answer.jobReference.location ?? options.location,
+      });
+      return { ...(await firstPage(job, request.maxRows, attempt.signal)), ...ids };
+    }
+    return { ...pageOf(answer), ...ids };
+  }
+
+  function jobsQuery(body: JobsQueryRequest): Promise<JobsQueryResponse> {
+    return new Promise((resolve, reject) => {
+      client.request({ method: "POST", uri: "/queries", json: body }, (error, response) =>
+        error ? reject(error) : resolve(response as JobsQueryResponse),
+      );
+    });
   }
 
   async function run(request: QueryRequest): Promise<QueryResult> {
@@ -74,7 +109,7 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): QueryEngin
       };
       let page: FirstPage;
       try {
-        page = await untilAborted(runJob(request, deadline, attempt), attempt.signal);
+        page = await untilAborted(runQuery(request, deadline, attempt), attempt.signal);
       } catch (error) {
         const failure = classify(error);
         const delay = backoff(retry, attemptNumber);
@@ -112,11 +147,61 @@ interface Attempt {
 }
 
 type FirstPage = Omit<QueryResult, "rows"> & {
-  fields: Parameters<typeof decodeRows>[0];
-  rows: Parameters<typeof decodeRows>[1];
+  fields: RestField[];
+  rows: RestRow[];
 };
 
-/** Waits for the job, then reads its first page; later pages are never fetched. */
+/** BigQuery holds one call at most this long while a query runs, then answers "not yet". */
+const MAX_WAIT_PER_CALL_MS = 10_000;
+
+/** The parts of the REST QueryRequest (jobs.query) the service sends. */
+interface JobsQueryRequest {
+  query: string;
+  useLegacySql: false;
+  parameterMode: "NAMED";
+  queryParameters: {
+    name: string;
+    parameterType: { type: "STRING" };
+    parameterValue: { value: string | null };
+  }[];
+  defaultDataset: { projectId: string; datasetId: string };
+  location?: string;
+  labels: Record<string, string>;
+  jobCreationMode: "JOB_CREATION_OPTIONAL";
+  jobTimeoutMs: string;
+  timeoutMs: number;
+  maximumBytesBilled?: string;
+  maxResults: number;
+  formatOptions: { useInt64Timestamp: true };
+}
+
+/** The parts of jobs.query's and jobs.getQueryResults' answers the service reads. */
+interface ResultsPage {
+  jobComplete?: boolean;
+  schema?: { fields?: RestField[] };
+  rows?: RestRow[];
+  pageToken?: string;
+  totalBytesProcessed?: string;
+}
+
+interface JobsQueryResponse extends ResultsPage {
+  /** Present only when BigQuery created a job. */
+  jobReference?: { jobId?: string; location?: string };
+  /** Identifies a query answered without a job. */
+  queryId?: string;
+}
+
+/** A complete answer's first page; later pages are never fetched. */
+function pageOf(answer: ResultsPage): FirstPage {
+  return {
+    fields: answer.schema?.fields ?? [],
+    rows: answer.rows ?? [],
+    truncated: Boolean(answer.pageToken),
+    ...(answer.totalBytesProcessed && { bytesProcessed: Number(answer.totalBytesProcessed) }),
+  };
+}
+
+/** Waits for a job BigQuery created, then reads its first page. */
 async function firstPage(job: Job, maxRows: number, signal: AbortSignal): Promise<FirstPage> {
   for (;;) {
     // autoPaginate:false returns an unfinished job's answer instead of polling in the client, so
@@ -125,20 +210,9 @@ async function firstPage(job: Job, maxRows: number, signal: AbortSignal): Promis
       maxResults: maxRows,
       autoPaginate: false,
       skipParsing: true,
-      // Microsecond integers; the client's default, stated because decodeRows depends on it.
       "formatOptions.useInt64Timestamp": true,
     });
-    if (response?.jobComplete !== false) {
-      return {
-        fields: response?.schema?.fields ?? [],
-        rows,
-        truncated: Boolean(response?.pageToken),
-        jobId: job.id,
-        ...(response?.totalBytesProcessed && {
-          bytesProcessed: Number(response.totalBytesProcessed),
-        }),
-      };
-    }
+    if (response?.jobComplete !== false) return pageOf({ ...response, rows } as ResultsPage);
     signal.throwIfAborted();
   }
 }

@@ -33,8 +33,9 @@ export interface QueryRequest {
 export interface QueryResult {
   rows: Row[];
   truncated: boolean;
-  /** Engine job id and bytes processed, for the request log (BigQuery only). */
+  /** BigQuery's job id when it created a job, else its query id; and bytes processed: for the log. */
   jobId?: string;
+  queryId?: string;
   bytesProcessed?: number;
 }
 

@@ -1,4 +1,5 @@
-// One log line per request: id, endpoint, status, duration, rows, engine job and bytes, cache status.
+// One log line per request: id, endpoint, status, duration, rows, engine job or query id and bytes,
+// cache status.
 // Headers are never logged, so keys cannot leak; the query string is logged by parameter name only.
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
@@ -10,6 +11,7 @@ export interface QueryLog {
   cache?: string;
   rows?: number;
   jobId?: string;
+  queryId?: string;
   bytesProcessed?: number;
 }
 

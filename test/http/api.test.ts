@@ -128,7 +128,7 @@ describe("the three endpoints", () => {
   it("binds every declared parameter as STRING, an absent one as null", async () => {
     const { get, standIn } = await service();
     await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=PRO&iso_timestamp_start=`);
-    const sent = standIn.jobInserts[0]?.configuration.query.queryParameters;
+    const sent = standIn.queryCalls[0]?.body.queryParameters;
     expect(sent).toEqual([
       { name: "project", parameterType: { type: "STRING" }, parameterValue: { value: PROJECT } },
       { name: "project_tier", parameterType: { type: "STRING" }, parameterValue: { value: "PRO" } },
@@ -268,7 +268,7 @@ describe("errors", () => {
         ],
       },
     });
-    expect(standIn.jobInserts).toEqual([]);
+    expect(standIn.queryCalls).toEqual([]);
   });
 
   it("answers an unknown endpoint with 404 endpoint_not_found, and an unknown route with 404 not_found", async () => {
@@ -304,7 +304,7 @@ describe("errors", () => {
       });
       expect(response.headers["access-control-allow-origin"]).toBe("*");
     }
-    expect(standIn.jobInserts).toEqual([]);
+    expect(standIn.queryCalls).toEqual([]);
     const encoded = await get(
       `/api/endpoints/usage.api-counts?project=%5Ea%2Bb%25&interval=hourly`,
     );
@@ -329,7 +329,7 @@ describe("errors", () => {
         error: { code: "payload_too_large", message: expect.stringContaining("no request body") },
       });
     }
-    expect(standIn.jobInserts).toEqual([]);
+    expect(standIn.queryCalls).toEqual([]);
   });
 
   it("answers headers over Node's limit with 431 headers_too_large in the envelope", async () => {
@@ -360,7 +360,7 @@ describe("errors", () => {
         expect(json(response.body)).toMatchObject({ error: { code: "method_not_allowed" } });
       }
     }
-    expect(standIn.jobInserts).toEqual([]);
+    expect(standIn.queryCalls).toEqual([]);
   });
 
   it("exposes Retry-After and the standard RateLimit-* headers to browsers", async () => {
@@ -454,15 +454,14 @@ describe("errors", () => {
     expect(await as(await token("ops"))).toBe(200);
   });
 
-  it("answers an engine failure with 502 engine_error, without job id or engine text", async () => {
+  it("answers an engine failure with 502 engine_error, without engine text", async () => {
     const { get, standIn } = await service();
     standIn.injectFault({ kind: "invalidQuery" });
     const response = await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`);
     expect(response.statusCode).toBe(502);
     const body = json(response.body) as { error: { code: string; message: string } };
     expect(body.error.code).toBe("engine_error");
-    const jobId = standIn.jobInserts[0]?.jobReference.jobId as string;
-    expect(response.body).not.toContain(jobId);
+    expect(response.body).not.toContain("injected");
     expect(Object.keys(body.error)).toEqual(["code", "message"]);
   });
 
@@ -539,7 +538,7 @@ describe("request log", () => {
       status: 200,
       durationMs: expect.any(Number),
       rows: 2,
-      jobId: standIn.jobInserts[0]?.jobReference.jobId,
+      queryId: standIn.queryCalls[0]?.queryId,
       bytesProcessed: expect.any(Number),
     });
     expect(requests[1]).toMatchObject({ status: 401 });
@@ -548,27 +547,44 @@ describe("request log", () => {
     expect(output).not.toContain("wrong-key-that-must-not-leak");
   });
 
-  it("logs a failed query's job id and the engine's own message, which the response leaves out", async () => {
+  it("logs a failed query's engine message, which the response leaves out", async () => {
     const lines: string[] = [];
     const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
     const { get, standIn } = await service({ logger });
     standIn.injectFault({ kind: "invalidQuery" });
     const response = await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`);
-    const jobId = standIn.jobInserts[0]?.jobReference.jobId;
 
     const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(records).toContainEqual(
-      expect.objectContaining({ msg: "request", status: 502, endpoint: "logs.all", jobId }),
+      expect.objectContaining({ msg: "request", status: 502, endpoint: "logs.all" }),
     );
     expect(records).toContainEqual(
       expect.objectContaining({
         level: 50,
         reqId: response.headers["x-request-id"],
         code: "engine_error",
-        jobId,
         cause: expect.stringContaining("invalidQuery"),
       }),
     );
     expect(response.body).not.toContain("invalidQuery");
+  });
+
+  it("logs the job id of a query BigQuery made a job of, which the response leaves out", async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
+    const { get, standIn } = await service({ logger, engine: { jobTimeoutMs: 300 } });
+    standIn.injectFault({ kind: "slowJob", polls: Number.POSITIVE_INFINITY });
+    const response = await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`);
+    const jobId = standIn.queryCalls[0]?.jobId as string;
+
+    expect(response.statusCode).toBe(504);
+    expect(response.body).not.toContain(jobId);
+    const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(records).toContainEqual(
+      expect.objectContaining({ msg: "request", status: 504, endpoint: "logs.all", jobId }),
+    );
+    expect(records).toContainEqual(
+      expect.objectContaining({ level: 50, code: "engine_timeout", jobId }),
+    );
   });
 });

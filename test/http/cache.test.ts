@@ -217,9 +217,9 @@ describe("warming", () => {
     await vi.waitFor(() => expect(engine.settled).toBe(4));
 
     const refreshes = lines.filter((line) => line.msg === "cache refresh");
-    const jobIds = service.standIn.jobInserts.slice(2).map((insert) => insert.jobReference.jobId);
-    // The jobs say what caused them: the two requests' carry the caller, the refreshes' none.
-    expect(service.standIn.jobInserts.map((insert) => insert.configuration.labels)).toEqual([
+    const queryIds = service.standIn.queryCalls.slice(2).map((call) => call.queryId);
+    // The queries say what caused them: the two requests' carry the caller, the refreshes' none.
+    expect(service.standIn.queryCalls.map((call) => call.body.labels)).toEqual([
       ...[1, 2].map(() => ({
         endpoint: "usage_api-counts",
         trigger: "request",
@@ -233,7 +233,7 @@ describe("warming", () => {
           endpoint: "usage.api-counts",
           // Which entry: a short hash of its key, so the two refreshes tell their keys apart.
           entry: expect.stringMatching(/^[0-9a-f]{12}$/),
-          jobId: expect.toBeOneOf(jobIds),
+          queryId: expect.toBeOneOf(queryIds),
           bytesProcessed: expect.any(Number),
           rows: expect.any(Number),
         }),

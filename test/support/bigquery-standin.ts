@@ -1,5 +1,6 @@
-// A local stand-in for the part of the BigQuery v2 REST API that @google-cloud/bigquery uses to run a
-// query job (jobs.insert, then jobs.getQueryResults polling and paging). It executes the SQL on the
+// A local stand-in for the part of the BigQuery v2 REST API the service uses to run a query: jobs.query
+// with optional job creation, answered complete in its reply or with a job to poll through
+// jobs.getQueryResults. It executes the SQL on the
 // GoogleSQL reference harness over fixture tables with a pinned clock, records every request so tests
 // can assert what the client sent, and injects faults on request. Wire shapes follow
 // /work/shared/notes/bigquery-wire-probe.md.
@@ -15,10 +16,10 @@ export type StandInFault = { times?: number } & (
   | { kind: "slowJob"; polls: number }
 );
 // Where each fault strikes, as BigQuery does it:
-// - invalidQuery, notFound, backendError: the job is created, then fails; getQueryResults reports it.
-// - rateLimitExceeded: jobs.insert is refused with 403. connectionReset: jobs.insert's socket is cut.
-// - slowJob: getQueryResults says jobComplete:false `polls` times (Infinity: until the job's
-//   jobTimeoutMs fails it with reason "timeout").
+// - invalidQuery, notFound, backendError: jobs.query answers with the failure.
+// - rateLimitExceeded: jobs.query is refused with 403. connectionReset: jobs.query's socket is cut.
+// - slowJob: jobs.query creates a job and answers jobComplete:false; getQueryResults then says
+//   jobComplete:false `polls` times (Infinity: until the job's jobTimeoutMs fails it, reason "timeout").
 
 export interface StandInOptions {
   googleSqlPort: number;
@@ -28,6 +29,8 @@ export interface StandInOptions {
   now: string;
   /** How long getQueryResults holds an unfinished job before answering (BigQuery: up to 10 s). */
   incompleteWaitMs?: number;
+  /** More rows than this make BigQuery create a job to hold the result (its ~10 MB reply limit). */
+  maxRowsWithoutJob?: number;
 }
 
 export interface RecordedRequest {
@@ -37,24 +40,33 @@ export interface RecordedRequest {
   query: Record<string, string>;
   headers: IncomingMessage["headers"];
   /** The parsed JSON body of a POST. */
-  body?: JobInsert;
+  body?: QueryCall;
 }
 
-/** The parts of a jobs.insert body the stand-in reads. */
-export interface JobInsert {
-  jobReference: { projectId: string; jobId: string; location?: string };
-  configuration: {
-    query: {
-      query: string;
-      useLegacySql?: boolean;
-      parameterMode?: string;
-      queryParameters?: QueryParameter[];
-      defaultDataset?: { projectId?: string; datasetId: string };
-      maximumBytesBilled?: string;
-    };
-    jobTimeoutMs?: string;
-    labels?: Record<string, string>;
-  };
+/** The parts of a jobs.query body (REST QueryRequest) the stand-in reads. */
+export interface QueryCall {
+  query: string;
+  useLegacySql?: boolean;
+  parameterMode?: string;
+  queryParameters?: QueryParameter[];
+  defaultDataset?: { projectId?: string; datasetId: string };
+  location?: string;
+  labels?: Record<string, string>;
+  jobCreationMode?: string;
+  jobTimeoutMs?: string;
+  timeoutMs?: number;
+  maximumBytesBilled?: string;
+  maxResults?: number;
+  formatOptions?: { useInt64Timestamp?: boolean };
+}
+
+/** A jobs.query call and what identified its answer. */
+export interface AnsweredQuery {
+  body: QueryCall;
+  /** The queryId of an answer without a job; undefined once a job was created or it failed. */
+  queryId?: string;
+  /** The job BigQuery created for it, if any. */
+  jobId?: string;
 }
 
 export interface QueryParameter {
@@ -115,24 +127,29 @@ const LABEL_VALUE = /^[\p{Ll}\p{Lo}\p{N}_-]{0,63}$/u;
 const LABEL_KEY = /^[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}$/u;
 
 // With BIGQUERY_EMULATOR_HOST the client leaves out the /bigquery/v2 prefix.
-const ROUTE = /^(?:\/bigquery\/v2)?\/projects\/[^/]+\/(?:jobs|queries\/([^/]+))$/;
+const ROUTE = /^(?:\/bigquery\/v2)?\/projects\/([^/]+)\/queries(?:\/([^/]+))?$/;
 
 export class BigQueryStandIn {
   /** Mutable between queries: the next job reads the current fixtures and clock. */
   tables: Record<string, Row[]>;
   now: string;
   readonly requests: RecordedRequest[] = [];
+  /** The jobs.query calls received, oldest first. */
+  readonly queryCalls: AnsweredQuery[] = [];
   private readonly faults: Required<StandInFault>[] = [];
   private readonly jobs = new Map<string, Job>();
   private readonly engine: GoogleSql;
   private readonly server: Server;
   private readonly incompleteWaitMs: number;
+  private readonly maxRowsWithoutJob: number;
+  private nextId = 1;
 
   /** Use startBigQueryStandIn, which also starts listening. */
   constructor(options: StandInOptions) {
     this.tables = options.tables ?? {};
     this.now = options.now;
     this.incompleteWaitMs = options.incompleteWaitMs ?? 20;
+    this.maxRowsWithoutJob = options.maxRowsWithoutJob ?? 100_000;
     this.engine = new GoogleSql(options.googleSqlPort);
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((error: unknown) => {
@@ -155,11 +172,6 @@ export class BigQueryStandIn {
     this.faults.push({ times: 1, ...fault } as Required<StandInFault>);
   }
 
-  /** The jobs.insert bodies received, oldest first. */
-  get jobInserts(): JobInsert[] {
-    return this.requests.flatMap((r) => (r.body ? [r.body] : []));
-  }
-
   /** The getQueryResults calls received, oldest first. */
   get resultCalls(): RecordedRequest[] {
     return this.requests.filter((r) => r.method === "GET");
@@ -174,7 +186,7 @@ export class BigQueryStandIn {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://stand-in");
     const text = await readBody(req);
-    const body = text ? (JSON.parse(text) as JobInsert) : undefined;
+    const body = text ? (JSON.parse(text) as QueryCall) : undefined;
     this.requests.push({
       method: req.method ?? "",
       path: url.pathname,
@@ -183,8 +195,10 @@ export class BigQueryStandIn {
       ...(body && { body }),
     });
     const route = ROUTE.exec(url.pathname);
-    const jobId = route?.[1];
-    if (route && !jobId && req.method === "POST" && body) return this.insert(body, req, res);
+    const [, projectId, jobId] = route ?? [];
+    if (projectId && !jobId && req.method === "POST" && body) {
+      return this.query(projectId, body, req, res);
+    }
     if (jobId && req.method === "GET") return this.results(jobId, url.searchParams, res);
     sendFailure(res, {
       status: 404,
@@ -193,44 +207,55 @@ export class BigQueryStandIn {
     });
   }
 
-  private insert(body: JobInsert, req: IncomingMessage, res: ServerResponse): void {
+  private async query(
+    projectId: string,
+    body: QueryCall,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
+    const call: AnsweredQuery = { body };
+    this.queryCalls.push(call);
     const fault = this.takeFault();
     if (fault?.kind === "connectionReset") {
       req.socket.destroy();
       return;
     }
-    if (fault?.kind === "rateLimitExceeded") {
-      sendFailure(res, RATE_LIMITED);
-      return;
-    }
-    const invalidLabel = Object.entries(body.configuration.labels ?? {}).find(
+    if (fault?.kind === "rateLimitExceeded") return sendFailure(res, RATE_LIMITED);
+    const invalidLabel = Object.entries(body.labels ?? {}).find(
       ([key, value]) => !LABEL_KEY.test(key) || !LABEL_VALUE.test(value),
     );
     if (invalidLabel) {
-      sendFailure(res, {
+      return sendFailure(res, {
         status: 400,
         reason: "invalid",
         message: `Label ${invalidLabel[0]}=${invalidLabel[1]} has invalid characters`,
       });
-      return;
     }
-    const { projectId, jobId, location = "US" } = body.jobReference;
-    const reference = { projectId, jobId, location };
-    const timeoutMs = Number(body.configuration.jobTimeoutMs ?? Number.POSITIVE_INFINITY);
-    const injected = fault && fault.kind !== "slowJob" ? INJECTED_FAILURES[fault.kind] : undefined;
-    this.jobs.set(jobId, {
-      reference,
-      outcome: injected ? Promise.resolve({ failure: injected }) : this.execute(body),
-      incompletePolls: fault?.kind === "slowJob" ? fault.polls : 0,
-      deadline: Date.now() + timeoutMs,
-    });
-    send(res, 200, {
-      kind: "bigquery#job",
-      id: `${projectId}:${location}.${jobId}`,
-      jobReference: reference,
-      configuration: body.configuration,
-      status: { state: "RUNNING" },
-    });
+    if (fault && fault.kind !== "slowJob") return sendFailure(res, INJECTED_FAILURES[fault.kind]);
+    const outcome = this.execute(body);
+    const reference = { projectId, jobId: `job_${this.nextId++}`, location: body.location ?? "US" };
+    const timeoutMs = Number(body.jobTimeoutMs ?? Number.POSITIVE_INFINITY);
+    const job: Job = { reference, outcome, incompletePolls: 0, deadline: Date.now() + timeoutMs };
+    if (fault?.kind === "slowJob") {
+      this.jobs.set(reference.jobId, { ...job, incompletePolls: fault.polls });
+      call.jobId = reference.jobId;
+      return send(res, 200, {
+        kind: "bigquery#queryResponse",
+        jobReference: reference,
+        jobComplete: false,
+      });
+    }
+    const answer = await outcome;
+    if ("failure" in answer) return sendFailure(res, answer.failure);
+    const page = this.page(answer, new URLSearchParams(pageQuery(body)));
+    // A result too large for one reply is kept in a job the client pages through.
+    if (answer.rows.length > this.maxRowsWithoutJob) {
+      this.jobs.set(reference.jobId, job);
+      call.jobId = reference.jobId;
+      return send(res, 200, { kind: "bigquery#queryResponse", jobReference: reference, ...page });
+    }
+    call.queryId = `query_${this.nextId++}`;
+    return send(res, 200, { kind: "bigquery#queryResponse", queryId: call.queryId, ...page });
   }
 
   private takeFault(): Required<StandInFault> | undefined {
@@ -239,11 +264,15 @@ export class BigQueryStandIn {
     return fault;
   }
 
-  private async execute(body: JobInsert): Promise<Outcome> {
-    const { query, queryParameters = [], parameterMode } = body.configuration.query;
+  private async execute(body: QueryCall): Promise<Outcome> {
+    const { query, queryParameters = [], parameterMode } = body;
     const params: Record<string, string | null> = {};
     for (const p of queryParameters) {
-      if (parameterMode !== "named" || !p.name || p.parameterType.type !== "STRING") {
+      if (
+        parameterMode?.toLowerCase() !== "named" ||
+        !p.name ||
+        p.parameterType.type !== "STRING"
+      ) {
         return invalidQuery("The stand-in binds named STRING parameters only");
       }
       const value = p.parameterValue.value;
@@ -291,6 +320,15 @@ export class BigQueryStandIn {
     }
     const outcome = await job.outcome;
     if ("failure" in outcome) return sendFailure(res, outcome.failure);
+    send(res, 200, {
+      kind: "bigquery#getQueryResultsResponse",
+      jobReference: reference,
+      ...this.page(outcome, query),
+    });
+  }
+
+  /** The rows of one page and the answer's metadata, as jobs.query and getQueryResults give them. */
+  private page(outcome: { columns: Column[]; rows: Row[] }, query: URLSearchParams) {
     const start = Number(query.get("pageToken") ?? query.get("startIndex") ?? 0);
     const pageSize = Number(query.get("maxResults") ?? outcome.rows.length);
     const end = Math.min(start + pageSize, outcome.rows.length);
@@ -301,9 +339,7 @@ export class BigQueryStandIn {
     const page = outcome.rows.slice(start, end).map((row) => ({
       f: outcome.columns.map((c, i) => cell(row[c.name], fields[i] as SchemaField, timestamps)),
     }));
-    send(res, 200, {
-      kind: "bigquery#getQueryResultsResponse",
-      jobReference: reference,
+    return {
       schema: { fields },
       totalRows: String(outcome.rows.length),
       ...(page.length > 0 && { rows: page }),
@@ -311,7 +347,7 @@ export class BigQueryStandIn {
       totalBytesProcessed: String(Buffer.byteLength(JSON.stringify(this.tables))),
       jobComplete: true,
       cacheHit: false,
-    });
+    };
   }
 }
 
@@ -320,6 +356,14 @@ export async function startBigQueryStandIn(options: StandInOptions): Promise<Big
   const standIn = new BigQueryStandIn(options);
   await standIn.listen();
   return standIn;
+}
+
+/** jobs.query's paging and format options, in getQueryResults' query-string form. */
+function pageQuery(body: QueryCall): Record<string, string> {
+  return {
+    ...(body.maxResults !== undefined && { maxResults: String(body.maxResults) }),
+    ...(body.formatOptions?.useInt64Timestamp && { "formatOptions.useInt64Timestamp": "true" }),
+  };
 }
 
 function invalidQuery(message: string): Outcome {
