@@ -37,7 +37,12 @@ export function parseIsoTimestamp(text: string): bigint | undefined {
   const micros =
     (BigInt(date.getTime()) - BigInt(offsetMinutes) * 60_000n) * 1000n +
     BigInt(fraction.padEnd(6, "0").slice(0, 6));
-  return micros >= MIN_MICROS && micros <= MAX_MICROS ? micros : undefined;
+  return inTimestampRange(micros) ? micros : undefined;
+}
+
+/** Whether epoch µs fall within BigQuery's TIMESTAMP range. */
+export function inTimestampRange(micros: bigint): boolean {
+  return micros >= MIN_MICROS && micros <= MAX_MICROS;
 }
 
 /** RFC 3339 in UTC with exactly six fraction digits: `2026-11-21T05:00:00.000000Z`. */

@@ -121,10 +121,25 @@ const invocationCase = (project: string, interval: string, functionId: string | 
   ];
 const usageCase = (project: string, interval: string) =>
   ["usage.api-counts", { project, interval }] as [string, Params];
-const logsCase = (project: string, tier: string, start: string | null, end: string | null) =>
+/** A page position as logs.all binds its cursor. */
+type Position = { timestamp: string; id: string } | null;
+const logsCase = (
+  project: string,
+  tier: string,
+  start: string | null,
+  end: string | null,
+  cursor: Position = null,
+) =>
   [
     "logs.all",
-    { project, project_tier: tier, iso_timestamp_start: start, iso_timestamp_end: end },
+    {
+      project,
+      project_tier: tier,
+      iso_timestamp_start: start,
+      iso_timestamp_end: end,
+      cursor_timestamp: cursor?.timestamp ?? null,
+      cursor_id: cursor?.id ?? null,
+    },
   ] as [string, Params];
 
 // ---------------------------------------------------------------------------------------------
@@ -258,8 +273,24 @@ function boundArb(nowMicros: bigint, tables: Tables) {
   );
 }
 
+/** Cursors: none, a record's own position, or a window edge before any id. */
+function cursorArb(nowMicros: bigint, tables: Tables) {
+  const records = (tables.edge_logs ?? []).flatMap((r) =>
+    r.timestamp ? [{ timestamp: r.timestamp as string, id: String(r.id ?? "") }] : [],
+  );
+  const edges = boundaries(nowMicros).map((micros) => ({
+    timestamp: formatTimestamp(micros),
+    id: "",
+  }));
+  return fc.oneof(
+    { weight: 2, arbitrary: fc.constant<Position>(null) },
+    fc.constantFrom<Position>(...records, ...edges),
+  );
+}
+
 function casesArb(nowMicros: bigint, tables: Tables) {
   const bound = boundArb(nowMicros, tables);
+  const cursor = cursorArb(nowMicros, tables);
   return fc.tuple(
     fc
       .record({
@@ -280,8 +311,9 @@ function casesArb(nowMicros: bigint, tables: Tables) {
         tier: fc.constantFrom(...TIERS),
         start: bound,
         end: bound,
+        cursor,
       })
-      .map((c) => logsCase(c.project, c.tier, c.start, c.end)),
+      .map((c) => logsCase(c.project, c.tier, c.start, c.end, c.cursor)),
   );
 }
 
@@ -393,6 +425,8 @@ describe("DuckDB SQL gives the BigQuery SQL's rows", () => {
         logsCase(P, tier, start, null),
         logsCase(P, tier, null, start),
         logsCase(OTHER, tier, formatTimestamp(nowMicros - 2n * DAY), `${start.slice(0, -1)}+02:00`),
+        logsCase(P, tier, null, null, { timestamp: start, id: "" }),
+        logsCase(P, tier, null, null, { timestamp: stamps[3] as string, id: "e3" }),
       ]),
     ]);
   });

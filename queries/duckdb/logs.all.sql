@@ -15,5 +15,9 @@ WHERE t.project = $project
     END)
   AND coalesce(t.timestamp > CAST(nullif($iso_timestamp_start, '') AS TIMESTAMPTZ), TRUE)
   AND coalesce(t.timestamp <= CAST(nullif($iso_timestamp_end, '') AS TIMESTAMPTZ), TRUE)
-ORDER BY t.timestamp DESC
+  AND coalesce(
+    t.timestamp < CAST($cursor_timestamp AS TIMESTAMPTZ)
+      OR (t.timestamp = CAST($cursor_timestamp AS TIMESTAMPTZ) AND coalesce(t.id, '') < $cursor_id),
+    TRUE)
+ORDER BY t.timestamp DESC, coalesce(t.id, '') DESC
 LIMIT 100

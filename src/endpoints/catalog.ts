@@ -18,6 +18,7 @@ import {
   optionalText,
   optionalTimestamp,
   type ParamsSchema,
+  pagedParamsOf,
   paramsOf,
   re2Pattern,
   requiredText,
@@ -33,6 +34,11 @@ export interface EndpointDefinition {
   /** One result row: the SQL's output columns, in order (see columns.ts). */
   columns: RowSchema;
   maxRows: number;
+  /**
+   * A paged endpoint's SQL orders by (timestamp, id) descending, takes `cursor` (pagedParamsOf) and
+   * answers at most this many rows; a full page links to the next.
+   */
+  pageSize?: number;
   /** Absent: every request runs the query. */
   cache?: CachePolicy;
 }
@@ -74,8 +80,8 @@ export const catalog: readonly EndpointDefinition[] = [
     name: "logs.all",
     id: "c4e48f7a-e763-48a3-9217-93a065d845d8",
     description:
-      "The newest 100 edge request log records of one project, within its tier's retention and an optional time range.",
-    params: paramsOf({
+      "The newest 100 edge request log records of one project, within its tier's retention and an optional time range; a full page links to the next (Link rel=next).",
+    params: pagedParamsOf({
       project: requiredText("project ref", "project=default"),
       project_tier: requiredText(
         "retention tier: FREE (1 day), PRO (7 days), PAYG or ENTERPRISE (90 days); any other value means 1 day",
@@ -104,6 +110,7 @@ export const catalog: readonly EndpointDefinition[] = [
       ),
     }),
     maxRows: 1000,
+    pageSize: 100,
   },
   {
     name: "usage.api-counts",

@@ -2,6 +2,7 @@
 // and every failure becomes one detail naming the parameter.
 import { z } from "zod";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
+import { decodeCursor, type RecordPosition } from "./cursor.ts";
 import { re2PatternProblem } from "./re2-pattern.ts";
 
 /** Validated parameters as the SQL binds them: every declared name, null when absent. */
@@ -108,6 +109,40 @@ export function paramsOf<T extends z.ZodRawShape>(shape: T) {
       issue.code === "unrecognized_keys"
         ? `unknown parameter; this endpoint takes ${accepted}`
         : undefined,
+  });
+}
+
+/** A position from a previous answer's `Link: rel="next"`; empty = absent. */
+function pageCursor() {
+  return optionalText(
+    "the next page: from the previous answer's Link rel=next URL, which carries it",
+  ).transform((value, ctx) => {
+    if (value === null) return null;
+    const position = decodeCursor(value);
+    if (position) return position;
+    ctx.addIssue({
+      code: "custom",
+      message:
+        "is not a cursor this service made; follow the previous answer's Link rel=next URL as it is",
+    });
+    return z.NEVER;
+  });
+}
+
+/**
+ * The schema of a paged endpoint's query string: the given parameters and `cursor`, which its SQL
+ * binds as `cursor_timestamp` and `cursor_id` (both null without a cursor).
+ */
+export function pagedParamsOf<T extends z.ZodRawShape>(shape: T) {
+  return paramsOf({ ...shape, cursor: pageCursor() }).transform((parsed) => {
+    const { cursor, ...params } = parsed as Record<string, string | null> & {
+      cursor: RecordPosition | null;
+    };
+    return {
+      ...params,
+      cursor_timestamp: cursor?.timestamp ?? null,
+      cursor_id: cursor?.id ?? null,
+    };
   });
 }
 

@@ -3,6 +3,7 @@ import { cacheEntryId, cacheKey } from "../cache/cache-key.ts";
 import type { CacheAnswer, Payload, Rendition, ResultCache } from "../cache/result-cache.ts";
 import type { QueryEngine, QueryRequest, QueryResult } from "../engines/engine.ts";
 import type { EndpointDefinition } from "./catalog.ts";
+import { cursorAfter } from "./cursor.ts";
 import type { SqlParams } from "./params.ts";
 
 /** What the engine did for this request, for the request log; absent when the cache answered. */
@@ -17,6 +18,8 @@ export interface Answer {
   payload: Payload;
   cache?: Omit<CacheAnswer, "payload"> & { ttlSeconds: number };
   execution?: Execution;
+  /** A paged endpoint's full page: the cursor of its next page. */
+  nextCursor?: string;
 }
 
 /**
@@ -49,7 +52,7 @@ export function createRunner(deps: {
     endpoint: EndpointDefinition,
     params: SqlParams,
     cause: Pick<QueryRequest, "trigger" | "credential">,
-  ): Promise<[Payload, Execution]> {
+  ): Promise<[Payload, Execution, QueryResult]> {
     const result = await engine.run({
       endpoint: endpoint.name,
       sql: queries.get(endpoint.name) as string,
@@ -58,7 +61,11 @@ export function createRunner(deps: {
       ...cause,
     });
     const { jobId, queryId, bytesProcessed } = result;
-    return [serialize(result), { rows: result.rows.length, jobId, queryId, bytesProcessed }];
+    return [
+      serialize(result),
+      { rows: result.rows.length, jobId, queryId, bytesProcessed },
+      result,
+    ];
   }
 
   // Cache keys by parameters object: validated parameters are memoised per query string (and frozen),
@@ -76,11 +83,16 @@ export function createRunner(deps: {
 
   return async (endpoint, params, credential, rendition) => {
     if (!endpoint.cache || !cache) {
-      const [payload, execution] = await query(endpoint, params, {
+      const [payload, execution, { rows }] = await query(endpoint, params, {
         trigger: "request",
         credential,
       });
-      return { payload: rendition ? rendition.render(payload) : payload, execution };
+      const last = rows.at(-1);
+      return {
+        payload: rendition ? rendition.render(payload) : payload,
+        execution,
+        ...(last && rows.length === endpoint.pageSize && { nextCursor: cursorAfter(last) }),
+      };
     }
     let execution: Execution | undefined;
     let answered = false;

@@ -17,6 +17,7 @@ export const openCors = fp(async (app: FastifyInstance) => {
       "Age",
       "ETag",
       "X-Result-Truncated",
+      "Link",
       "X-Request-Id",
       "Retry-After",
       "RateLimit-Limit",

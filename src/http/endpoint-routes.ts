@@ -73,6 +73,7 @@ export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEn
       );
       request.queryLog.cache = answer.cache?.status;
       Object.assign(request.queryLog, answer.execution);
+      if (answer.nextCursor) reply.header("link", nextLink(request.url, answer.nextCursor));
       return sendAnswer(request, reply, answer);
     });
   }
@@ -105,6 +106,14 @@ function validParams(endpoint: EndpointDefinition, query: RawQuery, url?: string
     validated.set(key, params);
   }
   return params;
+}
+
+/** RFC 8288's next link: the path the caller used, its parameters, and the next page's cursor. */
+function nextLink(url: string, cursor: string): string {
+  const queryAt = url.indexOf("?");
+  const query = new URLSearchParams(queryAt === -1 ? "" : url.slice(queryAt + 1));
+  query.set("cursor", cursor);
+  return `<${queryAt === -1 ? url : url.slice(0, queryAt)}?${query}>; rel="next"`;
 }
 
 /** The format the request's Accept prefers, if any; the answer then varies with Accept. */

@@ -10,7 +10,7 @@ import { HttpError } from "../../src/http/errors.ts";
 // Written out rather than read from the catalog, so that the oracle shares no code with the rule.
 const DECLARED: Readonly<Record<string, readonly string[]>> = {
   "functions.invocation-stats": ["project", "function_id", "interval"],
-  "logs.all": ["project", "project_tier", "iso_timestamp_start", "iso_timestamp_end"],
+  "logs.all": ["project", "project_tier", "iso_timestamp_start", "iso_timestamp_end", "cursor"],
   "usage.api-counts": ["project", "interval"],
 };
 const ALL_PARAMS = [...new Set(Object.values(DECLARED).flat())];

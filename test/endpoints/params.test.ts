@@ -142,6 +142,8 @@ describe("logs.all params", () => {
       project_tier: "PRO",
       iso_timestamp_start: "2026-11-21T05:00:00.000000Z",
       iso_timestamp_end: null,
+      cursor_timestamp: null,
+      cursor_id: null,
     });
   });
 

@@ -142,6 +142,13 @@ describe("the three endpoints", () => {
         parameterType: { type: "STRING" },
         parameterValue: { value: null },
       },
+      // No cursor: the position of the next page binds as two nulls.
+      {
+        name: "cursor_timestamp",
+        parameterType: { type: "STRING" },
+        parameterValue: { value: null },
+      },
+      { name: "cursor_id", parameterType: { type: "STRING" }, parameterValue: { value: null } },
     ]);
   });
 

@@ -122,6 +122,52 @@ describe("logs.all", () => {
     expect(ids(await logs(shuffled, { project_tier: "PRO" }))).toEqual(expected);
   });
 
+  describe("paging: ties broken by id, and the cursor", () => {
+    const instant = shift(NOW, -HOUR);
+    // Ids whose byte order differs from insertion order, a NULL id, and an id past the BMP.
+    const tied = ["m", "b", "z", "a\u{1F600}", "a\u{FFFD}", "k"].map((id) =>
+      edgeLog(instant, { id }),
+    );
+    const nullId = { ...edgeLog(instant), id: null };
+    const newer = edgeLog(shift(instant, MICROSECOND), { id: "newer" });
+    const older = edgeLog(shift(instant, -MICROSECOND), { id: "zz-older" });
+    const rows = [older, ...tied, nullId, newer];
+    // The order the rule states: timestamp descending, then id descending by UTF-8 bytes, NULL as ''.
+    const byteOrder = (a: Row, b: Row) =>
+      Buffer.compare(Buffer.from(String(b.id ?? "")), Buffer.from(String(a.id ?? "")));
+    const tiedOrder = [...tied, nullId].sort(byteOrder).map((r) => r.id);
+
+    it("orders records sharing a timestamp by id, descending, a NULL id last", async () => {
+      expect(ids(await logs(rows))).toEqual(["newer", ...tiedOrder, "zz-older"]);
+    });
+
+    it.each(tiedOrder.map((id, i) => [String(id), i] as const))(
+      "a cursor at %j gives exactly the records after it in that order",
+      async (id, i) => {
+        const cursor = { cursor_timestamp: instant, cursor_id: id === "null" ? "" : id };
+        expect(ids(await logs(rows, cursor))).toEqual([...tiedOrder.slice(i + 1), "zz-older"]);
+      },
+    );
+
+    it("a cursor between timestamps, with an empty id, starts below that instant", async () => {
+      const cursor = { cursor_timestamp: instant, cursor_id: "" };
+      // '' is the smallest id: nothing at the instant comes after it except a NULL id, which ties.
+      expect(ids(await logs(rows, cursor))).toEqual(["zz-older"]);
+    });
+
+    it("the cursor only narrows: project, tier and range still apply", async () => {
+      const theirs = edgeLog(shift(instant, -SECOND), { id: "theirs", project: OTHER_PROJECT });
+      const cursor = { cursor_timestamp: shift(NOW, -MINUTE), cursor_id: "" };
+      expect(ids(await logs([...rows, theirs], cursor))).toEqual([
+        "newer",
+        ...tiedOrder,
+        "zz-older",
+      ]);
+      const bounded = { ...cursor, iso_timestamp_start: instant };
+      expect(ids(await logs(rows, bounded))).toEqual(["newer"]);
+    });
+  });
+
   it("returns each record intact: metadata as nested arrays with zero or several elements", async () => {
     const several = [
       edgeMetadata(request("/rest/v1/todos"), request("/auth/v1/token", OTHER_PROJECT)),

@@ -92,6 +92,11 @@ const HEADERS: Record<string, Json> = {
     description: "Present when the result was cut at the row cap.",
     schema: { enum: ["true"] },
   },
+  Link: {
+    description:
+      'On a full page of a paged endpoint: `<url>; rel="next"` (RFC 8288), the same path and parameters with the next page\'s `cursor`. The last page has none.',
+    schema: STRING,
+  },
   Allow: { description: "The methods the path answers.", schema: { enum: ["GET"] } },
 };
 
@@ -195,6 +200,7 @@ function okResponse(endpoint: EndpointDefinition): Json {
       ...RATE_LIMIT,
       ...(endpoint.cache ? CACHE : ["Cache-Control"]),
       "X-Result-Truncated",
+      ...(endpoint.pageSize ? ["Link"] : []),
     ),
     content: {
       "application/json": {

@@ -1,0 +1,202 @@
+// logs.all pages through a whole window by its Link rel=next, on both engines: every record once,
+// newest first, however many share a timestamp. Expected sets are computed here from the fixtures.
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import { afterAll, beforeEach, describe, expect, it } from "vitest";
+import { buildApp } from "../../src/app.ts";
+import { catalog } from "../../src/endpoints/catalog.ts";
+import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import { replaceTables } from "../support/duckdb-tables.ts";
+import {
+  DAY,
+  edgeLog,
+  MICROSECOND,
+  MINUTE,
+  micros,
+  OTHER_PROJECT,
+  PROJECT,
+  SECOND,
+  shift,
+} from "../support/fixtures.ts";
+import type { Row } from "../support/googlesql.ts";
+import { API_KEY, startService } from "../support/service.ts";
+
+const NOW = "2026-11-21T05:17:42.123456Z";
+const LOGS = catalog.find((endpoint) => endpoint.name === "logs.all");
+const SHARED = shift(NOW, -10n * MINUTE);
+
+/** Ids in no particular byte order, so the tie-break is not insertion order. */
+const scrambled = (i: number) => `${((i * 7919) % 1000).toString(36)}-${i}`;
+
+// Project A: 170 records a second apart and a run of 150 at one instant, starting 60 records in,
+// so the run spans three pages; records a day old; and project B's records in between.
+const OURS: Row[] = [
+  ...Array.from({ length: 60 }, (_, i) =>
+    edgeLog(shift(SHARED, BigInt(i + 1) * SECOND), { id: scrambled(i) }),
+  ),
+  ...Array.from({ length: 150 }, (_, i) => edgeLog(SHARED, { id: scrambled(100 + i) })),
+  ...Array.from({ length: 110 }, (_, i) =>
+    edgeLog(shift(SHARED, -BigInt(i + 1) * SECOND), { id: scrambled(300 + i) }),
+  ),
+  ...Array.from({ length: 5 }, (_, i) =>
+    edgeLog(shift(NOW, -DAY - BigInt(i) * MINUTE), { id: `old-${i}` }),
+  ),
+];
+const THEIRS: Row[] = Array.from({ length: 130 }, (_, i) =>
+  edgeLog(shift(SHARED, BigInt(i - 65) * SECOND + MICROSECOND), {
+    id: `b-${i}`,
+    project: OTHER_PROJECT,
+  }),
+);
+const TABLES = { edge_logs: [...OURS, ...THEIRS].reverse() };
+
+/** The records of `project` a query should page through, computed from the fixtures. */
+function expectedIds(project: string, after: string, atOrBefore = NOW): Set<unknown> {
+  return new Set(
+    [...OURS, ...THEIRS]
+      .filter((r) => r.project === project)
+      .filter((r) => micros(r.timestamp as string) > micros(after))
+      .filter((r) => micros(r.timestamp as string) <= micros(atOrBefore))
+      .map((r) => r.id),
+  );
+}
+
+type Get = (url: string) => Promise<LightMyRequestResponse>;
+
+interface Page {
+  records: Row[];
+  link?: string;
+}
+
+/** Follows next links from `url` to the last page. */
+async function pageThrough(get: Get, url: string): Promise<Page[]> {
+  const pages: Page[] = [];
+  for (let next: string | undefined = url; next; ) {
+    const response = await get(next);
+    expect(response.statusCode, response.body).toBe(200);
+    const link = response.headers.link as string | undefined;
+    pages.push({ records: JSON.parse(response.body).result, ...(link && { link }) });
+    next = link && /^<([^>]+)>; rel="next"$/.exec(link)?.[1];
+    expect(pages.length).toBeLessThan(20);
+  }
+  return pages;
+}
+
+function expectWholeWindow(pages: Page[], expected: Set<unknown>) {
+  const records = pages.flatMap((page) => page.records);
+  expect(records.map((r) => r.id).sort()).toEqual([...expected].sort());
+  const stamps = records.map((r) => micros(r.timestamp as string));
+  expect(stamps.every((t, i) => i === 0 || t <= (stamps[i - 1] as bigint))).toBe(true);
+  for (const [i, page] of pages.entries()) {
+    expect(page.records.length).toBeLessThanOrEqual(100);
+    // Only a full page links on, and the last page never does.
+    expect(page.link !== undefined).toBe(i < pages.length - 1);
+    if (page.records.length < 100) expect(page.link).toBeUndefined();
+  }
+}
+
+const engines: [string, (tables: Record<string, Row[]>) => Promise<Get>][] = [
+  [
+    "BigQuery",
+    async (tables) => {
+      const { get } = await startService({ tables, now: NOW });
+      return get;
+    },
+  ],
+  [
+    "DuckDB",
+    async (tables) => {
+      const engine = await createDuckDbEngine({ now: () => micros(NOW) });
+      await replaceTables(engine, tables);
+      const app = await buildApp({ engine, apiKeys: [API_KEY], rateLimitPerMinute: 10_000 });
+      opened.push({ app, engine });
+      return (url) => app.inject({ url, headers: { "x-api-key": API_KEY } });
+    },
+  ],
+];
+const opened: { app: FastifyInstance; engine: DuckDbEngine }[] = [];
+afterAll(async () => {
+  for (const { app, engine } of opened) {
+    await app.close();
+    await engine.close();
+  }
+});
+
+describe.each(engines)("logs.all paging on %s", (_, start) => {
+  let get: Get;
+  // A BigQuery service lives for one test (support/service.ts closes it after each).
+  beforeEach(async () => {
+    get = await start(TABLES);
+  });
+  const base = `/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`;
+
+  it("yields every record of the window once, newest first, across a 150-record tie", async () => {
+    const pages = await pageThrough(get, base);
+    expect(pages.length).toBeGreaterThanOrEqual(4);
+    expectWholeWindow(pages, expectedIds(PROJECT, shift(NOW, -DAY)));
+  });
+
+  it("pages within both time bounds", async () => {
+    const after = shift(SHARED, -50n * SECOND);
+    const until = shift(SHARED, 20n * SECOND);
+    const pages = await pageThrough(
+      get,
+      `${base}&iso_timestamp_start=${after}&iso_timestamp_end=${encodeURIComponent(until)}`,
+    );
+    expectWholeWindow(pages, expectedIds(PROJECT, after, until));
+  });
+
+  it("links on the path the caller used, with its parameters", async () => {
+    const byUuid = await get(
+      `/api/endpoints/query/${LOGS?.id}?project=${PROJECT}&project_tier=FREE`,
+    );
+    expect(byUuid.headers.link).toMatch(
+      new RegExp(
+        `^</api/endpoints/query/${LOGS?.id}\\?project=${PROJECT}&project_tier=FREE&cursor=[\\w-]+>; rel="next"$`,
+      ),
+    );
+    const suffixed = await get(
+      `/api/endpoints/logs.all.ndjson?project=${PROJECT}&project_tier=FREE`,
+    );
+    expect(suffixed.headers.link).toMatch(/^<\/api\/endpoints\/logs\.all\.ndjson\?/);
+  });
+
+  it("exposes Link to browsers", async () => {
+    const response = await get(base);
+    expect(String(response.headers["access-control-expose-headers"]).split(", ")).toContain("Link");
+  });
+
+  it("refuses a cut, edited or made-up cursor with 400 invalid_params naming cursor", async () => {
+    const [first] = await pageThrough(
+      get,
+      `${base}&iso_timestamp_end=${encodeURIComponent(shift(SHARED, -100n * SECOND))}`,
+    );
+    expect(first?.link).toBeUndefined();
+    const link = (await get(base)).headers.link as string;
+    const cursor = /cursor=([\w-]+)>/.exec(link)?.[1] as string;
+    const edited = `${cursor.slice(0, 10)}${cursor[10] === "A" ? "B" : "A"}${cursor.slice(11)}`;
+    for (const bad of [edited, cursor.slice(0, -3), "abc", "not a cursor", `${cursor}=`]) {
+      const response = await get(`${base}&cursor=${encodeURIComponent(bad)}`);
+      expect(response.statusCode, bad).toBe(400);
+      expect(JSON.parse(response.body).error).toMatchObject({
+        code: "invalid_params",
+        details: [{ param: "cursor", message: expect.stringContaining("not a cursor") }],
+      });
+    }
+  });
+
+  it("a cursor from one project's page shows another project only its own records", async () => {
+    const first = await get(base);
+    const last = (JSON.parse(first.body).result as Row[]).at(-1) as Row;
+    const cursor = /cursor=([\w-]+)>/.exec(first.headers.link as string)?.[1] as string;
+    const theirs = await get(
+      `/api/endpoints/logs.all?project=${OTHER_PROJECT}&project_tier=FREE&cursor=${cursor}`,
+    );
+    // B's records older than the last record of A's first page (B's never share its instant).
+    const expected = THEIRS.filter(
+      (r) => micros(r.timestamp as string) < micros(last.timestamp as string),
+    );
+    const records: Row[] = JSON.parse(theirs.body).result;
+    expect(records.length).toBeGreaterThan(0);
+    expect(records.map((r) => r.id).sort()).toEqual(expected.map((r) => r.id).sort());
+  });
+});
