@@ -4,11 +4,12 @@ import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type { Registry } from "prom-client";
 import { ResultCache, type ResultCacheOptions } from "./cache/result-cache.ts";
-import type { HttpSettings } from "./config.ts";
+import type { FollowSettings, HttpSettings } from "./config.ts";
 import { createAuthenticator } from "./credentials/authenticate.ts";
 import type { KeysFile } from "./credentials/keys-file.ts";
 import type { TokenVerifier } from "./credentials/tokens.ts";
 import { catalog } from "./endpoints/catalog.ts";
+import { FollowHub } from "./endpoints/follow.ts";
 import { loadQueries } from "./endpoints/queries.ts";
 import { createRunner } from "./endpoints/runner.ts";
 import { type AdmissionOptions, admit } from "./engines/admission.ts";
@@ -18,6 +19,7 @@ import { connectionCap } from "./http/connection-cap.ts";
 import { openCors } from "./http/cors.ts";
 import { endpointRoutes } from "./http/endpoint-routes.ts";
 import { clientError, errorEnvelope, frameworkError } from "./http/errors.ts";
+import { followRoutes } from "./http/follow-routes.ts";
 import { serializeResult } from "./http/formats/json.ts";
 import { healthRoutes } from "./http/health-routes.ts";
 import { loadShedding, type PressureLimits } from "./http/load-shedding.ts";
@@ -61,11 +63,14 @@ export interface AppDeps {
   http?: Partial<Omit<HttpSettings, "maxConnections">>;
   /** On close, how long running queries may take before they are answered 503; default 25 s. */
   shutdownGraceMs?: number;
+  /** Follow streams; default: a poll every 5 s, 60 s of lag, 4 streams per credential. */
+  follow?: Partial<FollowSettings> & { clock?: () => bigint };
   /** Absent: no logging (tests). */
   logger?: FastifyBaseLogger;
 }
 
 const DEFAULT_ADMISSION = { maxConcurrency: 4, maxQueue: 100 };
+const DEFAULT_FOLLOW = { intervalMs: 5_000, lagMs: 60_000, maxPerCredential: 4 };
 const DEFAULT_TIMEOUTS = {
   requestTimeoutMs: 30_000,
   headersTimeoutMs: 10_000,
@@ -111,17 +116,25 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const cache = deps.cache && new ResultCache({ logger: app.log, ...deps.cache });
   app.addHook("onClose", async () => cache?.close());
+  const queries = deps.queries ?? loadQueries(deps.engine.dialect, catalog);
   const run = createRunner({
     engine,
     endpoints: catalog,
-    queries: deps.queries ?? loadQueries(deps.engine.dialect, catalog),
+    queries,
     cache,
     serialize: serializeResult,
     log: app.log,
   });
+  const follow = { ...DEFAULT_FOLLOW, ...deps.follow };
+  const followHub = new FollowHub(engine, queries, { ...follow, log: app.log });
 
   await app.register(connectionCap, { max: deps.maxConnections ?? 10_000 });
-  const registry = serviceRegistry({ cache, engine, connections: app.connections });
+  const registry = serviceRegistry({
+    cache,
+    engine,
+    connections: app.connections,
+    follow: followHub,
+  });
   app.decorate("metricsRegistry", registry);
   await app.register(errorEnvelope);
   await app.register(requestLog);
@@ -140,6 +153,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await api.register(perKeyRateLimit, { perMinute: deps.rateLimitPerMinute ?? 600 });
     await api.register(metrics, { registry });
     await api.register(endpointRoutes, { run });
+    await api.register(followRoutes, {
+      hub: followHub,
+      maxPerCredential: follow.maxPerCredential,
+    });
     await api.register(openApiRoute);
   });
   return app;

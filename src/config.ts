@@ -86,6 +86,9 @@ const environment = z.object({
   CACHE_MAX_BYTES: positiveInt(64 * 1024 * 1024),
   CACHE_MAX_WARM_KEYS: positiveInt(1000),
   RATE_LIMIT_PER_MINUTE: positiveInt(600),
+  LOGS_FOLLOW_INTERVAL_SECONDS: positiveInt(5),
+  LOGS_FOLLOW_LAG_SECONDS: positiveInt(60),
+  LOGS_FOLLOW_MAX_PER_CREDENTIAL: positiveInt(4),
   LOG_FORMAT: z.enum(["json", "pretty"], { error: "expects json or pretty" }).default("json"),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `expects one of ${LOG_LEVELS.join(", ")}` })
@@ -116,6 +119,14 @@ export interface AuthSettings {
   failuresPerMinute: number;
 }
 
+export interface FollowSettings {
+  /** How often a feed asks the engine for new records. */
+  intervalMs: number;
+  /** How much older than the newest record sent a late record may be and still be sent. */
+  lagMs: number;
+  maxPerCredential: number;
+}
+
 export interface HttpSettings {
   requestTimeoutMs: number;
   headersTimeoutMs: number;
@@ -136,6 +147,7 @@ export interface Config {
   engine: BigQuerySettings | DuckDbSettings;
   cache: { maxEntries: number; maxBytes: number; maxWarmKeys: number };
   rateLimitPerMinute: number;
+  follow: FollowSettings;
   logLevel: (typeof LOG_LEVELS)[number];
   /** JSON lines (production), or pino-pretty's readable lines (`npm run dev`). */
   logFormat: "json" | "pretty";
@@ -197,6 +209,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       maxWarmKeys: e.CACHE_MAX_WARM_KEYS,
     },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    follow: {
+      intervalMs: e.LOGS_FOLLOW_INTERVAL_SECONDS * 1000,
+      lagMs: e.LOGS_FOLLOW_LAG_SECONDS * 1000,
+      maxPerCredential: e.LOGS_FOLLOW_MAX_PER_CREDENTIAL,
+    },
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
   };

@@ -98,6 +98,7 @@ const app = await buildApp({
   maxConnections: config.http.maxConnections,
   cache: config.cache,
   rateLimitPerMinute: config.rateLimitPerMinute,
+  follow: config.follow,
   logger: log,
 });
 

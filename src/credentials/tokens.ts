@@ -102,7 +102,7 @@ export function createTokenVerifier(options: TokenOptions): TokenVerifier {
         `it lives longer than JWT_MAX_LIFETIME_SECONDS (${options.maxLifetimeSeconds} s)`,
       );
     }
-    return { name: sub, scopes, rateLimitPerMinute: rate_limit_per_minute };
+    return { name: sub, scopes, rateLimitPerMinute: rate_limit_per_minute, expiresAt: exp * 1000 };
   };
 }
 

@@ -39,6 +39,8 @@ export interface EndpointDefinition {
    * answers at most this many rows; a full page links to the next.
    */
   pageSize?: number;
+  /** A paged endpoint whose new records can be streamed as they arrive, at <path>/follow. */
+  follow?: boolean;
   /** Absent: every request runs the query. */
   cache?: CachePolicy;
 }
@@ -111,6 +113,7 @@ export const catalog: readonly EndpointDefinition[] = [
     }),
     maxRows: 1000,
     pageSize: 100,
+    follow: true,
   },
   {
     name: "usage.api-counts",

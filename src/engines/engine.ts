@@ -20,8 +20,8 @@ export interface QueryRequest {
   params: Record<string, string | null>;
   /** Rows beyond this are not fetched; `truncated` says so. */
   maxRows: number;
-  /** What caused the query: a caller's request, or the cache's background refresh. */
-  trigger?: "request" | "refresh";
+  /** What caused the query: a caller's request, the cache's background refresh, a follow stream. */
+  trigger?: "request" | "refresh" | "follow";
   /** Who caused it (a credential's name), when a caller did: the gate's fair share, the job's label. */
   credential?: string;
   /** Epoch ms by which the answer is due; the engine stops the query then. Default: its own timeout. */

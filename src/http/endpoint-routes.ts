@@ -164,6 +164,7 @@ function describeEndpoint(endpoint: EndpointDefinition) {
       `/api/endpoints/${endpoint.name}`,
       `/api/endpoints/query/${endpoint.id}`,
       `/api/endpoints/query/${endpoint.name}`,
+      ...(endpoint.follow ? [`/api/endpoints/${endpoint.name}/follow`] : []),
     ],
     example: `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`,
   };

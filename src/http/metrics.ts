@@ -7,6 +7,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import type { CacheStats, ResultCache } from "../cache/result-cache.ts";
 import { hasFullAccess } from "../credentials/scope-rule.ts";
 import { findEndpoint } from "../endpoints/catalog.ts";
+import type { FollowHub } from "../endpoints/follow.ts";
 import type { AdmittedEngine } from "../engines/admission.ts";
 import type { ConnectionStats } from "./connection-cap.ts";
 import { HttpError } from "./errors.ts";
@@ -25,15 +26,17 @@ interface MetricSources {
   cache?: ResultCache;
   engine: AdmittedEngine;
   connections: ConnectionStats;
+  follow: FollowHub;
 }
 
-/** The service's registry: process, cache, engine gate and connection figures, read when scraped. */
-export function serviceRegistry({ cache, engine, connections }: MetricSources): Registry {
+/** The service's registry: process, cache, engine gate, connection and follow figures, read when scraped. */
+export function serviceRegistry({ cache, engine, connections, follow }: MetricSources): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   if (cache) registerCacheMetrics(registry, cache);
   registerAdmissionMetrics(registry, engine);
   registerConnectionMetrics(registry, connections);
+  registerFollowMetrics(registry, follow);
   return registry;
 }
 
@@ -170,4 +173,29 @@ function registerConnectionMetrics(registry: Registry, connections: ConnectionSt
       this.inc(connections.refused);
     },
   });
+}
+
+function registerFollowMetrics(registry: Registry, follow: FollowHub): void {
+  new Gauge({
+    name: "query_service_follow_streams_open",
+    help: "Follow streams open now.",
+    registers: [registry],
+    collect() {
+      this.set(follow.stats().open);
+    },
+  });
+  for (const [stat, name, help] of [
+    ["polls", "polls", "Polls of the engine by follow feeds (one per parameter set and interval)."],
+    ["recordsSent", "records_sent", "Records sent on follow streams."],
+  ] as const) {
+    new Counter({
+      name: `query_service_follow_${name}_total`,
+      help,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(follow.stats()[stat]);
+      },
+    });
+  }
 }

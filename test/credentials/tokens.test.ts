@@ -120,7 +120,11 @@ async function refused(verify: TokenVerifier, token: string, why: RegExp): Promi
 }
 
 async function accepted(verify: TokenVerifier, token: string): Promise<void> {
-  expect(await verify(token)).toEqual({ name: "acme", scopes: SCOPES });
+  expect(await verify(token)).toEqual({
+    name: "acme",
+    scopes: SCOPES,
+    expiresAt: expect.any(Number),
+  });
 }
 
 function refusedFile(path: string, why: RegExp): void {
@@ -137,12 +141,13 @@ function refusedFile(path: string, why: RegExp): void {
 }
 
 describe("access tokens", () => {
-  it("turns a valid HS256 token into its credential: sub, scopes and rate limit", async () => {
+  it("turns a valid HS256 token into its credential: sub, scopes, rate limit and expiry", async () => {
     const token = await hs256(claims({ rate_limit_per_minute: 120 }));
     expect(await verifier()(token)).toEqual({
       name: "acme",
       scopes: SCOPES,
       rateLimitPerMinute: 120,
+      expiresAt: (now + 600) * 1000,
     });
   });
 
@@ -334,6 +339,10 @@ describe("the authenticator with tokens", () => {
 
   it("still answers a valid token with its credential", async () => {
     const authenticate = createAuthenticator({ tokens: verifier() });
-    expect(await authenticate(await hs256())).toEqual({ name: "acme", scopes: SCOPES });
+    expect(await authenticate(await hs256())).toEqual({
+      name: "acme",
+      scopes: SCOPES,
+      expiresAt: (now + 600) * 1000,
+    });
   });
 });

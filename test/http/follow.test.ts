@@ -1,0 +1,344 @@
+// GET …/logs.all/follow over real HTTP: records arriving while a stream is open reach it once, oldest
+// first, whatever the engine, with reconnects, late records, shared polls, limits and shutdown.
+import { SignJWT } from "jose";
+import { afterEach, describe, expect, it } from "vitest";
+import { buildApp } from "../../src/app.ts";
+import { createTokenVerifier } from "../../src/credentials/tokens.ts";
+import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
+import { replaceTables } from "../support/duckdb-tables.ts";
+import {
+  edgeLog,
+  MICROSECOND,
+  micros,
+  OTHER_PROJECT,
+  PROJECT,
+  SECOND,
+  shift,
+} from "../support/fixtures.ts";
+import type { Row } from "../support/googlesql.ts";
+import { API_KEY, startService } from "../support/service.ts";
+
+const NOW = "2026-11-21T05:17:42.123456Z";
+const FOLLOW = { intervalMs: 40, lagMs: 60_000, clock: () => micros(NOW) };
+const QUERY = `project=${PROJECT}&project_tier=FREE`;
+const OLDER = [edgeLog(shift(NOW, -10n * SECOND), { id: "before-connecting" })];
+
+interface Event {
+  id?: string;
+  event?: string;
+  data: string;
+}
+
+/** An open stream: the events (or NDJSON lines) read so far. */
+interface Stream {
+  events: Event[];
+  lines: string[];
+  ended: Promise<void>;
+  until(check: () => boolean): Promise<void>;
+  close(): void;
+}
+
+const closers: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+async function open(url: string, headers: Record<string, string> = {}): Promise<Stream> {
+  const controller = new AbortController();
+  const response = await fetch(url, {
+    headers: headers.authorization ? headers : { "x-api-key": API_KEY, ...headers },
+    signal: controller.signal,
+  });
+  const stream: Stream = {
+    events: [],
+    lines: [],
+    ended: Promise.resolve(),
+    until: (check) => expect.poll(check, { timeout: 10_000, interval: 20 }).toBe(true),
+    close: () => controller.abort(),
+  };
+  if (response.status !== 200) throw new Error(`${response.status} ${await response.text()}`);
+  const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream());
+  stream.ended = (async () => {
+    let buffered = "";
+    try {
+      for await (const chunk of reader) {
+        buffered += chunk;
+        const separator = headers.accept === "application/x-ndjson" ? "\n" : "\n\n";
+        for (let at = buffered.indexOf(separator); at !== -1; at = buffered.indexOf(separator)) {
+          const frame = buffered.slice(0, at);
+          buffered = buffered.slice(at + separator.length);
+          if (separator === "\n") stream.lines.push(frame);
+          else {
+            const fields = Object.fromEntries(
+              frame
+                .split("\n")
+                .filter((line) => !line.startsWith(":"))
+                .map((line) => [
+                  line.slice(0, line.indexOf(":")),
+                  line.slice(line.indexOf(":") + 2),
+                ]),
+            );
+            if (fields.data !== undefined) stream.events.push(fields as unknown as Event);
+          }
+        }
+      }
+    } catch {
+      // Aborted by close().
+    }
+  })();
+  closers.push(() => stream.close());
+  return stream;
+}
+
+const records = (stream: Stream) =>
+  stream.events.filter((e) => e.event === undefined).map((e) => JSON.parse(e.data) as Row);
+
+/** A burst of records after NOW, in a scrambled order, several sharing a timestamp. */
+function burst(count: number, prefix: string, from = NOW): Row[] {
+  return Array.from({ length: count }, (_, i) =>
+    edgeLog(shift(from, BigInt(1 + Math.floor(i / 3)) * MICROSECOND), {
+      id: `${prefix}-${(i * 37) % count}`,
+    }),
+  ).reverse();
+}
+
+/** Ascending (timestamp, id by bytes): the order a stream sends. */
+function expectAscending(rows: Row[]) {
+  for (let i = 1; i < rows.length; i++) {
+    const [a, b] = [rows[i - 1] as Row, rows[i] as Row];
+    const order =
+      micros(a.timestamp as string) === micros(b.timestamp as string)
+        ? Buffer.compare(Buffer.from(String(a.id)), Buffer.from(String(b.id)))
+        : micros(a.timestamp as string) < micros(b.timestamp as string)
+          ? -1
+          : 1;
+    expect(order, `${a.id} before ${b.id}`).toBe(-1);
+  }
+}
+
+async function bigQueryService(options: Parameters<typeof startService>[0]) {
+  const service = await startService(options);
+  const base = await service.app.listen({ host: "127.0.0.1", port: 0 });
+  const add = (rows: Row[]) => {
+    service.standIn.tables = {
+      ...service.standIn.tables,
+      edge_logs: [...(service.standIn.tables.edge_logs ?? []), ...rows],
+    };
+  };
+  return { ...service, base, add };
+}
+
+describe("a follow stream on BigQuery", () => {
+  it("delivers a burst of 250 records arriving while it is open, each once, oldest first", async () => {
+    const { base, add } = await bigQueryService({
+      now: NOW,
+      tables: { edge_logs: OLDER },
+      follow: FOLLOW,
+    });
+    const stream = await open(`${base}/api/endpoints/logs.all/follow?${QUERY}`);
+    const arriving = burst(250, "burst");
+    add(arriving);
+    await stream.until(() => records(stream).length >= 250);
+    const sent = records(stream);
+    expect(sent.map((r) => r.id).sort()).toEqual(arriving.map((r) => r.id).sort());
+    expectAscending(sent);
+    // Each event's id is the cursor a reconnect resumes after.
+    expect(stream.events.every((e) => /^[\w-]+$/.test(e.id ?? ""))).toBe(true);
+  });
+
+  it("resumes after Last-Event-ID: nothing lost, nothing repeated", async () => {
+    const { base, add } = await bigQueryService({
+      now: NOW,
+      tables: { edge_logs: OLDER },
+      follow: FOLLOW,
+    });
+    const url = `${base}/api/endpoints/logs.all/follow?${QUERY}`;
+    const first = await open(url);
+    const before = burst(20, "first");
+    add(before);
+    await first.until(() => records(first).length === 20);
+    first.close();
+    const seen = records(first).slice(0, 8);
+    const lastEventId = first.events[7]?.id as string;
+    const later = burst(15, "later", shift(NOW, SECOND));
+    add(later);
+
+    const resumed = await open(url, { "last-event-id": lastEventId });
+    await resumed.until(() => records(resumed).length === 35 - 8);
+    const all = [...seen, ...records(resumed)];
+    expect(all.map((r) => r.id).sort()).toEqual([...before, ...later].map((r) => r.id).sort());
+    expectAscending(all);
+  });
+
+  it("starts from iso_timestamp_start with every record after it, then goes live", async () => {
+    const history = [
+      edgeLog(shift(NOW, -3n * SECOND), { id: "history-1" }),
+      edgeLog(shift(NOW, -2n * SECOND), { id: "history-2" }),
+    ];
+    const { base, add } = await bigQueryService({
+      now: NOW,
+      tables: { edge_logs: [...OLDER, ...history] },
+      follow: FOLLOW,
+    });
+    const start = encodeURIComponent(shift(NOW, -5n * SECOND));
+    const stream = await open(
+      `${base}/api/endpoints/logs.all/follow?${QUERY}&iso_timestamp_start=${start}`,
+    );
+    await stream.until(() => records(stream).length === 2);
+    add(burst(3, "live"));
+    await stream.until(() => records(stream).length === 5);
+    expect(records(stream).map((r) => r.id)).toEqual([
+      "history-1",
+      "history-2",
+      "live-0",
+      "live-1",
+      "live-2",
+    ]);
+  });
+
+  it("delivers a record that arrives late, within the lag, once", async () => {
+    const { base, add } = await bigQueryService({
+      now: NOW,
+      tables: { edge_logs: OLDER },
+      follow: FOLLOW,
+    });
+    const stream = await open(`${base}/api/endpoints/logs.all/follow?${QUERY}`);
+    add([edgeLog(shift(NOW, 40n * SECOND), { id: "newest" })]);
+    await stream.until(() => records(stream).length === 1);
+    add([edgeLog(shift(NOW, 10n * SECOND), { id: "late" })]);
+    await stream.until(() => records(stream).length === 2);
+    add([edgeLog(shift(NOW, 20n * SECOND), { id: "later-still" })]);
+    await stream.until(() => records(stream).length === 3);
+    expect(records(stream).map((r) => r.id)).toEqual(["newest", "late", "later-still"]);
+  });
+
+  it("shares one poll between followers of the same parameters", async () => {
+    const { base, add, get, standIn } = await bigQueryService({
+      now: NOW,
+      tables: { edge_logs: OLDER },
+      follow: FOLLOW,
+    });
+    const url = `${base}/api/endpoints/logs.all/follow?${QUERY}`;
+    const [one, two] = [await open(url), await open(url)];
+    add(burst(5, "shared"));
+    await one.until(() => records(one).length === 5 && records(two).length === 5);
+    const metrics = (await get("/metrics")).body;
+    const polls = Number(/^query_service_follow_polls_total (\d+)$/m.exec(metrics)?.[1]);
+    const queries = standIn.queryCalls.length;
+    // Every engine query was one poll of the one feed (a poll in flight may have started since).
+    expect(queries).toBeGreaterThan(0);
+    expect(Math.abs(queries - polls)).toBeLessThanOrEqual(1);
+    expect(metrics).toMatch(/^query_service_follow_streams_open 2$/m);
+    expect(metrics).toMatch(/^query_service_follow_records_sent_total 10$/m);
+  });
+
+  it("refuses a fifth stream of one credential with 429, and frees its slot when one closes", async () => {
+    const { base } = await bigQueryService({
+      now: NOW,
+      tables: { edge_logs: OLDER },
+      follow: FOLLOW,
+    });
+    const url = `${base}/api/endpoints/logs.all/follow?${QUERY}`;
+    const streams: Stream[] = [];
+    for (let i = 0; i < 4; i++) streams.push(await open(url));
+    const fifth = await fetch(url, { headers: { "x-api-key": API_KEY } });
+    expect(fifth.status).toBe(429);
+    expect(((await fifth.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
+    streams[0]?.close();
+    await expect
+      .poll(async () => {
+        const retry = await fetch(url, { headers: { "x-api-key": API_KEY } });
+        if (retry.status === 200) closers.push(() => retry.body?.cancel());
+        return retry.status;
+      })
+      .toBe(200);
+  });
+
+  it("ends every stream with event: end when the service shuts down", async () => {
+    const { app, base } = await bigQueryService({
+      now: NOW,
+      tables: { edge_logs: OLDER },
+      follow: FOLLOW,
+    });
+    const stream = await open(`${base}/api/endpoints/logs.all/follow?${QUERY}`);
+    await app.close();
+    await stream.ended;
+    expect(stream.events.at(-1)).toEqual({ event: "end", data: '{"reason":"shutting_down"}' });
+  });
+
+  it("streams NDJSON lines for Accept: application/x-ndjson", async () => {
+    const { base, add } = await bigQueryService({
+      now: NOW,
+      tables: { edge_logs: OLDER },
+      follow: FOLLOW,
+    });
+    const stream = await open(`${base}/api/endpoints/query/logs.all/follow?${QUERY}`, {
+      accept: "application/x-ndjson",
+    });
+    add(burst(3, "line"));
+    await stream.until(() => stream.lines.length === 3);
+    expect(stream.lines.map((line) => JSON.parse(line).id)).toEqual(["line-0", "line-1", "line-2"]);
+  });
+
+  it("refuses iso_timestamp_end and cursor, and answers 404 for an endpoint that cannot be followed", async () => {
+    const { get } = await bigQueryService({
+      now: NOW,
+      tables: { edge_logs: OLDER },
+      follow: FOLLOW,
+    });
+    const refused = await get(
+      `/api/endpoints/logs.all/follow?${QUERY}&iso_timestamp_end=2026-11-21T05:00:00Z&cursor=x`,
+    );
+    expect(refused.statusCode).toBe(400);
+    expect(JSON.parse(refused.body).error).toMatchObject({
+      code: "invalid_params",
+      details: [{ param: "iso_timestamp_end" }, { param: "cursor" }],
+    });
+    const stats = await get(
+      "/api/endpoints/functions.invocation-stats/follow?project=p&interval=1hr",
+    );
+    expect(stats.statusCode).toBe(404);
+    expect(JSON.parse(stats.body).error.code).toBe("endpoint_not_found");
+  });
+
+  it("ends a stream when the token that opened it expires", async () => {
+    const secret = "a-test-secret-of-at-least-32-bytes!!";
+    const exp = Math.floor(Date.now() / 1000) + 2;
+    const token = await new SignJWT({ sub: "dashboard", scopes: [{ endpoint: "logs.all" }] })
+      .setProtectedHeader({ alg: "HS256" })
+      .setExpirationTime(exp)
+      .sign(new TextEncoder().encode(secret));
+    const { base } = await bigQueryService({
+      now: NOW,
+      tables: { edge_logs: OLDER },
+      follow: FOLLOW,
+      tokens: createTokenVerifier({ secret, maxLifetimeSeconds: 3600 }),
+    });
+    const stream = await open(`${base}/api/endpoints/logs.all/follow?${QUERY}`, {
+      authorization: `Bearer ${token}`,
+    });
+    await stream.ended;
+    expect(stream.events.at(-1)).toEqual({ event: "end", data: '{"reason":"token_expired"}' });
+  });
+});
+
+describe("a follow stream on DuckDB", () => {
+  it("delivers a burst of 250 records arriving while it is open, each once, oldest first", async () => {
+    const engine = await createDuckDbEngine({ now: () => micros(NOW) });
+    const others = [edgeLog(shift(NOW, SECOND), { id: "theirs", project: OTHER_PROJECT })];
+    await replaceTables(engine, { edge_logs: [...OLDER, ...others] });
+    const app = await buildApp({ engine, apiKeys: [API_KEY], follow: FOLLOW });
+    closers.push(async () => {
+      await app.close();
+      await engine.close();
+    });
+    const base = await app.listen({ host: "127.0.0.1", port: 0 });
+    const stream = await open(`${base}/api/endpoints/logs.all/follow?${QUERY}`);
+    const arriving = burst(250, "duck");
+    await replaceTables(engine, { edge_logs: [...OLDER, ...others, ...arriving] });
+    await stream.until(() => records(stream).length >= 250);
+    const sent = records(stream);
+    expect(sent.map((r) => r.id).sort()).toEqual(arriving.map((r) => r.id).sort());
+    expectAscending(sent);
+  });
+});
