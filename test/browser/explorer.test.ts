@@ -1,0 +1,241 @@
+// The explorer page at / in a real headless Chromium, against the service on the embedded engine
+// and its demo data: what a person sees, and what the page sends.
+//
+// Time: the page's refresh interval is shortened with its own `?refresh=1` option. The cache reads
+// the wall clock plus `cacheClock.offsetMs`; moving the offset past the TTL expires the cached
+// answer, so that rows appended to the demo tables show on the next refresh.
+import { mkdir } from "node:fs/promises";
+import type { Browser, Page, Request } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateLogs } from "../../src/engines/duckdb/demo-data.ts";
+import { dateToMicros } from "../../src/time.ts";
+import { launchChromium } from "../support/browser.ts";
+import { demoApp } from "../support/demo-app.ts";
+
+const KEY = "browser-test-key-0123456789";
+const ARTIFACTS = new URL("../../test-artifacts/", import.meta.url).pathname;
+const STATS = '[data-endpoint="functions.invocation-stats"]';
+const LOGS = '[data-endpoint="logs.all"]';
+const USAGE = '[data-endpoint="usage.api-counts"]';
+const TTL_MS = 900_000;
+
+const cacheClock = { offsetMs: 0 };
+const demo = demoApp({
+  apiKeys: [KEY],
+  cache: {
+    maxEntries: 100,
+    maxBytes: 16 * 1024 * 1024,
+    now: () => Date.now() + cacheClock.offsetMs,
+  },
+});
+
+let base: string;
+let browser: Browser;
+beforeAll(async () => {
+  base = await demo.app.listen({ host: "127.0.0.1", port: 0 });
+  browser = await launchChromium();
+  await mkdir(ARTIFACTS, { recursive: true });
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+interface Envelope {
+  result: Record<string, unknown>[];
+  error: { code: string; message: string; details?: { param: string; message: string }[] };
+}
+
+/** What the service answers the test itself for `path`, with `key`. */
+async function api(path: string, key = KEY): Promise<{ status: number; body: Envelope }> {
+  const response = await fetch(`${base}${path}`, { headers: { "x-api-key": key } });
+  return { status: response.status, body: (await response.json()) as Envelope };
+}
+
+interface Opened {
+  page: Page;
+  requests: Request[];
+  consoleErrors: string[];
+}
+
+/** The page in a fresh browser context (empty sessionStorage), with its requests and errors recorded. */
+async function openExplorer(query = ""): Promise<Opened> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const requests: Request[] = [];
+  const consoleErrors: string[] = [];
+  page.on("request", (request) => requests.push(request));
+  page.on("console", (message) => {
+    if (message.type() === "error") consoleErrors.push(message.text());
+  });
+  page.on("pageerror", (error) => consoleErrors.push(String(error)));
+  await page.goto(`${base}/${query}`);
+  return { page, requests, consoleErrors };
+}
+
+async function enterKey(page: Page, key = KEY) {
+  await page.fill("#api-key", key);
+  await page.click("text=Use key");
+}
+
+const attribute = (page: Page, selector: string, name: string) =>
+  page.locator(selector).first().getAttribute(name);
+
+describe("the explorer page", () => {
+  it("loads with no key, no console error and no other host; the key draws one point per row", async () => {
+    const { page, requests, consoleErrors } = await openExplorer();
+    await expect(page.title()).resolves.toBe("Log & usage query explorer");
+    expect(requests.some((request) => new URL(request.url()).pathname.startsWith("/api"))).toBe(
+      false,
+    );
+
+    await enterKey(page);
+    await page.waitForSelector(`${STATS} .chart[data-points]`);
+    await page.waitForSelector(`${USAGE} .chart[data-points]`);
+    await page.waitForSelector(`${LOGS} table`);
+
+    const rows = (
+      await api("/api/endpoints/functions.invocation-stats?project=default&interval=1hr")
+    ).body.result;
+    expect(rows.length).toBeGreaterThan(0);
+    for (const chart of await page.locator(`${STATS} .chart`).all()) {
+      expect(await chart.getAttribute("data-points")).toBe(String(rows.length));
+    }
+    await expect(page.locator(`${STATS} [data-field="x-cache"]`).textContent()).resolves.toMatch(
+      /^X-Cache: (MISS|HIT)$/,
+    );
+    await expect(page.locator(`${STATS} [data-field="age"]`).textContent()).resolves.toMatch(
+      /^Age: \d+ s$/,
+    );
+    await expect(page.locator(`${STATS} [data-field="request-id"]`).textContent()).resolves.toMatch(
+      /^request id [\w.-]+$/,
+    );
+
+    // The key travels as a header from sessionStorage, never in a URL.
+    const calls = requests.filter((request) => new URL(request.url()).pathname.startsWith("/api"));
+    expect(calls.length).toBeGreaterThanOrEqual(4);
+    for (const call of calls) {
+      expect(call.url()).not.toContain(KEY);
+      expect(call.headers()["x-api-key"]).toBe(KEY);
+    }
+    await expect(page.evaluate(() => Object.values(sessionStorage))).resolves.toEqual([KEY]);
+
+    for (const request of requests) expect(new URL(request.url()).origin).toBe(base);
+    expect(consoleErrors).toEqual([]);
+
+    // What the page itself weighs: every non-API response, headers and body as transferred.
+    let weight = 0;
+    for (const request of requests.filter((r) => !new URL(r.url()).pathname.startsWith("/api"))) {
+      const sizes = await request.sizes();
+      weight += sizes.responseHeadersSize + sizes.responseBodySize;
+    }
+    console.log(`explorer page weight: ${weight} bytes`);
+    expect(weight).toBeGreaterThan(50_000);
+    expect(weight).toBeLessThan(300_000);
+
+    await page.screenshot({ path: `${ARTIFACTS}explorer.png`, fullPage: true });
+    await page.context().close();
+  });
+
+  it("refreshes with If-None-Match: a 304 keeps the chart, a changed value redraws it", async () => {
+    const { page, requests, consoleErrors } = await openExplorer("?refresh=1");
+    await enterKey(page);
+    await page.waitForSelector(`${STATS}[data-draws="1"]`);
+    const canvas = await page.$(`${STATS} canvas`);
+
+    await page.waitForSelector(`${STATS} [data-field="status"]:text-is("HTTP 304")`);
+    expect(await attribute(page, STATS, "data-draws")).toBe("1");
+    expect(await canvas?.evaluate((element) => element.isConnected)).toBe(true);
+    const conditional = requests.filter(
+      (request) =>
+        request.url().includes("/api/endpoints/functions.invocation-stats") &&
+        request.headers()["if-none-match"],
+    );
+    expect(conditional.length).toBeGreaterThan(0);
+
+    // New invocations in the last half minute, and the cached answer past its TTL.
+    const connection = await demo.engine.connect();
+    try {
+      await generateLogs(connection, {
+        now: dateToMicros(new Date()),
+        days: 30 / 86_400,
+        edgeLogs: 0,
+        functionEdgeLogs: 500,
+      });
+    } finally {
+      connection.closeSync();
+    }
+    cacheClock.offsetMs += TTL_MS + 1_000;
+
+    await page.waitForSelector(`${STATS}[data-draws="2"]`);
+    await expect(page.locator(`${STATS} [data-field="x-cache"]`).textContent()).resolves.toBe(
+      "X-Cache: MISS",
+    );
+    const rows = (
+      await api("/api/endpoints/functions.invocation-stats?project=default&interval=1hr")
+    ).body.result;
+    expect(await attribute(page, `${STATS} .chart`, "data-points")).toBe(String(rows.length));
+    expect(consoleErrors).toEqual([]);
+    await page.context().close();
+  });
+
+  it("shows a 400's message beside the timestamp it names", async () => {
+    const { page } = await openExplorer();
+    await enterKey(page);
+    await page.waitForSelector(`${LOGS} table`);
+    // A datetime input takes years past 9999, which the service refuses.
+    await page.fill(`${LOGS} [name="iso_timestamp_start"]`, "10000-01-01T00:00");
+    await page.click(`${LOGS} button[type="submit"]`);
+
+    const expected = await api(
+      "/api/endpoints/logs.all?project=default&project_tier=FREE&iso_timestamp_start=10000-01-01T00:00:00Z",
+    );
+    expect(expected.status).toBe(400);
+    const [detail] = expected.body.error.details ?? [];
+    expect(detail?.param).toBe("iso_timestamp_start");
+    await page.waitForSelector(`${LOGS} .field.invalid[data-param="iso_timestamp_start"]`);
+    const fieldError = page.locator(`${LOGS} [data-error-for="iso_timestamp_start"]`);
+    expect(await fieldError.textContent()).toBe(detail?.message);
+    expect(await page.locator(`${LOGS} .error`).textContent()).toContain(
+      expected.body.error.message,
+    );
+    await page.screenshot({ path: `${ARTIFACTS}explorer-bad-timestamp.png`, fullPage: true });
+    await page.context().close();
+  });
+
+  it("shows the 401 message for a wrong key", async () => {
+    const wrong = "not-the-key-0123456789";
+    const { page } = await openExplorer();
+    await enterKey(page, wrong);
+    const expected = await api("/api/endpoints", wrong);
+    expect(expected.status).toBe(401);
+    await page.waitForSelector("#key-message:not([hidden])");
+    expect(await page.locator("#key-message").textContent()).toBe(
+      `401 unauthorized: ${expected.body.error.message}`,
+    );
+    await page.context().close();
+  });
+
+  it("lists logs.all newest first, and a record's metadata expands", async () => {
+    const { page } = await openExplorer();
+    await enterKey(page);
+    await page.waitForSelector(`${LOGS} table`);
+    const expected = (await api("/api/endpoints/logs.all?project=default&project_tier=FREE")).body
+      .result;
+    const column = await page.locator(`${LOGS} thead th`).allTextContents();
+    const at = column.indexOf("timestamp");
+    const timestamps = await page
+      .locator(`${LOGS} tbody tr td:nth-child(${at + 1})`)
+      .allTextContents();
+    expect(timestamps.length).toBe(expected.length);
+    expect(timestamps).toEqual(timestamps.toSorted().reverse());
+
+    const metadata = page.locator(`${LOGS} tbody tr`).first().locator("details");
+    await expect(metadata.locator("pre").isVisible()).resolves.toBe(false);
+    await metadata.locator("summary").click();
+    await expect(metadata.locator("pre").isVisible()).resolves.toBe(true);
+    expect(JSON.parse((await metadata.locator("pre").textContent()) ?? "")).toEqual([
+      expect.objectContaining({ request: expect.any(Array), response: expect.any(Array) }),
+    ]);
+    await page.context().close();
+  });
+});
