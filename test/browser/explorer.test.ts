@@ -84,6 +84,11 @@ describe("the explorer page", () => {
   it("loads with no key, no console error and no other host; the key draws one point per row", async () => {
     const { page, requests, consoleErrors } = await openExplorer();
     await expect(page.title()).resolves.toBe("Log & usage query explorer");
+    const served = await fetch(`${base}/`);
+    expect(served.status).toBe(200);
+    expect(served.headers.get("content-security-policy")).toMatch(
+      /^default-src 'none'; script-src 'self'; style-src 'self';.* connect-src 'self';/,
+    );
     expect(requests.some((request) => new URL(request.url()).pathname.startsWith("/api"))).toBe(
       false,
     );

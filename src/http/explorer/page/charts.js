@@ -28,8 +28,11 @@ function utcTicks(_plot, ticks) {
   });
 }
 
-/** One uPlot chart, made on its first draw and given new data after that. */
-function chart(title, yLabel, series, options = {}) {
+/**
+ * One uPlot chart, made on its first draw and given new data after that. `y`: the y axis's options
+ * (its label at least), `yScale`: the y scale's, `bands`: areas between series.
+ */
+function chart(title, series, { y, yScale = {}, bands = [] }) {
   const element = h("div", { class: "chart", "data-title": title });
   let plot;
   const resize = new ResizeObserver(() =>
@@ -45,13 +48,13 @@ function chart(title, yLabel, series, options = {}) {
         width: element.clientWidth || 800,
         height: HEIGHT,
         tzDate: UTC,
-        scales: { x: { time: true } },
+        scales: { x: { time: true }, y: yScale },
         axes: [
           { label: "UTC", values: utcTicks },
-          { label: yLabel, size: 60 },
+          { size: 60, ...y },
         ],
         series: [{ label: "UTC", value: "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}" }, ...series],
-        ...options,
+        bands,
       },
       data,
       element,
@@ -62,19 +65,36 @@ function chart(title, yLabel, series, options = {}) {
 
 const line = (label, stroke, extra = {}) => ({ label, stroke, width: 1.5, ...extra });
 
+// Execution times have a long tail (p99, max) that flattens the rest on a linear axis. asinh is
+// log-like and takes 0; ticks at 0 and the powers of ten, the top at the next one.
+const POWERS_OF_TEN = [0, 1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7];
+const TIMES_SCALE = {
+  distr: 4,
+  range: (_plot, _min, max) => [0, POWERS_OF_TEN.find((power) => power >= max) ?? max],
+};
+const TIMES_AXIS = {
+  label: "ms (asinh scale)",
+  splits: (_plot, _axis, _min, max) => POWERS_OF_TEN.filter((power) => power <= max),
+};
+
 /** functions.invocation-stats: invocations and errors; min/avg/p95/p99/max execution time. */
 export function statsView() {
-  const counts = chart("Invocations per bucket", "invocations", [
-    line("count", "#2563eb", { fill: "rgba(37, 99, 235, 0.08)" }),
-    line("error_count", "#dc2626"),
-  ]);
-  const times = chart("Execution time", "ms", [
-    line("min", "#16a34a"),
-    line("avg", "#2563eb"),
-    line("p95", "#d97706"),
-    line("p99", "#dc2626"),
-    line("max", "#7c3aed", { dash: [4, 4] }),
-  ]);
+  const counts = chart(
+    "Invocations per bucket",
+    [line("count", "#2563eb", { fill: "rgba(37, 99, 235, 0.08)" }), line("error_count", "#dc2626")],
+    { y: { label: "invocations" } },
+  );
+  const times = chart(
+    "Execution time",
+    [
+      line("min", "#16a34a"),
+      line("avg", "#2563eb"),
+      line("p95", "#d97706"),
+      line("p99", "#dc2626"),
+      line("max", "#7c3aed", { dash: [4, 4] }),
+    ],
+    { y: TIMES_AXIS, yScale: TIMES_SCALE },
+  );
   const element = h("div", { class: "charts" }, counts.element, times.element);
   const draw = (rows) => {
     const x = rows.map((row) => epochSeconds(row.timestamp));
@@ -108,7 +128,10 @@ export function usageView() {
   }));
   // Each area fills down to the one below it; the first down to zero.
   const bands = AREAS.slice(1).map((_, index) => ({ series: [index + 2, index + 1] }));
-  const stacked = chart("API requests per bucket, stacked by area", "requests", series, { bands });
+  const stacked = chart("API requests per bucket, stacked by area", series, {
+    y: { label: "requests" },
+    bands,
+  });
   const draw = (rows) => {
     counts = AREAS.map(([area]) => rows.map((row) => row[`total_${area}_requests`]));
     const sums = rows.map(() => 0);
