@@ -5,9 +5,12 @@
 // the wall clock plus `cacheClock.offsetMs`; moving the offset past the TTL expires the cached
 // answer, so that rows appended to the demo tables show on the next refresh.
 import { mkdir } from "node:fs/promises";
+import type { FastifyInstance } from "fastify";
 import type { Browser, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type AppDeps, buildApp } from "../../src/app.ts";
 import { generateLogs } from "../../src/engines/duckdb/demo-data.ts";
+import { EngineError } from "../../src/engines/engine.ts";
 import { dateToMicros } from "../../src/time.ts";
 import { launchChromium } from "../support/browser.ts";
 import { demoApp } from "../support/demo-app.ts";
@@ -36,9 +39,18 @@ beforeAll(async () => {
   browser = await launchChromium();
   await mkdir(ARTIFACTS, { recursive: true });
 });
+const others: FastifyInstance[] = [];
 afterAll(async () => {
   await browser?.close();
+  await Promise.all(others.map((app) => app.close()));
 });
+
+/** Another service over the same demo tables, listening on a port of its own; its origin. */
+async function otherService(deps: Partial<AppDeps>): Promise<string> {
+  const app = await buildApp({ apiKeys: [KEY], engine: demo.engine, ...deps });
+  others.push(app);
+  return app.listen({ host: "127.0.0.1", port: 0 });
+}
 
 interface Envelope {
   result: Record<string, unknown>[];
@@ -58,7 +70,7 @@ interface Opened {
 }
 
 /** The page in a fresh browser context (empty sessionStorage), with its requests and errors recorded. */
-async function openExplorer(query = ""): Promise<Opened> {
+async function openExplorer(query = "", origin = base): Promise<Opened> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   const requests: Request[] = [];
@@ -68,7 +80,7 @@ async function openExplorer(query = ""): Promise<Opened> {
     if (message.type() === "error") consoleErrors.push(message.text());
   });
   page.on("pageerror", (error) => consoleErrors.push(String(error)));
-  await page.goto(`${base}/${query}`);
+  await page.goto(`${origin}/${query}`);
   return { page, requests, consoleErrors };
 }
 
@@ -218,6 +230,48 @@ describe("the explorer page", () => {
       `401 unauthorized: ${expected.body.error.message}`,
     );
     await page.context().close();
+  });
+
+  it("shows a 429's and a 502's message as the envelope gives it, with Retry-After", async () => {
+    // Two requests a minute: the catalog and one endpoint's answer.
+    const limited = await otherService({ rateLimitPerMinute: 2 });
+    const { page } = await openExplorer("", limited);
+    await enterKey(page);
+    // The three endpoints are asked at once, in any order: two of them are refused.
+    const refused = page.locator(".endpoint .error:not([hidden])");
+    await expect.poll(() => refused.count()).toBe(2);
+    for (const text of await refused.allTextContents()) {
+      expect(text).toMatch(
+        /^429 rate_limited: More than 2 requests a minute with this credential; retry in .+\. Retry after \d+ s\.$/,
+      );
+    }
+    await page.context().close();
+
+    // A fault the demo engine cannot produce on demand, injected around it.
+    const failing = await otherService({
+      engine: {
+        dialect: demo.engine.dialect,
+        ping: () => demo.engine.ping(),
+        close: async () => {},
+        run: async (request) => {
+          if (request.sql.includes("function_edge_logs")) {
+            throw new EngineError("engine_error", "The query failed in the engine.");
+          }
+          return demo.engine.run(request);
+        },
+      },
+    });
+    const broken = await openExplorer("", failing);
+    await enterKey(broken.page);
+    await broken.page.waitForSelector(`${STATS} .error:not([hidden])`);
+    expect(await broken.page.locator(`${STATS} .error`).textContent()).toBe(
+      "502 engine_error: The query failed in the engine.",
+    );
+    await expect(
+      broken.page.locator(`${STATS} [data-field="request-id"]`).textContent(),
+    ).resolves.toMatch(/^request id [\w.-]+$/);
+    await broken.page.waitForSelector(`${LOGS} table`);
+    await broken.page.context().close();
   });
 
   it("lists logs.all newest first, and a record's metadata expands", async () => {

@@ -61,17 +61,22 @@ function panel(endpoint) {
     message,
     view.element,
   );
+  // What is refreshed: the last query sent, and the ETag of what is drawn when it is that query's.
   let last = { path: "", etag: null };
   let timer;
+  let sent = 0;
 
-  const schedule = () => {
+  const schedule = (afterSeconds = REFRESH_SECONDS) => {
     clearTimeout(timer);
-    if (autoRefresh.checked && last.path) timer = setTimeout(refresh, REFRESH_SECONDS * 1000);
+    if (autoRefresh.checked && last.path) timer = setTimeout(refresh, afterSeconds * 1000);
   };
 
   async function fetchAndShow(path, etag) {
     clearTimeout(timer);
+    const mine = ++sent;
     const answer = await get(path, etag);
+    // A Run pressed while a refresh was on its way: only the newest answer is shown.
+    if (mine !== sent) return;
     message.hidden = !answer.error;
     if (answer.status === 304) {
       status.replaceChildren(...statusLine(answer, "not modified, kept what is drawn"));
@@ -80,6 +85,11 @@ function panel(endpoint) {
       const rest = unplaced.map((detail) => ` ${detail.param}: ${detail.message}.`).join("");
       message.textContent = `${describeError(answer)}${rest}`;
       status.replaceChildren(...statusLine(answer, "error"));
+      if (path !== last.path) last = { path, etag: null };
+      // A refused query or key stays refused until the form or the key changes; only 429, 5xx
+      // and an unreachable service are worth asking again, not before Retry-After.
+      if (answer.status >= 400 && answer.status < 500 && answer.status !== 429) return;
+      return schedule(Math.max(REFRESH_SECONDS, Number(answer.retryAfter) || 0));
     } else {
       clearDetails();
       last = { path, etag: answer.etag };
@@ -97,7 +107,11 @@ function panel(endpoint) {
     event.preventDefault();
     run();
   });
-  return { section, run, schedule, stop: () => clearTimeout(timer) };
+  const stop = () => {
+    sent++;
+    clearTimeout(timer);
+  };
+  return { section, run, schedule: () => schedule(), stop };
 }
 
 let panels = [];
@@ -106,7 +120,9 @@ async function start() {
   keyMessage.hidden = true;
   const answer = await get("/api/endpoints");
   if (answer.error) {
-    forgetKey();
+    // A key the service does not know is not kept; one that is only throttled, or a service that
+    // is down, is.
+    if (answer.status === 401) forgetKey();
     keyMessage.textContent = describeError(answer);
     keyMessage.hidden = false;
     return;
