@@ -295,6 +295,7 @@ describe("the explorer page", () => {
     expect(JSON.parse((await metadata.locator("pre").textContent()) ?? "")).toEqual([
       expect.objectContaining({ request: expect.any(Array), response: expect.any(Array) }),
     ]);
+    await page.locator(LOGS).screenshot({ path: `${ARTIFACTS}explorer-metadata.png` });
     await page.context().close();
   });
 });

@@ -75,6 +75,8 @@ const TIMES_SCALE = {
 const TIMES_AXIS = {
   label: "ms (asinh scale)",
   splits: (_plot, _axis, _min, max) => POWERS_OF_TEN.filter((power) => power <= max),
+  // Every power labelled: uPlot's log-axis default would label only some of them.
+  filter: (_plot, splits) => splits,
 };
 
 /** functions.invocation-stats: invocations and errors; min/avg/p95/p99/max execution time. */

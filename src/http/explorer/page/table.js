@@ -4,9 +4,14 @@ import { h } from "./form.js";
 
 const SUMMARY_LENGTH = 90;
 
+// Shorter values (ids, timestamps, numbers) stay on one line; longer text wraps.
+const LONG_TEXT = 40;
+
 function cell(value, key, open) {
-  if (value === null || typeof value !== "object")
-    return h("td", {}, value === null ? "" : String(value));
+  if (value === null || typeof value !== "object") {
+    const text = value === null ? "" : String(value);
+    return h("td", { class: text.length > LONG_TEXT ? "long" : undefined }, text);
+  }
   const compact = JSON.stringify(value);
   const summary =
     compact.length > SUMMARY_LENGTH ? `${compact.slice(0, SUMMARY_LENGTH)}…` : compact;
