@@ -6,9 +6,11 @@
 // answer, so that rows appended to the demo tables show on the next refresh.
 import { mkdir } from "node:fs/promises";
 import type { FastifyInstance } from "fastify";
+import { SignJWT } from "jose";
 import type { Browser, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AppDeps, buildApp } from "../../src/app.ts";
+import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { generateLogs } from "../../src/engines/duckdb/demo-data.ts";
 import { EngineError } from "../../src/engines/engine.ts";
 import { dateToMicros } from "../../src/time.ts";
@@ -272,6 +274,45 @@ describe("the explorer page", () => {
     ).resolves.toMatch(/^request id [\w.-]+$/);
     await broken.page.waitForSelector(`${LOGS} table`);
     await broken.page.context().close();
+  });
+
+  it("offers what a scoped token may call, its fixed values greyed out and left to the service", async () => {
+    const secret = "explorer-test-secret-0123456789abcdef";
+    const scoped = await otherService({
+      apiKeys: [],
+      tokens: createTokenVerifier({ secret, maxLifetimeSeconds: 600 }),
+    });
+    const token = await new SignJWT({
+      scopes: [{ endpoint: "functions.invocation-stats", fixed_params: { project: "staging" } }],
+    })
+      .setProtectedHeader({ alg: "HS256" })
+      .setSubject("staging-dashboard")
+      .setIssuedAt()
+      .setExpirationTime("5m")
+      .sign(new TextEncoder().encode(secret));
+    const { page, requests } = await openExplorer("", scoped);
+    await enterKey(page, token);
+    await page.waitForSelector(`${STATS} .chart[data-points]`);
+
+    await expect(page.locator(".endpoint").count()).resolves.toBe(1);
+    const project = page.locator(`${STATS} [name="project"]`);
+    await expect(project.isDisabled()).resolves.toBe(true);
+    await expect(project.inputValue()).resolves.toBe("staging");
+    await expect(
+      page.locator(`${STATS} select[name="interval"] option`).allTextContents(),
+    ).resolves.toEqual(["5min", "15min", "1hr", "1day", "7day"]);
+    const call = requests.find((r) => r.url().includes("/api/endpoints/functions"));
+    expect(new URL(call?.url() ?? "").search).toBe("?interval=1hr");
+
+    const response = await fetch(
+      `${scoped}/api/endpoints/functions.invocation-stats?interval=1hr`,
+      {
+        headers: { "x-api-key": token },
+      },
+    );
+    const rows = ((await response.json()) as Envelope).result;
+    expect(await attribute(page, `${STATS} .chart`, "data-points")).toBe(String(rows.length));
+    await page.context().close();
   });
 
   it("lists logs.all newest first, and a record's metadata expands", async () => {

@@ -1,5 +1,5 @@
 // A form for one endpoint, built from its catalog entry (GET /api/endpoints): required marks,
-// allowed values as selects, suggested values as a list, timestamps as datetime inputs (UTC). It
+// allowed (or suggested) values as selects, timestamps as datetime inputs (UTC). It
 // does not validate: the service does, and its 400 details are shown beside the fields they name.
 
 /** An element with attributes and children. */
@@ -19,8 +19,11 @@ const asInputTimestamp = (iso) => iso.replace(/(\.\d+)?(Z|[+-]\d\d:\d\d)$/, "");
 
 function input(param, value, fieldId) {
   const common = { id: fieldId, name: param.name, required: param.required };
-  if (param.allowed) {
-    const options = param.required ? param.allowed : ["", ...param.allowed];
+  // Suggested values get a select too: the only parameter that has them, invocation-stats'
+  // interval, reads any other value as 1day, so the list loses nothing.
+  const choices = param.allowed ?? param.examples;
+  if (choices) {
+    const options = param.required ? choices : ["", ...choices];
     const select = h("select", common, ...options.map((v) => h("option", { value: v }, v || "—")));
     select.value = value;
     return [select];
@@ -30,17 +33,9 @@ function input(param, value, fieldId) {
     field.value = value && asInputTimestamp(value);
     return [field, h("span", { class: "unit" }, "UTC")];
   }
-  const listId = `${fieldId}.suggestions`;
-  const field = h("input", {
-    ...common,
-    type: "text",
-    spellcheck: "false",
-    list: param.examples && listId,
-  });
+  const field = h("input", { ...common, type: "text", spellcheck: "false" });
   field.value = value;
-  if (!param.examples) return [field];
-  const options = param.examples.map((v) => h("option", { value: v }));
-  return [field, h("datalist", { id: listId }, ...options)];
+  return [field];
 }
 
 /**
@@ -61,7 +56,7 @@ export function endpointForm(endpoint) {
     );
     const controls =
       param.name in fixed
-        ? [h("input", { id: fieldId, value: fixed[param.name], disabled: true })]
+        ? [h("input", { id: fieldId, name: param.name, value: fixed[param.name], disabled: true })]
         : input(param, example.get(param.name) ?? "", fieldId);
     const error = h("span", { class: "field-error", "data-error-for": param.name, role: "alert" });
     return h(
