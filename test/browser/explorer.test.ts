@@ -164,12 +164,20 @@ describe("the explorer page", () => {
     await page.waitForSelector(`${STATS} [data-field="status"]:text-is("HTTP 304")`);
     expect(await attribute(page, STATS, "data-draws")).toBe("1");
     expect(await canvas?.evaluate((element) => element.isConnected)).toBe(true);
+    // The ETag the page read from the answer is the one it sends back.
+    const served = await fetch(
+      `${base}/api/endpoints/functions.invocation-stats?project=default&interval=1hr`,
+      { headers: { "x-api-key": KEY } },
+    );
     const conditional = requests.filter(
       (request) =>
         request.url().includes("/api/endpoints/functions.invocation-stats") &&
         request.headers()["if-none-match"],
     );
     expect(conditional.length).toBeGreaterThan(0);
+    for (const request of conditional) {
+      expect(request.headers()["if-none-match"]).toBe(served.headers.get("etag"));
+    }
 
     // New invocations in the last half minute, and the cached answer past its TTL.
     const connection = await demo.engine.connect();

@@ -1,7 +1,7 @@
 // The dashboards' time series, drawn with uPlot (index.html loads its build as the global `uPlot`):
 // functions.invocation-stats as counts and execution times, usage.api-counts as areas stacked per
 // API area. Axes and legends are in UTC. Each chart element carries data-points (the points drawn).
-import { h } from "./form.js";
+import { h } from "./dom.js";
 
 const { uPlot } = globalThis;
 const HEIGHT = 220;

@@ -1,17 +1,7 @@
 // A form for one endpoint, built from its catalog entry (GET /api/endpoints): required marks,
 // allowed (or suggested) values as selects, timestamps as datetime inputs (UTC). It
 // does not validate: the service does, and its 400 details are shown beside the fields they name.
-
-/** An element with attributes and children. */
-export function h(tag, attributes = {}, ...children) {
-  const element = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (value === true) element.setAttribute(name, "");
-    else if (value !== false && value !== undefined) element.setAttribute(name, value);
-  }
-  element.append(...children);
-  return element;
-}
+import { h } from "./dom.js";
 
 // datetime-local gives "2026-11-21T05:00" or "2026-11-21T05:00:30"; the page reads it as UTC.
 const asUtcTimestamp = (value) => `${value.length === 16 ? `${value}:00` : value}Z`;

@@ -4,7 +4,8 @@
 // URL sets the refresh interval (default 10 s, at least 1 s).
 import { forgetKey, get, storedKey, storeKey } from "./api.js";
 import { statsView, usageView } from "./charts.js";
-import { endpointForm, h } from "./form.js";
+import { h } from "./dom.js";
+import { endpointForm } from "./form.js";
 import { tableView } from "./table.js";
 
 const VIEWS = { "functions.invocation-stats": statsView, "usage.api-counts": usageView };

@@ -1,6 +1,6 @@
 // Rows as a table, newest first when they have a timestamp; nested values (logs.all's metadata)
 // collapsed in an expandable cell. Cells opened stay open when the table is redrawn.
-import { h } from "./form.js";
+import { h } from "./dom.js";
 
 const SUMMARY_LENGTH = 90;
 
