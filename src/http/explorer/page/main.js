@@ -102,7 +102,8 @@ function panel(endpoint) {
     schedule();
   }
 
-  const run = () => fetchAndShow(`/api/endpoints/${endpoint.name}?${query()}`, null);
+  const run = () =>
+    fetchAndShow(`/api/endpoints/${encodeURIComponent(endpoint.name)}?${query()}`, null);
   const refresh = () => fetchAndShow(last.path, last.etag);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -117,8 +118,15 @@ function panel(endpoint) {
 
 let panels = [];
 
+function stopPanels() {
+  for (const old of panels) old.stop();
+  panels = [];
+  endpoints.replaceChildren();
+}
+
 async function start() {
   keyMessage.hidden = true;
+  stopPanels();
   const answer = await get("/api/endpoints");
   if (answer.error) {
     // A key the service does not know is not kept; one that is only throttled, or a service that
@@ -129,7 +137,6 @@ async function start() {
     return;
   }
   keyInput.placeholder = "key in use (enter another to replace it)";
-  for (const old of panels) old.stop();
   panels = answer.result.map(panel);
   endpoints.replaceChildren(...panels.map((p) => p.section));
   for (const p of panels) p.run();
@@ -147,8 +154,6 @@ autoRefresh.addEventListener("change", () => {
 document.getElementById("forget-key").addEventListener("click", () => {
   forgetKey();
   keyInput.placeholder = PLACEHOLDER;
-  for (const old of panels) old.stop();
-  panels = [];
-  endpoints.replaceChildren();
+  stopPanels();
 });
 if (storedKey()) start();
