@@ -152,6 +152,19 @@ describe("the explorer page", () => {
     expect(weight).toBeLessThan(300_000);
 
     await page.screenshot({ path: `${ARTIFACTS}explorer.png`, fullPage: true });
+
+    // The stacked chart's legend gives each area's own count, not the running sum drawn.
+    const usage = await api(`/api/endpoints/usage.api-counts?project=default&interval=hourly`);
+    const newest = usage.body.result.at(-1) ?? {};
+    const plot = page.locator(`${USAGE} .u-over`);
+    const box = await plot.boundingBox();
+    await plot.hover({ position: { x: (box?.width ?? 1) - 1, y: (box?.height ?? 0) / 2 } });
+    const legend = await page.locator(`${USAGE} .u-legend .u-value`).allTextContents();
+    expect(legend.slice(1)).toEqual(
+      ["rest", "storage", "auth", "realtime"].map((area) =>
+        String(newest[`total_${area}_requests`]),
+      ),
+    );
     await page.context().close();
   });
 

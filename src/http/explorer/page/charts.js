@@ -28,11 +28,14 @@ function utcTicks(_plot, ticks) {
   });
 }
 
+// Counts are drawn from 0: an axis starting higher would misstate the areas under them.
+const FROM_ZERO = { range: (_plot, _min, max) => uPlot.rangeNum(0, max, 0.1, true) };
+
 /**
  * One uPlot chart, made on its first draw and given new data after that. `y`: the y axis's options
  * (its label at least), `yScale`: the y scale's, `bands`: areas between series.
  */
-function chart(title, series, { y, yScale = {}, bands = [] }) {
+function chart(title, series, { y, yScale = FROM_ZERO, bands = [] }) {
   const element = h("div", { class: "chart", "data-title": title });
   let plot;
   const resize = new ResizeObserver(() =>
