@@ -19,6 +19,7 @@ import { connectionCap } from "./http/connection-cap.ts";
 import { openCors } from "./http/cors.ts";
 import { endpointRoutes } from "./http/endpoint-routes.ts";
 import { clientError, errorEnvelope, frameworkError } from "./http/errors.ts";
+import { explorerPage } from "./http/explorer/routes.ts";
 import { followRoutes } from "./http/follow-routes.ts";
 import { serializeResult } from "./http/formats/json.ts";
 import { healthRoutes } from "./http/health-routes.ts";
@@ -145,6 +146,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(refuseBadlyEncodedQuery);
   await app.register(healthRoutes, { engine: deps.engine });
   await app.register(apiReference);
+  await app.register(explorerPage);
   await app.register(async (api) => {
     await api.register(requireCredential, {
       authenticate,

@@ -61,7 +61,9 @@ export const catalog: readonly EndpointDefinition[] = [
       interval: requiredText(
         `window and bucket size: ${STATS_INTERVALS.join(", ")}; any other value means 1day`,
         "interval=1hr",
-      ).transform((value) => (STATS_INTERVALS.some((known) => known === value) ? value : "1day")),
+      )
+        .meta({ examples: [...STATS_INTERVALS] })
+        .transform((value) => (STATS_INTERVALS.some((known) => known === value) ? value : "1day")),
     }),
     example: { project: "default", interval: "1hr" },
     // An invocation without execution_time_ms leaves a bucket of only those without times.

@@ -142,7 +142,10 @@ function target(nameOrId: string): { endpoint: EndpointDefinition; format?: Form
 
 function describeEndpoint(endpoint: EndpointDefinition) {
   const schema = z.toJSONSchema(endpoint.params, { io: "input", unrepresentable: "any" }) as {
-    properties: Record<string, { description?: string; enum?: string[] }>;
+    properties: Record<
+      string,
+      { description?: string; enum?: string[]; format?: string; examples?: string[] }
+    >;
     required?: string[];
   };
   return {
@@ -155,6 +158,8 @@ function describeEndpoint(endpoint: EndpointDefinition) {
       required: schema.required?.includes(name) ?? false,
       description: property.description,
       ...(property.enum && { allowed: property.enum }),
+      ...(property.examples && { examples: property.examples }),
+      ...(property.format && { format: property.format }),
     })),
     max_rows: endpoint.maxRows,
     cache: endpoint.cache

@@ -1,0 +1,147 @@
+// The dashboards' time series, drawn with uPlot (index.html loads its build as the global `uPlot`):
+// functions.invocation-stats as counts and execution times, usage.api-counts as areas stacked per
+// API area. Axes and legends are in UTC. Each chart element carries data-points (the points drawn).
+import { h } from "./dom.js";
+
+const { uPlot } = globalThis;
+const HEIGHT = 220;
+const UTC = (seconds) => uPlot.tzDate(new Date(seconds * 1000), "Etc/UTC");
+
+/** Epoch seconds of a TIMESTAMP ("…00.000000Z") or a DATETIME (UTC, no zone). */
+function epochSeconds(value) {
+  const millis = value.replace(/(\.\d{3})\d+/, "$1");
+  return Date.parse(/(Z|[+-]\d\d:\d\d)$/.test(millis) ? millis : `${millis}Z`) / 1000;
+}
+
+const DAY = 86_400;
+
+/** Tick labels in UTC, 24-hour: the time of day, with the date where a tick starts a new day. */
+function utcTicks(_plot, ticks) {
+  const span = (ticks.at(-1) ?? 0) - (ticks[0] ?? 0);
+  return ticks.map((tick, i) => {
+    const iso = new Date(tick * 1000).toISOString();
+    if (span >= 2 * DAY) return iso.slice(0, 10);
+    const time = span < 600 ? iso.slice(11, 19) : iso.slice(11, 16);
+    const newDay =
+      i === 0 || iso.slice(0, 10) !== new Date(ticks[i - 1] * 1000).toISOString().slice(0, 10);
+    return newDay ? `${time}\n${iso.slice(0, 10)}` : time;
+  });
+}
+
+// Counts are drawn from 0: an axis starting higher would misstate the areas under them.
+const FROM_ZERO = { range: (_plot, _min, max) => uPlot.rangeNum(0, max, 0.1, true) };
+
+/**
+ * One uPlot chart, made on its first draw and given new data after that. `y`: the y axis's options
+ * (its label at least), `yScale`: the y scale's, `bands`: areas between series.
+ */
+function chart(title, series, { y, yScale = FROM_ZERO, bands = [] }) {
+  const element = h("div", { class: "chart", "data-title": title });
+  let plot;
+  const resize = new ResizeObserver(() =>
+    plot?.setSize({ width: element.clientWidth, height: HEIGHT }),
+  );
+  resize.observe(element);
+  const draw = (data) => {
+    element.dataset.points = String(data[0].length);
+    if (plot) return plot.setData(data);
+    plot = new uPlot(
+      {
+        title,
+        width: element.clientWidth || 800,
+        height: HEIGHT,
+        tzDate: UTC,
+        scales: { x: { time: true }, y: yScale },
+        axes: [
+          { label: "UTC", values: utcTicks },
+          { size: 60, ...y },
+        ],
+        series: [{ label: "UTC", value: "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}" }, ...series],
+        bands,
+      },
+      data,
+      element,
+    );
+  };
+  return { element, draw };
+}
+
+const line = (label, stroke, extra = {}) => ({ label, stroke, width: 1.5, ...extra });
+
+// Execution times have a long tail (p99, max) that flattens the rest on a linear axis. asinh is
+// log-like and takes 0; ticks at 0 and the powers of ten, the top at the next one.
+const POWERS_OF_TEN = [0, 1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7];
+const TIMES_SCALE = {
+  distr: 4,
+  range: (_plot, _min, max) => [0, POWERS_OF_TEN.find((power) => power >= max) ?? max],
+};
+const TIMES_AXIS = {
+  label: "ms (asinh scale)",
+  splits: (_plot, _axis, _min, max) => POWERS_OF_TEN.filter((power) => power <= max),
+  // Every power labelled: uPlot's log-axis default would label only some of them.
+  filter: (_plot, splits) => splits,
+};
+
+/** functions.invocation-stats: invocations and errors; min/avg/p95/p99/max execution time. */
+export function statsView() {
+  const counts = chart(
+    "Invocations per bucket",
+    [line("count", "#2563eb", { fill: "rgba(37, 99, 235, 0.08)" }), line("error_count", "#dc2626")],
+    { y: { label: "invocations" } },
+  );
+  const times = chart(
+    "Execution time",
+    [
+      line("min", "#16a34a"),
+      line("avg", "#2563eb"),
+      line("p95", "#d97706"),
+      line("p99", "#dc2626"),
+      line("max", "#7c3aed", { dash: [4, 4] }),
+    ],
+    { y: TIMES_AXIS, yScale: TIMES_SCALE },
+  );
+  const element = h("div", { class: "charts" }, counts.element, times.element);
+  const draw = (rows) => {
+    const x = rows.map((row) => epochSeconds(row.timestamp));
+    const column = (name) => rows.map((row) => row[name]);
+    counts.draw([x, column("count"), column("error_count")]);
+    times.draw([
+      x,
+      ...["min", "avg", "p95", "p99", "max"].map((stat) => column(`${stat}_execution_time`)),
+    ]);
+  };
+  return { element, draw };
+}
+
+const AREAS = [
+  ["rest", "#2563eb"],
+  ["storage", "#16a34a"],
+  ["auth", "#d97706"],
+  ["realtime", "#7c3aed"],
+];
+
+/** usage.api-counts: requests per bucket, one area per API area, stacked (legend: each area's own count). */
+export function usageView() {
+  let counts = [];
+  const series = AREAS.map(([area, color], index) => ({
+    label: area,
+    stroke: color,
+    fill: `${color}55`,
+    width: 1,
+    // The legend shows the area's own count, not the running sum drawn.
+    value: (_plot, _sum, _series, i) => (i == null ? "--" : counts[index][i]),
+  }));
+  // Each area fills down to the one below it; the first down to zero.
+  const bands = AREAS.slice(1).map((_, index) => ({ series: [index + 2, index + 1] }));
+  const stacked = chart("API requests per bucket, stacked by area", series, {
+    y: { label: "requests" },
+    bands,
+  });
+  const draw = (rows) => {
+    counts = AREAS.map(([area]) => rows.map((row) => row[`total_${area}_requests`]));
+    const sums = rows.map(() => 0);
+    const cumulative = counts.map((values) => values.map((value, i) => (sums[i] += value)));
+    stacked.draw([rows.map((row) => epochSeconds(row.timestamp)), ...cumulative]);
+  };
+  return { element: h("div", { class: "charts" }, stacked.element), draw };
+}
