@@ -57,6 +57,8 @@ const ENDPOINT_PARAMS: Record<string, Record<string, string | null>> = {
     project_tier: null,
     iso_timestamp_start: shift(NOW, -45n * MINUTE),
     iso_timestamp_end: null,
+    cursor_timestamp: null,
+    cursor_id: null,
   },
   "usage.api-counts": { interval: "hourly", project: PROJECT },
 };
@@ -193,6 +195,8 @@ describe("what the client sends", () => {
         project_tier: null,
         iso_timestamp_start: null,
         iso_timestamp_end: "",
+        cursor_timestamp: null,
+        cursor_id: null,
       },
       maxRows: 1000,
     });
@@ -213,6 +217,12 @@ describe("what the client sends", () => {
         parameterType: { type: "STRING" },
         parameterValue: { value: "" },
       },
+      {
+        name: "cursor_timestamp",
+        parameterType: { type: "STRING" },
+        parameterValue: { value: null },
+      },
+      { name: "cursor_id", parameterType: { type: "STRING" }, parameterValue: { value: null } },
     ]);
     expect(query?.useLegacySql).toBe(false);
     expect(query?.defaultDataset).toEqual({ projectId: "test-project", datasetId: "logs" });
