@@ -142,8 +142,9 @@ export class FollowHub {
     params: SqlParams,
     after: bigint,
     until: bigint | undefined,
-    credential?: string,
+    options: { credential?: string; morePages?: (page: Row[]) => boolean } = {},
   ): Promise<Row[]> {
+    const { credential, morePages = () => true } = options;
     const rows: Row[] = [];
     let cursor: Position | undefined;
     for (;;) {
@@ -163,7 +164,8 @@ export class FollowHub {
       });
       rows.push(...page);
       const last = page.at(-1);
-      if (!last || page.length < (endpoint.pageSize ?? Number.POSITIVE_INFINITY)) return rows;
+      const full = page.length >= (endpoint.pageSize ?? Number.POSITIVE_INFINITY);
+      if (!last || !full || !morePages(page)) return rows;
       cursor = positionOf(last);
     }
   }
@@ -180,7 +182,9 @@ export class FollowHub {
     for (;;) {
       const now = this.clock();
       const until = after + width < now ? after + width : now;
-      const rows = await this.records(endpoint, params, after, until, subscription.credential);
+      const rows = await this.records(endpoint, params, after, until, {
+        credential: subscription.credential,
+      });
       subscription.offer(rows);
       if (until >= now) return;
       after = until;
@@ -194,7 +198,8 @@ export class FollowHub {
 /** One parameter set's polling, shared by its followers. */
 class Feed {
   readonly subscribers = new Set<Subscription>();
-  private newest: bigint;
+  private readonly seen: Seen;
+  private sweptAt = Date.now();
   private polling = false;
   private readonly timer: NodeJS.Timeout;
   private readonly endpoint: EndpointDefinition;
@@ -205,7 +210,7 @@ class Feed {
     this.endpoint = endpoint;
     this.params = params;
     this.hub = hub;
-    this.newest = hub.now();
+    this.seen = new Seen(hub.now(), hub.options.lagMs);
     this.timer = setInterval(() => this.poll(), hub.options.intervalMs);
   }
 
@@ -213,17 +218,28 @@ class Feed {
     clearInterval(this.timer);
   }
 
+  /**
+   * Reads the lag window newest first, stopping at a page of records already seen: one query for a
+   * quiet interval, one more per 100 new records. Once per lag it reads the whole window, which
+   * finds a late record however many newer ones arrived with it.
+   */
   private async poll(): Promise<void> {
     if (this.polling) return;
     this.polling = true;
     this.hub.countPoll();
-    const lag = BigInt(this.hub.options.lagMs) * 1000n;
+    const sweep = Date.now() - this.sweptAt >= this.hub.options.lagMs;
+    if (sweep) this.sweptAt = Date.now();
+    const unseen = (row: Row) => !this.seen.has(positionOf(row));
     try {
-      const rows = await this.hub.records(this.endpoint, this.params, this.newest - lag, undefined);
-      for (const row of rows) {
-        const { micros } = positionOf(row);
-        if (micros > this.newest) this.newest = micros;
-      }
+      const rows = await this.hub.records(
+        this.endpoint,
+        this.params,
+        this.seen.newest - this.seen.lag,
+        undefined,
+        sweep ? {} : { morePages: (page) => page.some(unseen) },
+      );
+      for (const row of rows) this.seen.add(positionOf(row));
+      this.seen.prune();
       for (const subscription of this.subscribers) subscription.offer(rows);
     } catch (error) {
       this.hub.options.log?.warn(
@@ -238,8 +254,7 @@ class Feed {
 
 /** One follower: what it has been sent, so that overlapping polls deliver each record once. */
 class Subscription {
-  private readonly sent = new Map<string, bigint>();
-  private newest: bigint;
+  private readonly sent: Seen;
   private readonly follower: Follower;
   private readonly from: StartingPoint;
   private readonly hub: FollowHub;
@@ -248,7 +263,7 @@ class Subscription {
     this.follower = follower;
     this.from = from;
     this.hub = hub;
-    this.newest = from.micros;
+    this.sent = new Seen(from.micros, hub.options.lagMs);
   }
 
   get credential(): string {
@@ -257,16 +272,40 @@ class Subscription {
 
   offer(rows: Row[]): void {
     for (const { row, position } of ascending(rows)) {
-      if (compare(position, this.from) <= 0) continue;
-      const key = `${position.micros}:${position.id}`;
-      if (this.sent.has(key)) continue;
-      this.sent.set(key, position.micros);
-      if (position.micros > this.newest) this.newest = position.micros;
+      if (compare(position, this.from) <= 0 || !this.sent.add(position)) continue;
       this.follower.deliver(row, cursorAfter(row));
       this.hub.countSent();
     }
-    // Only records within the lag of the newest can come again.
-    const horizon = this.newest - BigInt(this.hub.options.lagMs) * 1000n - 1n;
-    for (const [key, micros] of this.sent) if (micros < horizon) this.sent.delete(key);
+    this.sent.prune();
+  }
+}
+
+/** Records seen within the lag of the newest one: the only ones a later poll can return again. */
+class Seen {
+  newest: bigint;
+  readonly lag: bigint;
+  private readonly positions = new Map<string, bigint>();
+
+  constructor(newest: bigint, lagMs: number) {
+    this.newest = newest;
+    this.lag = BigInt(lagMs) * 1000n;
+  }
+
+  has(position: Position): boolean {
+    return this.positions.has(`${position.micros}:${position.id}`);
+  }
+
+  /** Records a sighting; false when the record was seen before. */
+  add(position: Position): boolean {
+    const key = `${position.micros}:${position.id}`;
+    if (this.positions.has(key)) return false;
+    this.positions.set(key, position.micros);
+    if (position.micros > this.newest) this.newest = position.micros;
+    return true;
+  }
+
+  prune(): void {
+    const horizon = this.newest - this.lag;
+    for (const [key, micros] of this.positions) if (micros < horizon) this.positions.delete(key);
   }
 }
