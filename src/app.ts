@@ -31,6 +31,7 @@ import { perKeyRateLimit } from "./http/rate-limit.ts";
 import { requestLog } from "./http/request-log.ts";
 import { requestShape } from "./http/request-shape.ts";
 import { shutdown } from "./http/shutdown.ts";
+import { observeEngine } from "./telemetry/observed-engine.ts";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -110,7 +111,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   const limits = { ...DEFAULT_ADMISSION, ...deps.admission };
-  const engine = admit(deps.engine, {
+  const observed = observeEngine(deps.engine);
+  const engine = admit(observed, {
     maxPerCredential: Math.ceil((limits.maxConcurrency + limits.maxQueue) / 2),
     ...limits,
   });
@@ -133,6 +135,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const registry = serviceRegistry({
     cache,
     engine,
+    usage: observed.usage,
     connections: app.connections,
     follow: followHub,
   });

@@ -89,6 +89,7 @@ const environment = z.object({
   LOGS_FOLLOW_INTERVAL_SECONDS: positiveInt(5),
   LOGS_FOLLOW_LAG_SECONDS: positiveInt(60),
   LOGS_FOLLOW_MAX_PER_CREDENTIAL: positiveInt(4),
+  METRICS_MAX_CREDENTIALS: positiveInt(200),
   LOG_FORMAT: z.enum(["json", "pretty"], { error: "expects json or pretty" }).default("json"),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `expects one of ${LOG_LEVELS.join(", ")}` })
@@ -148,6 +149,8 @@ export interface Config {
   cache: { maxEntries: number; maxBytes: number; maxWarmKeys: number };
   rateLimitPerMinute: number;
   follow: FollowSettings;
+  /** Distinct credential labels per process on metrics, job labels and spans; the rest are `other`. */
+  metricsMaxCredentials: number;
   logLevel: (typeof LOG_LEVELS)[number];
   /** JSON lines (production), or pino-pretty's readable lines (`npm run dev`). */
   logFormat: "json" | "pretty";
@@ -214,6 +217,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       lagMs: e.LOGS_FOLLOW_LAG_SECONDS * 1000,
       maxPerCredential: e.LOGS_FOLLOW_MAX_PER_CREDENTIAL,
     },
+    metricsMaxCredentials: e.METRICS_MAX_CREDENTIALS,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
   };

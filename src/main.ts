@@ -9,6 +9,8 @@ import { KeysFile } from "./credentials/keys-file.ts";
 import { createTokenVerifier } from "./credentials/tokens.ts";
 import { openEngine } from "./engines/open-engine.ts";
 import { buildManagementApp } from "./http/management.ts";
+import { credentialLabels } from "./telemetry/attribution.ts";
+import { startTracing } from "./telemetry/tracing.ts";
 
 function readConfig() {
   try {
@@ -80,6 +82,10 @@ if (apiKeys.length === 0 && !keysFile && !tokens) {
 }
 keysFile?.watch(log);
 
+// Before the app: Fastify's instrumentation hooks every instance created after it.
+const stopTracing = await startTracing();
+credentialLabels.max = config.metricsMaxCredentials;
+
 const engine = await openEngine(config.engine, log).catch((error: Error) => {
   // A bad data file or an unreachable engine: one line saying which, then stop.
   process.stderr.write(`Startup error: ${error.message}\n`);
@@ -114,6 +120,7 @@ closeWithGrace({ delay: config.shutdownGraceMs }, async ({ signal, err }) => {
   await app.close();
   await management?.close();
   await engine.close();
+  await stopTracing?.();
 });
 
 await management

@@ -1,54 +1,15 @@
 // The service as a newcomer starts it (`npm start`'s command, embedded engine, demo data), asked
 // the curl examples of README.md.
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { children, start } from "./support/service-process.ts";
 
 const KEY = "start-test-key-0123456789";
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const child of children.splice(0)) child.kill("SIGKILL");
-});
-
-interface Started {
-  child: ChildProcess;
-  baseUrl: string;
-  stdout: () => string;
-  stderr: () => string;
-}
-
-function start(env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, ["src/main.ts"], {
-    env: { PATH: process.env.PATH, PORT: "0", LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  let stdout = "";
-  let stderr = "";
-  child.stderr?.on("data", (chunk) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve, reject) => {
-    child.stdout?.on("data", (chunk) => {
-      stdout += chunk;
-      const listening = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
-      if (listening) {
-        resolve({
-          child,
-          baseUrl: listening[1] as string,
-          stdout: () => stdout,
-          stderr: () => stderr,
-        });
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`exited ${code}: ${stderr}`)));
-  });
-}
-
 /** Starts the service expecting it to stop by itself; its exit code and everything it wrote to stderr. */
 async function startAndExit(
   env: Record<string, string>,

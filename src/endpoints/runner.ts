@@ -1,7 +1,14 @@
 // Runs an endpoint: through the result cache when its policy says so, else straight on the engine.
 import { cacheEntryId, cacheKey } from "../cache/cache-key.ts";
-import type { CacheAnswer, Payload, Rendition, ResultCache } from "../cache/result-cache.ts";
+import type {
+  CacheAnswer,
+  CachePolicy,
+  Payload,
+  Rendition,
+  ResultCache,
+} from "../cache/result-cache.ts";
 import type { QueryEngine, QueryRequest, QueryResult } from "../engines/engine.ts";
+import { inSpan } from "../telemetry/tracing.ts";
 import type { EndpointDefinition } from "./catalog.ts";
 import { cursorAfter } from "./cursor.ts";
 import type { SqlParams } from "./params.ts";
@@ -112,7 +119,12 @@ export function createRunner(deps: {
       } else execution = executed;
       return loaded;
     };
-    const { payload, ...answer } = await cache.get(key, endpoint.cache, load, rendition);
+    const { payload, ...answer } = await inSpan(
+      "cache lookup",
+      { attributes: { "query_service.endpoint": endpoint.name } },
+      () => cache.get(key, endpoint.cache as CachePolicy, load, rendition),
+      (found) => ({ "query_service.cache": found.status }),
+    );
     answered = true;
     return { payload, cache: { ...answer, ttlSeconds: endpoint.cache.ttlSeconds }, execution };
   };

@@ -3,6 +3,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { BigQuery, type BigQueryOptions, common, type Job } from "@google-cloud/bigquery";
 import { PassThroughClient } from "google-auth-library";
+import { labelValue } from "../telemetry/attribution.ts";
 import { decodeRows, type RestField, type RestRow } from "./bigquery-rows.ts";
 import { EngineError, type QueryEngine, type QueryRequest, type QueryResult } from "./engine.ts";
 
@@ -226,14 +227,6 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
     signal.addEventListener("abort", onAbort, { once: true });
     work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
-}
-
-/** Label values allow lowercase letters, digits, `_` and `-` only: `logs.all` becomes `logs_all`. */
-function labelValue(text: string): string {
-  return text
-    .toLowerCase()
-    .replace(/[^a-z0-9_-]/g, "_")
-    .slice(0, 63);
 }
 
 function backoff(policy: RetryPolicy, attemptNumber: number): number {

@@ -12,6 +12,8 @@ import {
 } from "../endpoints/catalog.ts";
 import { paramsOf, parseParams, type SqlParams } from "../endpoints/params.ts";
 import type { RunEndpoint } from "../endpoints/runner.ts";
+import { credentialLabels } from "../telemetry/attribution.ts";
+import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { HttpError, sendError } from "./errors.ts";
 import type { Format } from "./formats/format.ts";
 import { acceptedFormat, MEDIA_TYPES, splitFormatSuffix } from "./formats/negotiate.ts";
@@ -51,6 +53,10 @@ export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEn
     app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
       const { endpoint, format: named } = target(request.params.nameOrId);
       request.queryLog.endpoint = endpoint.name;
+      annotateRequestSpan(request, {
+        "query_service.endpoint": endpoint.name,
+        "query_service.credential": credentialLabels.of(request.credential.name),
+      });
       const raw = request.query as RawQuery;
       const query = authorize(request.credential, endpoint, raw);
       const params = validParams(endpoint, query, query === raw ? request.url : undefined);

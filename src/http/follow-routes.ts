@@ -8,6 +8,8 @@ import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
 import { decodeCursor } from "../endpoints/cursor.ts";
 import type { FollowHub, StartingPoint } from "../endpoints/follow.ts";
 import { InvalidParamsError, parseParams } from "../endpoints/params.ts";
+import { credentialLabels } from "../telemetry/attribution.ts";
+import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { parseIsoTimestamp } from "../time.ts";
 import { HttpError, sendError } from "./errors.ts";
 
@@ -43,6 +45,10 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
     app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
       const endpoint = followable(request.params.nameOrId);
       request.queryLog.endpoint = endpoint.name;
+      annotateRequestSpan(request, {
+        "query_service.endpoint": endpoint.name,
+        "query_service.credential": credentialLabels.of(request.credential.name),
+      });
       const raw = request.query as RawQuery;
       refuseNotFollowed(raw);
       const params = parseParams(endpoint.params, authorize(request.credential, endpoint, raw));

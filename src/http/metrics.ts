@@ -9,6 +9,7 @@ import { hasFullAccess } from "../credentials/scope-rule.ts";
 import { findEndpoint } from "../endpoints/catalog.ts";
 import type { FollowHub } from "../endpoints/follow.ts";
 import type { AdmittedEngine } from "../engines/admission.ts";
+import type { EngineUsage } from "../telemetry/observed-engine.ts";
 import type { ConnectionStats } from "./connection-cap.ts";
 import { HttpError } from "./errors.ts";
 
@@ -25,15 +26,24 @@ const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, strin
 interface MetricSources {
   cache?: ResultCache;
   engine: AdmittedEngine;
+  /** What the engine did, by endpoint, trigger and credential. */
+  usage: () => Iterable<EngineUsage>;
   connections: ConnectionStats;
   follow: FollowHub;
 }
 
 /** The service's registry: process, cache, engine gate, connection and follow figures, read when scraped. */
-export function serviceRegistry({ cache, engine, connections, follow }: MetricSources): Registry {
+export function serviceRegistry({
+  cache,
+  engine,
+  usage,
+  connections,
+  follow,
+}: MetricSources): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   if (cache) registerCacheMetrics(registry, cache);
+  registerEngineUsageMetrics(registry, usage);
   registerAdmissionMetrics(registry, engine);
   registerConnectionMetrics(registry, connections);
   registerFollowMetrics(registry, follow);
@@ -195,6 +205,31 @@ function registerFollowMetrics(registry: Registry, follow: FollowHub): void {
       collect() {
         this.reset();
         this.inc(follow.stats()[stat]);
+      },
+    });
+  }
+}
+
+const ENGINE_USAGE: [keyof EngineUsage, string, string][] = [
+  ["bytesProcessed", "bytes_processed", "Bytes the engine processed (BigQuery's billing basis)"],
+  ["seconds", "seconds", "Seconds engine queries took, waiting for a slot excluded"],
+];
+
+function registerEngineUsageMetrics(registry: Registry, usage: () => Iterable<EngineUsage>): void {
+  for (const [stat, name, help] of ENGINE_USAGE) {
+    new Counter({
+      name: `query_service_engine_${name}_total`,
+      help: `${help}, by endpoint, trigger (request, refresh, follow) and credential (none for work nobody asked for; at most METRICS_MAX_CREDENTIALS, the rest as other).`,
+      labelNames: ["endpoint", "trigger", "credential"] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const row of usage()) {
+          this.inc(
+            { endpoint: row.endpoint, trigger: row.trigger, credential: row.credential },
+            row[stat] as number,
+          );
+        }
       },
     });
   }

@@ -223,7 +223,7 @@ describe("warming", () => {
       ...[1, 2].map(() => ({
         endpoint: "usage_api-counts",
         trigger: "request",
-        credential: "api-key-1",
+        credential: "api_keys",
       })),
       ...[1, 2].map(() => ({ endpoint: "usage_api-counts", trigger: "refresh" })),
     ]);

@@ -1,0 +1,81 @@
+// OpenTelemetry traces when the standard variables ask for them. The SDK and Fastify's official
+// instrumentation are imported only then: a service without a collector loads neither.
+import { type Attributes, type Span, SpanStatusCode, trace } from "@opentelemetry/api";
+import type { FastifyRequest } from "fastify";
+
+let tracing = false;
+
+/** Whether spans are being recorded and exported (so that work for them is worth doing). */
+export const isTracing = (): boolean => tracing;
+
+/**
+ * Starts the SDK when OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) is set, configured by the
+ * standard OTEL_* variables; returns its shutdown, which flushes spans not yet exported.
+ */
+export async function startTracing(
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<(() => Promise<void>) | undefined> {
+  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return undefined;
+  // Traces only: metrics are /metrics' job and logs pino's, unless asked for explicitly.
+  env.OTEL_METRICS_EXPORTER ??= "none";
+  env.OTEL_LOGS_EXPORTER ??= "none";
+  env.OTEL_SERVICE_NAME ??= "log-usage-query-service";
+  const [{ NodeSDK }, { FastifyOtelInstrumentation }] = await Promise.all([
+    import("@opentelemetry/sdk-node"),
+    import("@fastify/otel"),
+  ]);
+  const sdk = new NodeSDK({
+    instrumentations: [
+      new FastifyOtelInstrumentation({
+        registerOnInitialization: true,
+        // The instrumentation records the URL with its query string: parameter values stay out.
+        requestHook: (span, request) => span.setAttribute("url.path", pathOf(request.url)),
+      }),
+    ],
+  });
+  sdk.start();
+  tracing = true;
+  return async () => {
+    tracing = false;
+    await sdk.shutdown();
+  };
+}
+
+/** Adds attributes to the request's server span, when tracing. */
+export function annotateRequestSpan(request: FastifyRequest, attributes: Attributes): void {
+  if (!tracing) return;
+  const context = (request as { opentelemetry?: () => { span?: Span } }).opentelemetry?.();
+  context?.span?.setAttributes(attributes);
+}
+
+function pathOf(url: string): string {
+  const queryAt = url.indexOf("?");
+  return queryAt === -1 ? url : url.slice(0, queryAt);
+}
+
+const tracer = trace.getTracer("log-usage-query-service");
+
+/**
+ * Runs `work` in a span (a child of the active one, or a trace of its own with `root`) when tracing;
+ * `describe` adds attributes from its result. Without tracing it only runs `work`.
+ */
+export async function inSpan<T>(
+  name: string,
+  options: { attributes: Attributes; root?: boolean },
+  work: () => Promise<T>,
+  describe?: (result: T) => Attributes,
+): Promise<T> {
+  if (!tracing) return work();
+  return tracer.startActiveSpan(name, options, async (span) => {
+    try {
+      const result = await work();
+      if (describe) span.setAttributes(describe(result));
+      return result;
+    } catch (error) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).name });
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
