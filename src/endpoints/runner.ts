@@ -19,6 +19,8 @@ export interface Execution {
   jobId?: string;
   queryId?: string;
   bytesProcessed?: number;
+  /** How long the engine took, waiting for a slot included. */
+  engineMs: number;
 }
 
 export interface Answer {
@@ -60,6 +62,7 @@ export function createRunner(deps: {
     params: SqlParams,
     cause: Pick<QueryRequest, "trigger" | "credential">,
   ): Promise<[Payload, Execution, QueryResult]> {
+    const started = performance.now();
     const result = await engine.run({
       endpoint: endpoint.name,
       sql: queries.get(endpoint.name) as string,
@@ -70,7 +73,13 @@ export function createRunner(deps: {
     const { jobId, queryId, bytesProcessed } = result;
     return [
       serialize(result),
-      { rows: result.rows.length, jobId, queryId, bytesProcessed },
+      {
+        rows: result.rows.length,
+        jobId,
+        queryId,
+        bytesProcessed,
+        engineMs: Math.round((performance.now() - started) * 10) / 10,
+      },
       result,
     ];
   }

@@ -1,28 +1,62 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Payload } from "../cache/result-cache.ts";
-import type { Answer } from "../endpoints/runner.ts";
+import type { Answer, Execution } from "../endpoints/runner.ts";
 
 /**
  * Sends an endpoint's answer (in whichever format: its headers carry its Content-Type) with its cache
- * headers; a matching If-None-Match gets a bodyless 304.
+ * headers, how fresh it is (Cache-Status, RFC 9211) and where the time went (Server-Timing); a
+ * matching If-None-Match gets a bodyless 304.
  */
 export function sendAnswer(
   request: FastifyRequest,
   reply: FastifyReply,
   answer: Answer,
 ): FastifyReply {
-  const { payload, cache } = answer;
-  reply.headers(payload.headers);
-  if (!cache) return reply.header("cache-control", "no-store").send(payload.body);
+  const { payload, cache, execution } = answer;
+  // CORS allows every origin, so a browser dashboard may read the timings too.
+  reply.headers(payload.headers).header("timing-allow-origin", "*");
+  if (!cache) {
+    return reply
+      .header("cache-control", "no-store")
+      .header("cache-status", UNCACHED)
+      .header("server-timing", serverTiming(reply, "MISS", execution))
+      .send(payload.body);
+  }
   // max-age is the whole TTL and Age the value's age: a client's seconds left are max-age − Age
   // (RFC 9111 §4.2.3). max-age=<seconds left> beside Age would count the age twice.
   reply
     .header("x-cache", cache.status)
     .header("age", String(cache.ageSeconds))
     .header("cache-control", cacheControl(cache.ttlSeconds))
-    .header("etag", cache.etag);
+    .header("etag", cache.etag)
+    .header("cache-status", cacheStatus(cache.status, cache.ttlSeconds - cache.ageSeconds))
+    .header("server-timing", serverTiming(reply, cache.status, execution));
   if (matchesEtag(request.headers["if-none-match"], cache.etag)) return reply.code(304).send();
   return reply.send(bodyBytes(payload));
+}
+
+/** An endpoint without a cache: nothing is ever stored for its URI. */
+const UNCACHED = "query-service; fwd=uri-miss";
+
+// One string per status and seconds left: a hit's Cache-Status is built once a second, not per request.
+const cacheStatuses = new Map<string, string>();
+function cacheStatus(status: string, ttlLeft: number): string {
+  const key = `${status}${ttlLeft}`;
+  let value = cacheStatuses.get(key);
+  if (value === undefined) {
+    const ttl = `ttl=${Math.max(0, ttlLeft)}`;
+    value =
+      status === "MISS"
+        ? "query-service; fwd=miss; stored"
+        : `query-service; hit; ${ttl}${status === "STALE" ? "; detail=stale" : ""}`;
+    cacheStatuses.set(key, value);
+  }
+  return value;
+}
+
+function serverTiming(reply: FastifyReply, status: string, execution?: Execution): string {
+  const engine = execution ? `, engine;dur=${execution.engineMs}` : "";
+  return `cache;desc=${status}${engine}, total;dur=${Math.round(reply.elapsedTime * 10) / 10}`;
 }
 
 // A cached payload is sent many times: its UTF-8 bytes are made once, kept as long as the payload is.

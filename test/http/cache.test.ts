@@ -8,10 +8,9 @@ import { pino } from "pino";
 // sockets, its AbortSignal deadline and its retry sleeps (node:timers/promises) keep real time, so the
 // HTTP round trips a refresh makes still run.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { QueryEngine } from "../../src/engines/engine.ts";
+import { cachedService } from "../support/cached-service.ts";
 import { edgeLog, functionCall, MINUTE, PROJECT, shift } from "../support/fixtures.ts";
 import type { Row } from "../support/googlesql.ts";
-import { type Service, startService } from "../support/service.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 const SECOND_MS = 1000;
@@ -29,50 +28,13 @@ const TABLES: Record<string, Row[]> = {
   function_edge_logs: [functionCall(shift(NOW, -3n * MINUTE))],
 };
 
-/** Wraps the engine to count the queries that reach it and those that have settled. */
-function countingEngine() {
-  const counts = { runs: 0, settled: 0 };
-  const wrap = (engine: QueryEngine): QueryEngine => ({
-    dialect: engine.dialect,
-    run: async (request) => {
-      counts.runs++;
-      try {
-        return await engine.run(request);
-      } finally {
-        counts.settled++;
-      }
-    },
-    ping: () => engine.ping(),
-    close: () => engine.close(),
-  });
-  return { counts, wrap };
-}
-
-/** A service on fixture tables whose cache clock is `clock.ms`, with its engine queries counted. */
-async function cachedService(logger?: FastifyBaseLogger): Promise<{
-  service: Service;
-  engine: ReturnType<typeof countingEngine>["counts"];
-  clock: { ms: number };
-}> {
-  const clock = { ms: 0 };
-  const engine = countingEngine();
-  const service = await startService({
-    now: NOW,
-    tables: TABLES,
-    cache: { maxEntries: 100, maxBytes: 1_000_000, now: () => clock.ms },
-    wrapEngine: engine.wrap,
-    logger,
-  });
-  return { service, engine: engine.counts, clock };
-}
-
 afterEach(() => {
   vi.useRealTimers();
 });
 
 describe("cache headers", () => {
   it("answers MISS, then HIT with the same ETag and body, without a second query", async () => {
-    const { service, engine } = await cachedService();
+    const { service, engine } = await cachedService(NOW, TABLES);
     const miss = await service.get(STATS);
     const hit = await service.get(STATS);
 
@@ -89,7 +51,7 @@ describe("cache headers", () => {
   });
 
   it("sends Age as the value's age and max-age as the whole TTL, so a client's freshness is TTL − Age", async () => {
-    const { service, clock } = await cachedService();
+    const { service, clock } = await cachedService(NOW, TABLES);
     const miss = await service.get(USAGE);
     expect(miss.headers.age).toBe("0");
     expect(miss.headers["cache-control"]).toBe(`private, max-age=${TTL_SECONDS}`);
@@ -104,7 +66,7 @@ describe("cache headers", () => {
 
 describe("conditional requests", () => {
   it("answers If-None-Match with the current ETag by a 304 without a body", async () => {
-    const { service, engine } = await cachedService();
+    const { service, engine } = await cachedService(NOW, TABLES);
     const { etag } = (await service.get(USAGE)).headers as { etag: string };
 
     for (const ifNoneMatch of [etag, `W/${etag}`, `"something-else", ${etag}`]) {
@@ -118,7 +80,7 @@ describe("conditional requests", () => {
   });
 
   it("answers an If-None-Match with another ETag by a 200 with the body", async () => {
-    const { service } = await cachedService();
+    const { service } = await cachedService(NOW, TABLES);
     const first = await service.get(USAGE);
     const other = await service.get(USAGE, { "if-none-match": '"not-the-current-etag"' });
     expect(other.statusCode).toBe(200);
@@ -128,7 +90,7 @@ describe("conditional requests", () => {
 
 describe("one entry per endpoint and parameters", () => {
   it("shares the entry between the name, UUID and /query/<name> routes and any parameter order", async () => {
-    const { service, engine } = await cachedService();
+    const { service, engine } = await cachedService(NOW, TABLES);
     const reordered = `interval=hourly&${USAGE_QUERY.split("&")[0]}`;
     const answers = [];
     for (const url of [
@@ -151,7 +113,7 @@ describe("one entry per endpoint and parameters", () => {
   });
 
   it("keeps different parameters apart", async () => {
-    const { service, engine } = await cachedService();
+    const { service, engine } = await cachedService(NOW, TABLES);
     await service.get(USAGE);
     const daily = await service.get(USAGE.replace("interval=hourly", "interval=daily"));
     expect(daily.headers["x-cache"]).toBe("MISS");
@@ -159,7 +121,7 @@ describe("one entry per endpoint and parameters", () => {
   });
 
   it("sends concurrent identical requests to the engine once", async () => {
-    const { service, engine } = await cachedService();
+    const { service, engine } = await cachedService(NOW, TABLES);
     const answers = await Promise.all(Array.from({ length: 20 }, () => service.get(STATS)));
 
     expect(engine.runs).toBe(1);
@@ -173,7 +135,7 @@ describe("one entry per endpoint and parameters", () => {
 
 describe("what is not cached", () => {
   it("runs logs.all on every request and tells clients not to store it", async () => {
-    const { service, engine } = await cachedService();
+    const { service, engine } = await cachedService(NOW, TABLES);
     for (let i = 0; i < 2; i++) {
       const answer = await service.get(LOGS);
       expect(answer.statusCode).toBe(200);
@@ -186,7 +148,7 @@ describe("what is not cached", () => {
   });
 
   it("does not keep an engine error: the next request queries again", async () => {
-    const { service, engine } = await cachedService();
+    const { service, engine } = await cachedService(NOW, TABLES);
     // Both attempts of the engine's retry meet the fault.
     service.standIn.injectFault({ kind: "backendError", times: 2 });
     const failed = await service.get(USAGE);
@@ -208,7 +170,7 @@ describe("warming", () => {
       { level: "info" },
       { write: (line: string) => lines.push(JSON.parse(line)) },
     );
-    const { service, engine, clock } = await cachedService(logger);
+    const { service, engine, clock } = await cachedService(NOW, TABLES, logger);
     const other = USAGE.replace("hourly", "daily");
     // Twice each: only keys requested more than once are warmed.
     for (const path of [USAGE, USAGE, other, other]) await service.get(path);
@@ -245,7 +207,7 @@ describe("warming", () => {
 
   it("serves the previous value as STALE while its refresh fails, then the refreshed one as HIT", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
-    const { service, engine, clock } = await cachedService();
+    const { service, engine, clock } = await cachedService(NOW, TABLES);
     /** Moves the cache's clock and its timers together, then waits for refreshes to settle. */
     const advance = async (seconds: number) => {
       clock.ms += seconds * SECOND_MS;

@@ -6,10 +6,13 @@ import type { Format } from "./format.ts";
 
 export const json: Format = { contentType: "application/json; charset=utf-8", suffix: "json" };
 
-/** The wire form of a result, and a header when rows were cut at the cap. */
+/** The wire form of a result, a header when rows were cut at the cap, and what BigQuery scanned. */
 export function serializeResult(result: QueryResult): Payload {
   const headers: Record<string, string> = { "content-type": json.contentType };
   if (result.truncated) headers["x-result-truncated"] = "true";
+  if (result.bytesProcessed !== undefined) {
+    headers["x-bytes-processed"] = String(result.bytesProcessed);
+  }
   return { body: JSON.stringify({ result: result.rows }), headers };
 }
 

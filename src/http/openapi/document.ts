@@ -92,6 +92,25 @@ const HEADERS: Record<string, Json> = {
     description: "Present when the result was cut at the row cap.",
     schema: { enum: ["true"] },
   },
+  "Cache-Status": {
+    description:
+      "RFC 9211: `query-service; hit; ttl=<seconds left>` (with `detail=stale` past the warming interval, `detail=refresh-budget` when a forced refresh was refused), `query-service; fwd=miss; stored`, `query-service; fwd=request; stored` (a refresh the caller asked for), or `query-service; fwd=uri-miss` on an endpoint without a cache.",
+    schema: STRING,
+  },
+  "Server-Timing": {
+    description:
+      "W3C Server Timing: `cache;desc=HIT|MISS|STALE|REFRESH`, `engine;dur=<ms>` when the engine ran for this request, `total;dur=<ms>`.",
+    schema: STRING,
+  },
+  "Timing-Allow-Origin": {
+    description: "`*`: a browser page of any origin may read Server-Timing.",
+    schema: { enum: ["*"] },
+  },
+  "X-Bytes-Processed": {
+    description:
+      "BigQuery only: bytes the query that computed this answer processed (on a cached answer, the query that filled the cache).",
+    schema: INTEGER,
+  },
   Link: {
     description:
       'On a full page of a paged endpoint: `<url>; rel="next"` (RFC 8288), the same path and parameters with the next page\'s `cursor`. The last page has none.',
@@ -104,6 +123,7 @@ const headers = (...names: string[]) =>
   Object.fromEntries(names.map((name) => [name, ref("headers", name)]));
 const RATE_LIMIT = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"];
 const CACHE = ["Cache-Control", "X-Cache", "Age", "ETag"];
+const FRESHNESS = ["Cache-Status", "Server-Timing", "Timing-Allow-Origin", "X-Bytes-Processed"];
 const STATUS_HEADERS: Record<number, string[]> = {
   405: ["Allow"],
   429: ["Retry-After", ...RATE_LIMIT],
@@ -199,6 +219,7 @@ function okResponse(endpoint: EndpointDefinition): Json {
       "X-Request-Id",
       ...RATE_LIMIT,
       ...(endpoint.cache ? CACHE : ["Cache-Control"]),
+      ...FRESHNESS,
       "X-Result-Truncated",
       ...(endpoint.pageSize ? ["Link"] : []),
     ),

@@ -1,0 +1,47 @@
+// The service on the BigQuery stand-in with its result cache on a clock the test moves, and its engine
+// queries counted.
+import type { FastifyBaseLogger } from "fastify";
+import type { QueryEngine } from "../../src/engines/engine.ts";
+import type { Row } from "./googlesql.ts";
+import { type Service, startService } from "./service.ts";
+
+/** Wraps the engine to count the queries that reach it and those that have settled. */
+function countingEngine() {
+  const counts = { runs: 0, settled: 0 };
+  const wrap = (engine: QueryEngine): QueryEngine => ({
+    dialect: engine.dialect,
+    run: async (request) => {
+      counts.runs++;
+      try {
+        return await engine.run(request);
+      } finally {
+        counts.settled++;
+      }
+    },
+    ping: () => engine.ping(),
+    close: () => engine.close(),
+  });
+  return { counts, wrap };
+}
+
+/** A service on fixture tables whose cache clock is `clock.ms`, with its engine queries counted. */
+export async function cachedService(
+  now: string,
+  tables: Record<string, Row[]>,
+  logger?: FastifyBaseLogger,
+): Promise<{
+  service: Service;
+  engine: ReturnType<typeof countingEngine>["counts"];
+  clock: { ms: number };
+}> {
+  const clock = { ms: 0 };
+  const engine = countingEngine();
+  const service = await startService({
+    now,
+    tables,
+    cache: { maxEntries: 100, maxBytes: 1_000_000, now: () => clock.ms },
+    wrapEngine: engine.wrap,
+    logger,
+  });
+  return { service, engine: engine.counts, clock };
+}
