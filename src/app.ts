@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type { Registry } from "prom-client";
 import { ResultCache, type ResultCacheOptions } from "./cache/result-cache.ts";
+import { SharedResults } from "./cache/shared-results.ts";
 import type { HttpSettings } from "./config.ts";
 import { createAuthenticator } from "./credentials/authenticate.ts";
 import type { KeysFile } from "./credentials/keys-file.ts";
@@ -13,6 +14,7 @@ import { loadQueries } from "./endpoints/queries.ts";
 import { createRunner } from "./endpoints/runner.ts";
 import { type AdmissionOptions, admit } from "./engines/admission.ts";
 import type { QueryEngine } from "./engines/engine.ts";
+import { countQueries } from "./engines/query-counts.ts";
 import { requireCredential } from "./http/auth.ts";
 import { connectionCap } from "./http/connection-cap.ts";
 import { openCors } from "./http/cors.ts";
@@ -28,6 +30,7 @@ import { perKeyRateLimit } from "./http/rate-limit.ts";
 import { requestLog } from "./http/request-log.ts";
 import { requestShape } from "./http/request-shape.ts";
 import { shutdown } from "./http/shutdown.ts";
+import type { RedisLink } from "./redis/link.ts";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -49,6 +52,8 @@ export interface AppDeps {
   /** Result cache bounds and clock; absent turns caching off. */
   cache?: ResultCacheOptions;
   rateLimitPerMinute?: number;
+  /** Shares the cache and the rate limit with other replicas (REDIS_URL); its owner closes it. */
+  redis?: RedisLink;
   /** SQL per endpoint name; default: queries/<dialect>/<name>.sql. */
   queries?: ReadonlyMap<string, string>;
   /** Bounds of engine work; default: 4 at once, 100 waiting, half of all per credential. */
@@ -104,12 +109,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   const limits = { ...DEFAULT_ADMISSION, ...deps.admission };
-  const engine = admit(deps.engine, {
+  const counted = countQueries(deps.engine);
+  const engine = admit(counted, {
     maxPerCredential: Math.ceil((limits.maxConcurrency + limits.maxQueue) / 2),
     ...limits,
   });
 
-  const cache = deps.cache && new ResultCache({ logger: app.log, ...deps.cache });
+  // A replica waits for another's query at most as long as for its own.
+  const shared = deps.redis && new SharedResults(deps.redis, { waitMs: limits.timeoutMs });
+  const cache = deps.cache && new ResultCache({ logger: app.log, shared, ...deps.cache });
   app.addHook("onClose", async () => cache?.close());
   const run = createRunner({
     engine,
@@ -121,7 +129,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await app.register(connectionCap, { max: deps.maxConnections ?? 10_000 });
-  const registry = serviceRegistry({ cache, engine, connections: app.connections });
+  const registry = serviceRegistry({
+    cache,
+    engine,
+    queryCounts: counted.queryCounts,
+    connections: app.connections,
+    redis: deps.redis,
+  });
   app.decorate("metricsRegistry", registry);
   await app.register(errorEnvelope);
   await app.register(requestLog);
@@ -137,7 +151,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       authenticate,
       failuresPerMinute: deps.authFailuresPerMinute ?? 30,
     });
-    await api.register(perKeyRateLimit, { perMinute: deps.rateLimitPerMinute ?? 600 });
+    await api.register(perKeyRateLimit, {
+      perMinute: deps.rateLimitPerMinute ?? 600,
+      redis: deps.redis,
+    });
     await api.register(metrics, { registry });
     await api.register(endpointRoutes, { run });
     await api.register(openApiRoute);

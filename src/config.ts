@@ -86,6 +86,19 @@ const environment = z.object({
   CACHE_MAX_BYTES: positiveInt(64 * 1024 * 1024),
   CACHE_MAX_WARM_KEYS: positiveInt(1000),
   RATE_LIMIT_PER_MINUTE: positiveInt(600),
+  REDIS_URL: z
+    .url({
+      protocol: /^rediss?$/,
+      error: "expects redis://[:password@]host[:port][/db] or rediss:// for TLS",
+    })
+    .optional(),
+  REDIS_PREFIX: text.default("query-service:"),
+  REDIS_TIMEOUT_MS: z.coerce
+    .number({ error: "expects a whole number of milliseconds" })
+    .int("expects a whole number of milliseconds")
+    .min(1, "expects 1 to 50 ms")
+    .max(50, "expects 1 to 50 ms: a slower Redis must not hold up cached answers")
+    .default(50),
   LOG_FORMAT: z.enum(["json", "pretty"], { error: "expects json or pretty" }).default("json"),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `expects one of ${LOG_LEVELS.join(", ")}` })
@@ -123,6 +136,13 @@ export interface HttpSettings {
   maxConnections: number;
 }
 
+export interface RedisSettings {
+  /** Holds the password, if any: never log it. */
+  url: string;
+  prefix: string;
+  timeoutMs: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -136,6 +156,8 @@ export interface Config {
   engine: BigQuerySettings | DuckDbSettings;
   cache: { maxEntries: number; maxBytes: number; maxWarmKeys: number };
   rateLimitPerMinute: number;
+  /** Shared cache, lock, leases and rate limit across replicas (REDIS_URL); absent: this process only. */
+  redis?: RedisSettings;
   logLevel: (typeof LOG_LEVELS)[number];
   /** JSON lines (production), or pino-pretty's readable lines (`npm run dev`). */
   logFormat: "json" | "pretty";
@@ -155,6 +177,13 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   }
   const e = parsed.data;
   const engine = engineSettings(e);
+  // Replicas that share values must compute them from the same data: demo logs are generated per
+  // process (each replica's differ) and a DUCKDB_PATH file is per replica.
+  if (e.REDIS_URL !== undefined && engine.kind === "duckdb" && engine.localData === undefined) {
+    throw new ConfigError(
+      "REDIS_URL: replicas sharing a cache must serve the same data; on the embedded engine set LOCAL_DATA to one folder of exports every replica reads (demo data and database files differ per replica)",
+    );
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -197,6 +226,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       maxWarmKeys: e.CACHE_MAX_WARM_KEYS,
     },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    ...(e.REDIS_URL !== undefined && {
+      redis: { url: e.REDIS_URL, prefix: e.REDIS_PREFIX, timeoutMs: e.REDIS_TIMEOUT_MS },
+    }),
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
   };

@@ -9,6 +9,7 @@ import { KeysFile } from "./credentials/keys-file.ts";
 import { createTokenVerifier } from "./credentials/tokens.ts";
 import { openEngine } from "./engines/open-engine.ts";
 import { buildManagementApp } from "./http/management.ts";
+import { RedisLink } from "./redis/link.ts";
 
 function readConfig() {
   try {
@@ -85,6 +86,8 @@ const engine = await openEngine(config.engine, log).catch((error: Error) => {
   process.stderr.write(`Startup error: ${error.message}\n`);
   process.exit(1);
 });
+// Connects in the background: until Redis answers, this replica works alone (logged once).
+const redis = config.redis && new RedisLink({ ...config.redis, logger: log });
 const app = await buildApp({
   engine,
   apiKeys,
@@ -98,6 +101,7 @@ const app = await buildApp({
   maxConnections: config.http.maxConnections,
   cache: config.cache,
   rateLimitPerMinute: config.rateLimitPerMinute,
+  redis,
   logger: log,
 });
 
@@ -112,6 +116,7 @@ closeWithGrace({ delay: config.shutdownGraceMs }, async ({ signal, err }) => {
   keysFile?.close();
   await app.close();
   await management?.close();
+  await redis?.close();
   await engine.close();
 });
 

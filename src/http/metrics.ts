@@ -1,6 +1,6 @@
 // Prometheus metrics at GET /metrics (behind a full-access credential, or on the management
-// listener): requests by endpoint and status, the result cache's counters, the engine gate's and
-// the connections'.
+// listener): requests by endpoint and status, the result cache's counters, the engine's queries,
+// the engine gate's, the connections' and whether Redis is shared.
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
@@ -8,6 +8,8 @@ import type { CacheStats, ResultCache } from "../cache/result-cache.ts";
 import { hasFullAccess } from "../credentials/scope-rule.ts";
 import { findEndpoint } from "../endpoints/catalog.ts";
 import type { AdmittedEngine } from "../engines/admission.ts";
+import type { QueryCount } from "../engines/query-counts.ts";
+import type { RedisLink } from "../redis/link.ts";
 import type { ConnectionStats } from "./connection-cap.ts";
 import { HttpError } from "./errors.ts";
 
@@ -24,16 +26,21 @@ const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, strin
 interface MetricSources {
   cache?: ResultCache;
   engine: AdmittedEngine;
+  /** The queries the engine ran, by endpoint and trigger. */
+  queryCounts: () => Iterable<QueryCount>;
   connections: ConnectionStats;
+  redis?: RedisLink;
 }
 
-/** The service's registry: process, cache, engine gate and connection figures, read when scraped. */
-export function serviceRegistry({ cache, engine, connections }: MetricSources): Registry {
+/** The service's registry: process, cache, engine, connection and Redis figures, read when scraped. */
+export function serviceRegistry(sources: MetricSources): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  if (cache) registerCacheMetrics(registry, cache);
-  registerAdmissionMetrics(registry, engine);
-  registerConnectionMetrics(registry, connections);
+  if (sources.cache) registerCacheMetrics(registry, sources.cache);
+  registerEngineMetrics(registry, sources.queryCounts);
+  registerAdmissionMetrics(registry, sources.engine);
+  registerConnectionMetrics(registry, sources.connections);
+  if (sources.redis) registerRedisMetrics(registry, sources.redis);
   return registry;
 }
 
@@ -119,6 +126,30 @@ function registerCacheMetrics(registry: Registry, cache: ResultCache): void {
       },
     });
   }
+}
+
+function registerEngineMetrics(registry: Registry, counts: () => Iterable<QueryCount>): void {
+  new Counter({
+    name: "query_service_engine_queries_total",
+    help: "Queries run on the engine, by endpoint and trigger (request: a caller waited for it; refresh: cache warming).",
+    labelNames: ["endpoint", "trigger"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { endpoint, trigger, count } of counts()) this.inc({ endpoint, trigger }, count);
+    },
+  });
+}
+
+function registerRedisMetrics(registry: Registry, redis: RedisLink): void {
+  new Gauge({
+    name: "query_service_redis_up",
+    help: "1 while the replicas share the cache and rate limits through Redis (REDIS_URL); 0 while this replica works alone.",
+    registers: [registry],
+    collect() {
+      this.set(redis.up ? 1 : 0);
+    },
+  });
 }
 
 function registerAdmissionMetrics(registry: Registry, engine: AdmittedEngine): void {
