@@ -41,7 +41,9 @@ afterEach(async () => {
 
 let prefixes = 0;
 /** Three replicas on a Redis namespace of their own (one per test). */
-async function replicas(options: { rateLimitPerMinute?: number } = {}): Promise<Replica[]> {
+async function replicas(
+  options: { rateLimitPerMinute?: number; redisTimeoutMs?: number } = {},
+): Promise<Replica[]> {
   const prefix = `replicas-${process.pid}-${++prefixes}:`;
   const made: Replica[] = [];
   for (let i = 0; i < 3; i++) {
@@ -55,8 +57,9 @@ async function replicas(options: { rateLimitPerMinute?: number } = {}): Promise<
         },
       },
     );
-    // Generous: this machine is shared, and these tests are about sharing, not about a slow Redis.
-    const link = new RedisLink({ url: redis.url, prefix, timeoutMs: 1_000, logger });
+    // Generous unless told: this machine is shared, and most tests here are about sharing.
+    const timeoutMs = options.redisTimeoutMs ?? 1_000;
+    const link = new RedisLink({ url: redis.url, prefix, timeoutMs, logger });
     expect(await link.waitUntilUp(5_000)).toBe(true);
     const app = await buildApp({
       engine,
@@ -190,5 +193,27 @@ describe("Redis down and back", () => {
     );
     expect(resumed.every((answer) => answer.statusCode === 200)).toBe(true);
     expect(await engineQueries(three, "functions.invocation-stats")).toBe(1);
+  });
+
+  it("answers from each replica's own cache and limits while Redis hangs, then shares again", async () => {
+    const three = await replicas({ redisTimeoutMs: 50, rateLimitPerMinute: 1_000 });
+    const cached = await get(three[0], STATS);
+    redis.pause();
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => get(three[i % 3], i % 2 ? STATS : usage("daily"))),
+      );
+      expect(answers.map((answer) => answer.statusCode)).toEqual(answers.map(() => 200));
+      expect(answers.filter((_, i) => i % 2).map((answer) => answer.body)).toEqual(
+        Array.from({ length: 15 }, () => cached.body),
+      );
+      for (const replica of three) expect(replica.link.up).toBe(false);
+    } finally {
+      redis.resume();
+    }
+    for (const replica of three) expect(await replica.link.waitUntilUp(10_000)).toBe(true);
+    for (const replica of three) {
+      expect(replica.redisLog.filter((line) => line.includes("Redis unavailable"))).toHaveLength(1);
+    }
   });
 });

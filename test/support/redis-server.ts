@@ -1,25 +1,8 @@
-// A real redis-server (Debian's package; `npm test` installs it when missing) on a free loopback port,
-// without persistence, for one test file. kill() is a crash (SIGKILL), start() brings it back empty on
-// the same port: what replicas see when their Redis restarts.
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
-import { createServer } from "node:net";
+// The redis-server of one test file (see redis-process.ts).
 import { afterAll, beforeAll } from "vitest";
+import { type RedisServer, redisOnFreePort } from "./redis-process.ts";
 
-export interface RedisServer {
-  port: number;
-  url: string;
-  start(): Promise<void>;
-  kill(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
+export type { RedisServer };
 
 /**
  * A redis-server for the current test file: started before its tests, killed after them. Call at the
@@ -28,45 +11,9 @@ async function freePort(): Promise<number> {
 export function redisServer(): RedisServer {
   const server = {} as RedisServer;
   beforeAll(async () => {
-    Object.assign(server, await startRedisServer());
+    Object.assign(server, await redisOnFreePort());
     await server.start();
   });
   afterAll(() => server.kill?.());
   return server;
-}
-
-async function startRedisServer(): Promise<RedisServer> {
-  const port = await freePort();
-  let child: ChildProcess | undefined;
-  return {
-    port,
-    url: `redis://127.0.0.1:${port}`,
-    async start() {
-      const started = spawn(
-        "redis-server",
-        ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        { stdio: ["ignore", "pipe", "inherit"] },
-      );
-      child = started;
-      let output = "";
-      await new Promise<void>((resolve, reject) => {
-        started.once("error", reject);
-        started.once("exit", (code) =>
-          reject(new Error(`redis-server exited (${code}): ${output}`)),
-        );
-        started.stdout?.on("data", (chunk: Buffer) => {
-          output += chunk.toString();
-          if (output.includes("Ready to accept connections")) resolve();
-        });
-      });
-    },
-    async kill() {
-      const running = child;
-      child = undefined;
-      if (!running || running.exitCode !== null) return;
-      const exited = once(running, "exit");
-      running.kill("SIGKILL");
-      await exited;
-    },
-  };
 }
