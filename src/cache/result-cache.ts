@@ -382,7 +382,14 @@ export class ResultCache {
     clearTimeout(entry.timer);
     const refreshDue = !entry.refreshing && entry.nextRefreshAt < entry.expiresAt;
     const at = refreshDue ? entry.nextRefreshAt : entry.expiresAt;
-    entry.timer = setTimeout(() => this.#wake(key, entry), Math.max(0, at - this.#now()));
+    entry.timer = setTimeout(
+      () => {
+        // Fired: nothing to clear any more (a tick with Redis re-arms only after its round trips).
+        entry.timer = undefined;
+        this.#wake(key, entry);
+      },
+      Math.max(0, at - this.#now()),
+    );
     entry.timer.unref();
   }
 

@@ -1,10 +1,12 @@
 // The connection to the Redis (or Valkey) that replicas share, and whether it may be used now.
 // Redis is a helper, never a single point of failure: a command that fails or takes longer than its
 // timeout marks the link down, every caller then works locally at once (no command is sent while
-// down), and a PING a second answered in time brings the link back. Each transition is logged once.
+// down), and a PING answered in time brings the link back: tried 100 ms after, then at doubling
+// intervals up to every second, so a moment's lateness costs little sharing. Each transition is
+// logged once.
 // Timers come from node:timers, so tests that fake the global ones (for the cache's warming) do not
 // fake these.
-import { clearInterval, clearTimeout, setImmediate, setInterval, setTimeout } from "node:timers";
+import { clearTimeout, setImmediate, setTimeout } from "node:timers";
 import { Redis } from "ioredis";
 
 /** What a command answers when Redis could not be used: the caller falls back to local work. */
@@ -26,6 +28,7 @@ export interface RedisLinkOptions {
   logger?: RedisLinkLogger;
 }
 
+const FIRST_PROBE_MS = 100;
 const PROBE_EVERY_MS = 1_000;
 
 export class RedisLink {
@@ -36,7 +39,8 @@ export class RedisLink {
   #up: boolean | undefined;
   #probing = false;
   #closed = false;
-  readonly #probe: NodeJS.Timeout;
+  #probe: NodeJS.Timeout | undefined;
+  #probeDelayMs = FIRST_PROBE_MS;
 
   constructor(options: RedisLinkOptions) {
     this.timeoutMs = options.timeoutMs ?? 50;
@@ -56,10 +60,6 @@ export class RedisLink {
     this.client.on("error", () => this.#down("connection error"));
     this.client.on("close", () => this.#down("connection closed"));
     this.client.on("ready", () => void this.#check());
-    this.#probe = setInterval(() => {
-      if (this.#up !== true) void this.#check();
-    }, PROBE_EVERY_MS);
-    this.#probe.unref();
   }
 
   /** Whether the replicas share through Redis now. */
@@ -105,7 +105,7 @@ export class RedisLink {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#probe);
+    clearTimeout(this.#probe);
     this.#closed = true;
     this.#up = false;
     this.client.disconnect();
@@ -134,7 +134,23 @@ export class RedisLink {
   }
 
   #down(reason: string): void {
+    if (this.#up === false) return;
     this.#set(false, "Redis unavailable: each replica now uses its own cache and limits", reason);
+    this.#probeDelayMs = FIRST_PROBE_MS;
+    this.#scheduleProbe();
+  }
+
+  /** PINGs until the link is up again, at doubling intervals up to PROBE_EVERY_MS. */
+  #scheduleProbe(): void {
+    if (this.#closed || this.#probe) return;
+    this.#probe = setTimeout(async () => {
+      this.#probe = undefined;
+      await this.#check();
+      if (this.up) return;
+      this.#probeDelayMs = Math.min(this.#probeDelayMs * 2, PROBE_EVERY_MS);
+      this.#scheduleProbe();
+    }, this.#probeDelayMs);
+    this.#probe.unref();
   }
 
   #set(up: boolean, message: string, reason?: string): void {
