@@ -254,27 +254,35 @@ function step<T>(name: string, result: T): T {
   return result;
 }
 
-const loadBefore = load();
-const throughput = step("(a)", await hitThroughput());
-const stampedes = [
-  { name: "1 replica, Redis", queries: await coldStampede(1, true) },
-  { name: "3 replicas, Redis", queries: await coldStampede(3, true) },
-  { name: "3 replicas, no Redis", queries: await coldStampede(3, false) },
-];
-step("(b)", stampedes);
-const hours = [
-  step("(c)", { name: "1 replica, Redis", ...(await simulatedHour(1, true)) }),
-  step("(c)", { name: "3 replicas, Redis", ...(await simulatedHour(3, true)) }),
-  // The same with Redis never found late: what sharing alone gives, whatever this machine's load.
-  step("(c)", {
-    name: "3 replicas, Redis, 1 s timeout",
-    ...(await simulatedHour(3, true, 1_000)),
-  }),
-  step("(c)", { name: "3 replicas, no Redis", ...(await simulatedHour(3, false)) }),
-];
-await engine.close();
-await redisServer.kill();
+async function measureAll() {
+  const throughput = step("(a)", await hitThroughput());
+  const stampedes = step("(b)", [
+    { name: "1 replica, Redis", queries: await coldStampede(1, true) },
+    { name: "3 replicas, Redis", queries: await coldStampede(3, true) },
+    { name: "3 replicas, no Redis", queries: await coldStampede(3, false) },
+  ]);
+  const hours = [
+    step("(c)", { name: "1 replica, Redis", ...(await simulatedHour(1, true)) }),
+    step("(c)", { name: "3 replicas, Redis", ...(await simulatedHour(3, true)) }),
+    // The same with Redis never found late: what sharing alone gives, whatever this machine's load.
+    step("(c)", {
+      name: "3 replicas, Redis, 1 s timeout",
+      ...(await simulatedHour(3, true, 1_000)),
+    }),
+    step("(c)", { name: "3 replicas, no Redis", ...(await simulatedHour(3, false)) }),
+  ];
+  return { throughput, stampedes, hours };
+}
 
+const loadBefore = load();
+let measured: Awaited<ReturnType<typeof measureAll>>;
+try {
+  measured = await measureAll();
+} finally {
+  await engine.close();
+  await redisServer.kill();
+}
+const { throughput, stampedes, hours } = measured;
 const bare = throughput[0]?.reqPerSec ?? 1;
 console.log(
   [

@@ -76,12 +76,9 @@ export class RedisLink {
     timeoutMs = this.timeoutMs,
   ): Promise<Maybe<T>> {
     if (this.#up !== true) return UNAVAILABLE;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<typeof UNAVAILABLE>((resolve) => {
-      timer = lateAfter(timeoutMs, () => resolve(UNAVAILABLE));
-    });
+    const late = deadline(timeoutMs);
     try {
-      const answer = await Promise.race([command(this.client), late]);
+      const answer = await Promise.race([command(this.client), late.passed]);
       if (answer === UNAVAILABLE) this.#down(`no answer within ${timeoutMs} ms`);
       return answer;
     } catch (error) {
@@ -90,7 +87,7 @@ export class RedisLink {
       this.#down((error as Error).message);
       return UNAVAILABLE;
     } finally {
-      clearTimeout(timer);
+      late.cancel();
     }
   }
 
@@ -114,21 +111,19 @@ export class RedisLink {
   async #check(): Promise<void> {
     if (this.#probing || this.client.status !== "ready") return;
     this.#probing = true;
-    let timer: NodeJS.Timeout | undefined;
+    const late = deadline(this.timeoutMs);
     try {
       const answered = await Promise.race([
         this.client.ping().then(
           () => true,
           () => false,
         ),
-        new Promise<boolean>((resolve) => {
-          timer = lateAfter(this.timeoutMs, () => resolve(false));
-        }),
+        late.passed.then(() => false),
       ]);
       if (answered)
         this.#set(true, "Redis answers: sharing the cache and limits with the other replicas");
     } finally {
-      clearTimeout(timer);
+      late.cancel();
       this.#probing = false;
     }
   }
@@ -162,12 +157,35 @@ export class RedisLink {
 }
 
 /**
- * Calls `late` `ms` from now, unless an answer arrived by then. The decision waits for the I/O phase
- * that follows the timer: after a stall of this process's own event loop the timer and Redis's reply
- * are both due, and the timer runs first; the reply was not late.
+ * Passes `ms` from now, measured as time this process could have heard Redis's answer. The decision
+ * waits for the I/O phase after the timer: after a stall of this process's own event loop the timer
+ * and the reply are both due and the timer runs first. And when the timer itself fired more than
+ * `ms` late, the command may have been written only just now (auto-pipelining writes on a later
+ * turn): it gets one more `ms`. A busy replica is not a slow Redis.
  */
-function lateAfter(ms: number, late: () => void): NodeJS.Timeout {
-  return setTimeout(() => setImmediate(late), ms);
+function deadline(ms: number): { passed: Promise<typeof UNAVAILABLE>; cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let cancelled = false;
+  const passed = new Promise<typeof UNAVAILABLE>((resolve) => {
+    const arm = (again: boolean) => {
+      const due = performance.now() + ms;
+      timer = setTimeout(() => {
+        setImmediate(() => {
+          if (cancelled) return;
+          if (again && performance.now() - due > ms) arm(false);
+          else resolve(UNAVAILABLE);
+        });
+      }, ms);
+    };
+    arm(true);
+  });
+  return {
+    passed,
+    cancel: () => {
+      cancelled = true;
+      clearTimeout(timer);
+    },
+  };
 }
 
 function isReplyError(error: unknown): boolean {
