@@ -6,7 +6,7 @@ import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { CacheStats, ResultCache } from "../cache/result-cache.ts";
 import { hasFullAccess } from "../credentials/scope-rule.ts";
-import { findEndpoint } from "../endpoints/catalog.ts";
+import { catalog, findEndpoint } from "../endpoints/catalog.ts";
 import type { AdmittedEngine } from "../engines/admission.ts";
 import type { QueryCount } from "../engines/query-counts.ts";
 import type { RedisLink } from "../redis/link.ts";
@@ -136,6 +136,10 @@ function registerEngineMetrics(registry: Registry, counts: () => Iterable<QueryC
     registers: [registry],
     collect() {
       this.reset();
+      // Every series from the start, so a sum over replicas counts those that ran nothing yet.
+      for (const { name } of catalog) {
+        for (const trigger of ["request", "refresh"]) this.inc({ endpoint: name, trigger }, 0);
+      }
       for (const { endpoint, trigger, count } of counts()) this.inc({ endpoint, trigger }, count);
     },
   });
