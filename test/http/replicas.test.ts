@@ -4,10 +4,11 @@
 // cache serve the same data); each has its own cache, admission gate, metrics and Redis connection.
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { pino } from "pino";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { loadData } from "../../src/engines/duckdb/data.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import type { QueryEngine } from "../../src/engines/engine.ts";
 import { RedisLink } from "../../src/redis/link.ts";
 import { redisServer } from "../support/redis-server.ts";
 
@@ -42,7 +43,12 @@ afterEach(async () => {
 let prefixes = 0;
 /** Three replicas on a Redis namespace of their own (one per test). */
 async function replicas(
-  options: { rateLimitPerMinute?: number; redisTimeoutMs?: number } = {},
+  options: {
+    rateLimitPerMinute?: number;
+    redisTimeoutMs?: number;
+    /** The engine of replica i; default: the shared DuckDB engine. */
+    engineOf?: (i: number) => QueryEngine;
+  } = {},
 ): Promise<Replica[]> {
   const prefix = `replicas-${process.pid}-${++prefixes}:`;
   const made: Replica[] = [];
@@ -62,8 +68,9 @@ async function replicas(
     const link = new RedisLink({ url: redis.url, prefix, timeoutMs, logger });
     expect(await link.waitUntilUp(5_000)).toBe(true);
     const app = await buildApp({
-      engine,
+      engine: options.engineOf?.(i) ?? engine,
       apiKeys: [API_KEY],
+      shutdownGraceMs: 1_000,
       cache: { maxEntries: 100, maxBytes: 10_000_000 },
       rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
       redis: link,
@@ -141,6 +148,35 @@ describe("three replicas, one cache", () => {
     );
     expect(await engineQueries(three, "usage.api-counts")).toBe(1);
     expect(await engineQueries(three, "usage.api-counts", "refresh")).toBe(0);
+  });
+});
+
+describe("single flight across replicas", () => {
+  it("lets another replica answer once the lock holder dies mid-query, within the lock's expiry", async () => {
+    // Replica 0's engine never answers (until shutdown aborts it): the fault a real engine cannot make.
+    const stuck: QueryEngine = {
+      dialect: engine.dialect,
+      run: (request) =>
+        new Promise((_, reject) => {
+          request.signal?.addEventListener("abort", () => reject(new Error("aborted")));
+        }),
+      ping: () => engine.ping(),
+      close: async () => {},
+    };
+    const [holder, other] = await replicas({ engineOf: (i) => (i === 0 ? stuck : engine) });
+    const holding = get(holder, STATS);
+    await vi.waitFor(async () =>
+      expect(await metric(holder as Replica, "query_service_engine_running")).toBe(1),
+    );
+    const waiting = get(other, STATS);
+    // The holder dies: its connection goes, so it neither extends nor releases the lock.
+    holder?.link.client.disconnect();
+    const answer = await waiting;
+    expect(answer.statusCode).toBe(200);
+    expect(answer.headers["x-cache"]).toBe("MISS");
+    expect(await engineQueries([other as Replica], "functions.invocation-stats")).toBe(1);
+    await holder?.app.close();
+    expect((await holding).statusCode).toBe(503);
   });
 });
 
