@@ -11,7 +11,7 @@ import { Redis } from "ioredis";
 
 /** What a command answers when Redis could not be used: the caller falls back to local work. */
 export const UNAVAILABLE = Symbol("redis unavailable");
-export type Maybe<T> = T | typeof UNAVAILABLE;
+type Maybe<T> = T | typeof UNAVAILABLE;
 
 export interface RedisLinkLogger {
   info(fields: Record<string, unknown>, message: string): void;
@@ -82,8 +82,8 @@ export class RedisLink {
       if (answer === UNAVAILABLE) this.#down(`no answer within ${timeoutMs} ms`);
       return answer;
     } catch (error) {
-      // A script's own error (a bug) is not Redis being away: let it surface.
-      if (isReplyError(error)) throw error;
+      // Refusals too (LOADING after a restart, OOM past maxmemory, READONLY on a replica): a request
+      // never fails because of Redis; the log line says why sharing stopped.
       this.#down((error as Error).message);
       return UNAVAILABLE;
     } finally {
@@ -91,7 +91,7 @@ export class RedisLink {
     }
   }
 
-  /** Resolves once the link is up (tests and startup); false when it is not within `ms`. */
+  /** Resolves once the link is up (tests and benchmarks); false when it is not within `ms`. */
   async waitUntilUp(ms: number): Promise<boolean> {
     const until = performance.now() + ms;
     while (!this.up && performance.now() < until) {
@@ -186,8 +186,4 @@ function deadline(ms: number): { passed: Promise<typeof UNAVAILABLE>; cancel(): 
       clearTimeout(timer);
     },
   };
-}
-
-function isReplyError(error: unknown): boolean {
-  return (error as Error)?.name === "ReplyError";
 }
