@@ -141,7 +141,7 @@ describe("single flight across replicas", () => {
     const stuck = engine();
     stuck.state.hold = true; // the holder's engine never answers
     void holder?.cache.get("k", DASHBOARD, stuck.loaderFor("k")).catch(() => {});
-    await vi.waitFor(() => expect(stuck.total()).toBe(1));
+    await vi.waitFor(() => expect(stuck.total()).toBe(1), { timeout: 10_000 });
 
     const healthy = engine();
     const waiting = other?.cache.get("k", DASHBOARD, healthy.loaderFor("k"));
@@ -159,7 +159,7 @@ describe("single flight across replicas", () => {
     const stuck = engine();
     stuck.state.hold = true;
     void holder?.cache.get("k", DASHBOARD, stuck.loaderFor("k")).catch(() => {});
-    await vi.waitFor(() => expect(stuck.total()).toBe(1));
+    await vi.waitFor(() => expect(stuck.total()).toBe(1), { timeout: 10_000 });
     await expect(other?.cache.get("k", DASHBOARD, engine().loaderFor("k"))).rejects.toMatchObject({
       code: "engine_timeout",
     });

@@ -165,8 +165,9 @@ describe("single flight across replicas", () => {
     };
     const [holder, other] = await replicas({ engineOf: (i) => (i === 0 ? stuck : engine) });
     const holding = get(holder, STATS);
-    await vi.waitFor(async () =>
-      expect(await metric(holder as Replica, "query_service_engine_running")).toBe(1),
+    await vi.waitFor(
+      async () => expect(await metric(holder as Replica, "query_service_engine_running")).toBe(1),
+      { timeout: 10_000 },
     );
     const waiting = get(other, STATS);
     // The holder dies: its connection goes, so it neither extends nor releases the lock.
