@@ -54,6 +54,8 @@ export interface AppDeps {
   rateLimitPerMinute?: number;
   /** Shares the cache and the rate limit with other replicas (REDIS_URL); its owner closes it. */
   redis?: RedisLink;
+  /** Names the data the engine serves: replicas share cached values only when theirs agree. */
+  dataIdentity?: string;
   /** SQL per endpoint name; default: queries/<dialect>/<name>.sql. */
   queries?: ReadonlyMap<string, string>;
   /** Bounds of engine work; default: 4 at once, 100 waiting, half of all per credential. */
@@ -116,7 +118,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   // A replica waits for another's query at most as long as for its own.
-  const shared = deps.redis && new SharedResults(deps.redis, { waitMs: limits.timeoutMs });
+  const shared =
+    deps.redis &&
+    new SharedResults(deps.redis, { waitMs: limits.timeoutMs, dataIdentity: deps.dataIdentity });
   const cache = deps.cache && new ResultCache({ logger: app.log, shared, ...deps.cache });
   app.addHook("onClose", async () => cache?.close());
   const run = createRunner({

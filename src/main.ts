@@ -86,6 +86,13 @@ const engine = await openEngine(config.engine, log).catch((error: Error) => {
   process.stderr.write(`Startup error: ${error.message}\n`);
   process.exit(1);
 });
+/** On the embedded engine, the identity of the exports loaded: replicas share values only with it. */
+async function dataIdentity(): Promise<string | undefined> {
+  if (config.engine.kind !== "duckdb" || config.engine.localData === undefined) return undefined;
+  const { exportsIdentity } = await import("./cache/data-identity.ts");
+  return exportsIdentity(config.engine.localData);
+}
+
 // Connects in the background: until Redis answers, this replica works alone (logged once).
 const redis = config.redis && new RedisLink({ ...config.redis, logger: log });
 const app = await buildApp({
@@ -102,6 +109,7 @@ const app = await buildApp({
   cache: config.cache,
   rateLimitPerMinute: config.rateLimitPerMinute,
   redis,
+  dataIdentity: redis && (await dataIdentity()),
   logger: log,
 });
 

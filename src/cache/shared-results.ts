@@ -2,8 +2,9 @@
 // keys' uses and the warming leases. The policy stays in result-cache.ts; this module only says
 // what is in Redis and changes it atomically.
 //
-// Keys (after REDIS_PREFIX), by the SHA-256 of the cache key, so that no parameter value and no
-// credential appears in Redis key names and their length is bounded:
+// Keys (after REDIS_PREFIX, and `data-<identity>:` on the embedded engine), by the SHA-256 of the
+// cache key, so that no parameter value and no credential appears in Redis key names and their
+// length is bounded:
 // - result:<h>  hash {body, headers (JSON), etag, computedAt}; expires with the value's TTL;
 // - uses:<h>    hash {last, previous}: the two latest requests of the key on any replica, as the
 //               replicas report them at their warming ticks; expires a TTL after the last;
@@ -32,6 +33,8 @@ export interface Uses {
 }
 
 export interface SharedResultsOptions {
+  /** What the values are computed from (see data-identity.ts): only replicas that agree share them. */
+  dataIdentity?: string;
   /** The lock's expiry; its holder extends it every third of it. Default 5 s. */
   lockMs?: number;
   /** Longest wait for a value another replica computes: the engine's timeout. Default 30 s. */
@@ -106,9 +109,11 @@ export class SharedResults {
   readonly #link: RedisLink;
   readonly #lockMs: number;
   readonly #waitMs: number;
+  readonly #namespace: string;
 
   constructor(link: RedisLink, options: SharedResultsOptions = {}) {
     this.#link = link;
+    this.#namespace = options.dataIdentity === undefined ? "" : `data-${options.dataIdentity}:`;
     this.#lockMs = options.lockMs ?? 5_000;
     this.#waitMs = options.waitMs ?? 30_000;
     for (const [name, script] of Object.entries(SCRIPTS)) {
@@ -155,7 +160,7 @@ export class SharedResults {
 
   /** The key's shared value; undefined when there is none. */
   async get(key: string): Promise<SharedValue | undefined | typeof UNAVAILABLE> {
-    const fields = await this.#link.run((redis) => redis.hgetall(`result:${hashed(key)}`));
+    const fields = await this.#link.run((redis) => redis.hgetall(this.#key("result", key)));
     if (fields === UNAVAILABLE) return UNAVAILABLE;
     return fields.computedAt === undefined ? undefined : fromFields(fields);
   }
@@ -166,7 +171,7 @@ export class SharedResults {
     computedAt: number,
   ): Promise<SharedValue | "same" | "absent" | typeof UNAVAILABLE> {
     const answer = await this.#link.run((redis) =>
-      (redis as Scripted).newerResult(`result:${hashed(key)}`, computedAt),
+      (redis as Scripted).newerResult(this.#key("result", key), computedAt),
     );
     if (answer === UNAVAILABLE) return UNAVAILABLE;
     if (answer === 0) return "absent";
@@ -183,7 +188,7 @@ export class SharedResults {
     await this.#link.run(
       (redis) =>
         (redis as Scripted).putResult(
-          `result:${hashed(key)}`,
+          this.#key("result", key),
           value.payload.body,
           headers,
           value.etag,
@@ -198,7 +203,7 @@ export class SharedResults {
   async reportUses(key: string, uses: Uses, ttlMs: number): Promise<Uses | typeof UNAVAILABLE> {
     const answer = await this.#link.run((redis) =>
       (redis as Scripted).reportUses(
-        `uses:${hashed(key)}`,
+        this.#key("uses", key),
         finite(uses.last),
         finite(uses.previous),
         Math.max(1, Math.ceil(ttlMs)),
@@ -212,16 +217,21 @@ export class SharedResults {
   /** Whether this replica refreshes the value computed at `computedAt` at warming tick `tick`. */
   async lease(key: string, computedAt: number, tick: number, ms: number) {
     const taken = await this.#link.run((redis) =>
-      redis.set(`warm:${hashed(key)}:${computedAt}:${tick}`, "1", "PX", Math.ceil(ms), "NX"),
+      redis.set(`${this.#key("warm", key)}:${computedAt}:${tick}`, "1", "PX", Math.ceil(ms), "NX"),
     );
     return taken === UNAVAILABLE ? UNAVAILABLE : taken === "OK";
+  }
+
+  /** The Redis key of `kind` for a cache key. */
+  #key(kind: "result" | "uses" | "lock" | "warm", key: string): string {
+    return `${this.#namespace}${kind}:${hashed(key)}`;
   }
 
   /** A new owner token when this replica took the key's lock; undefined when another holds it. */
   async #lock(key: string): Promise<string | undefined | typeof UNAVAILABLE> {
     const token = randomBytes(12).toString("base64url");
     const taken = await this.#link.run((redis) =>
-      redis.set(`lock:${hashed(key)}`, token, "PX", this.#lockMs, "NX"),
+      redis.set(this.#key("lock", key), token, "PX", this.#lockMs, "NX"),
     );
     if (taken === UNAVAILABLE) return UNAVAILABLE;
     return taken === "OK" ? token : undefined;
@@ -234,7 +244,7 @@ export class SharedResults {
     compute: () => Promise<SharedValue>,
     ttlMs: number,
   ): Promise<{ value: SharedValue; fromEngine: boolean }> {
-    const lock = `lock:${hashed(key)}`;
+    const lock = this.#key("lock", key);
     const extend = setInterval(() => {
       void this.#link.run((redis) => (redis as Scripted).extendLock(lock, token, this.#lockMs));
     }, this.#lockMs / 3);

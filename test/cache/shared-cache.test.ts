@@ -30,6 +30,8 @@ async function replicas(
   count: number,
   clock: { ms: number },
   options: SharedResultsOptions = {},
+  /** The data identity of each replica; default: none (all alike). */
+  identities: string[] = [],
 ): Promise<Array<{ cache: ResultCache; link: RedisLink }>> {
   const prefix = `test-${process.pid}-${++prefixes}:`;
   const made = [];
@@ -46,7 +48,7 @@ async function replicas(
       maxEntries: 1_000,
       maxBytes: 10_000_000,
       now: () => clock.ms,
-      shared: new SharedResults(link, options),
+      shared: new SharedResults(link, { ...options, dataIdentity: identities[i] }),
     });
     made.push({ cache, link });
   }
@@ -131,6 +133,18 @@ describe("one cache for all replicas", () => {
     expect(after).toMatchObject({ status: "HIT", etag: '"newer"', ageSeconds: 0 });
     expect(after?.payload.body).toBe(newer.body);
     expect(queries.total()).toBe(1);
+  });
+});
+
+describe("data identity", () => {
+  it("shares values only between replicas that serve the same data", async () => {
+    const clock = { ms: 1_000_000 };
+    const [a, b, c] = await replicas(3, clock, {}, ["exports-1", "exports-1", "exports-2"]);
+    const queries = engine();
+    await a?.cache.get("k", DASHBOARD, queries.loaderFor("k"));
+    expect((await b?.cache.get("k", DASHBOARD, queries.loaderFor("k")))?.status).toBe("HIT");
+    expect((await c?.cache.get("k", DASHBOARD, queries.loaderFor("k")))?.status).toBe("MISS");
+    expect(queries.total()).toBe(2);
   });
 });
 
