@@ -13,8 +13,9 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY src ./src
 COPY queries ./queries
-# A named volume mounted here takes this owner, so DUCKDB_PATH=/data/db/... is writable by node.
-RUN mkdir -p /data/db && chown node:node /data/db
+# Named volumes mounted here take this owner, so DUCKDB_PATH=/data/db/... and the demo exports
+# (docker-compose.yml) are writable by node.
+RUN mkdir -p /data/db /data/exports && chown node:node /data/db /data/exports
 USER node
 EXPOSE 3000 9464
 HEALTHCHECK --interval=30s --timeout=3s --start-period=20s \

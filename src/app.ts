@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type { Registry } from "prom-client";
 import { ResultCache, type ResultCacheOptions } from "./cache/result-cache.ts";
+import { SharedResults } from "./cache/shared-results.ts";
 import type { FollowSettings, HttpSettings } from "./config.ts";
 import { createAuthenticator } from "./credentials/authenticate.ts";
 import type { KeysFile } from "./credentials/keys-file.ts";
@@ -31,6 +32,7 @@ import { perKeyRateLimit } from "./http/rate-limit.ts";
 import { requestLog } from "./http/request-log.ts";
 import { requestShape } from "./http/request-shape.ts";
 import { shutdown } from "./http/shutdown.ts";
+import type { RedisLink } from "./redis/link.ts";
 import { observeEngine } from "./telemetry/observed-engine.ts";
 
 declare module "fastify" {
@@ -53,6 +55,10 @@ export interface AppDeps {
   /** Result cache bounds and clock; absent turns caching off. */
   cache?: ResultCacheOptions;
   rateLimitPerMinute?: number;
+  /** Shares the cache and the rate limit with other replicas (REDIS_URL); its owner closes it. */
+  redis?: RedisLink;
+  /** Names the data the engine serves: replicas share cached values only when theirs agree. */
+  dataIdentity?: string;
   /** SQL per endpoint name; default: queries/<dialect>/<name>.sql. */
   queries?: ReadonlyMap<string, string>;
   /** Bounds of engine work; default: 4 at once, 100 waiting, half of all per credential. */
@@ -117,7 +123,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...limits,
   });
 
-  const cache = deps.cache && new ResultCache({ logger: app.log, ...deps.cache });
+  // A replica waits for another's query at most as long as for its own.
+  const shared =
+    deps.redis &&
+    new SharedResults(deps.redis, { waitMs: limits.timeoutMs, dataIdentity: deps.dataIdentity });
+  const cache = deps.cache && new ResultCache({ logger: app.log, shared, ...deps.cache });
   app.addHook("onClose", async () => cache?.close());
   const queries = deps.queries ?? loadQueries(deps.engine.dialect, catalog);
   const run = createRunner({
@@ -138,6 +148,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     usage: observed.usage,
     connections: app.connections,
     follow: followHub,
+    redis: deps.redis,
   });
   app.decorate("metricsRegistry", registry);
   await app.register(errorEnvelope);
@@ -155,7 +166,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       authenticate,
       failuresPerMinute: deps.authFailuresPerMinute ?? 30,
     });
-    await api.register(perKeyRateLimit, { perMinute: deps.rateLimitPerMinute ?? 600 });
+    await api.register(perKeyRateLimit, {
+      perMinute: deps.rateLimitPerMinute ?? 600,
+      redis: deps.redis,
+    });
     await api.register(metrics, { registry });
     await api.register(endpointRoutes, { run });
     await api.register(followRoutes, {

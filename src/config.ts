@@ -90,6 +90,19 @@ const environment = z.object({
   LOGS_FOLLOW_LAG_SECONDS: positiveInt(60),
   LOGS_FOLLOW_MAX_PER_CREDENTIAL: positiveInt(4),
   METRICS_MAX_CREDENTIALS: positiveInt(200),
+  REDIS_URL: z
+    .url({
+      protocol: /^rediss?$/,
+      error: "expects redis://[:password@]host[:port][/db] or rediss:// for TLS",
+    })
+    .optional(),
+  REDIS_PREFIX: text.default("query-service:"),
+  REDIS_TIMEOUT_MS: z.coerce
+    .number({ error: "expects a whole number of milliseconds" })
+    .int("expects a whole number of milliseconds")
+    .min(1, "expects 1 to 50 ms")
+    .max(50, "expects 1 to 50 ms: a slower Redis must not hold up cached answers")
+    .default(50),
   LOG_FORMAT: z.enum(["json", "pretty"], { error: "expects json or pretty" }).default("json"),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `expects one of ${LOG_LEVELS.join(", ")}` })
@@ -135,6 +148,13 @@ export interface HttpSettings {
   maxConnections: number;
 }
 
+export interface RedisSettings {
+  /** Holds the password, if any: never log it. */
+  url: string;
+  prefix: string;
+  timeoutMs: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -151,6 +171,8 @@ export interface Config {
   follow: FollowSettings;
   /** Distinct credential labels per process on metrics, job labels and spans; the rest are `other`. */
   metricsMaxCredentials: number;
+  /** Shared cache, lock, leases and rate limit across replicas (REDIS_URL); absent: this process only. */
+  redis?: RedisSettings;
   logLevel: (typeof LOG_LEVELS)[number];
   /** JSON lines (production), or pino-pretty's readable lines (`npm run dev`). */
   logFormat: "json" | "pretty";
@@ -170,6 +192,13 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   }
   const e = parsed.data;
   const engine = engineSettings(e);
+  // Replicas that share values must compute them from the same data: demo logs are generated per
+  // process (each replica's differ) and a DUCKDB_PATH file is per replica.
+  if (e.REDIS_URL !== undefined && engine.kind === "duckdb" && engine.localData === undefined) {
+    throw new ConfigError(
+      "REDIS_URL: replicas sharing a cache must serve the same data; on the embedded engine set LOCAL_DATA to one folder of exports every replica reads (demo data and database files differ per replica)",
+    );
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -218,6 +247,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       maxPerCredential: e.LOGS_FOLLOW_MAX_PER_CREDENTIAL,
     },
     metricsMaxCredentials: e.METRICS_MAX_CREDENTIALS,
+    ...(e.REDIS_URL !== undefined && {
+      redis: { url: e.REDIS_URL, prefix: e.REDIS_PREFIX, timeoutMs: e.REDIS_TIMEOUT_MS },
+    }),
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
   };

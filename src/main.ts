@@ -9,6 +9,7 @@ import { KeysFile } from "./credentials/keys-file.ts";
 import { createTokenVerifier } from "./credentials/tokens.ts";
 import { openEngine } from "./engines/open-engine.ts";
 import { buildManagementApp } from "./http/management.ts";
+import { RedisLink } from "./redis/link.ts";
 import { credentialLabels } from "./telemetry/attribution.ts";
 import { startTracing } from "./telemetry/tracing.ts";
 
@@ -91,6 +92,15 @@ const engine = await openEngine(config.engine, log).catch((error: Error) => {
   process.stderr.write(`Startup error: ${error.message}\n`);
   process.exit(1);
 });
+/** On the embedded engine, the identity of the exports loaded: replicas share values only with it. */
+async function dataIdentity(): Promise<string | undefined> {
+  if (config.engine.kind !== "duckdb" || config.engine.localData === undefined) return undefined;
+  const { exportsIdentity } = await import("./cache/data-identity.ts");
+  return exportsIdentity(config.engine.localData);
+}
+
+// Connects in the background: until Redis answers, this replica works alone (logged once).
+const redis = config.redis && new RedisLink({ ...config.redis, logger: log });
 const app = await buildApp({
   engine,
   apiKeys,
@@ -105,6 +115,8 @@ const app = await buildApp({
   cache: config.cache,
   rateLimitPerMinute: config.rateLimitPerMinute,
   follow: config.follow,
+  redis,
+  dataIdentity: redis && (await dataIdentity()),
   logger: log,
 });
 
@@ -119,6 +131,7 @@ closeWithGrace({ delay: config.shutdownGraceMs }, async ({ signal, err }) => {
   keysFile?.close();
   await app.close();
   await management?.close();
+  await redis?.close();
   await engine.close();
   await stopTracing?.();
 });

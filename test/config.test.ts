@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.ts";
 
+const BIGQUERY = { BIGQUERY_PROJECT_ID: "acme", BIGQUERY_DATASET: "logs" };
+
 describe("loadConfig", () => {
   it("defaults to the embedded engine, demo data left to the data at hand, on loopback port 3000", () => {
     const config = loadConfig({});
@@ -113,6 +115,30 @@ describe("loadConfig", () => {
     expect(set.managementPort).toBe(9464);
   });
 
+  it("shares through Redis only when REDIS_URL is set, with a password, TLS and a prefix", () => {
+    expect(loadConfig({}).redis).toBeUndefined();
+    const url = "rediss://:s3cret@redis.internal:6380/2";
+    expect(loadConfig({ REDIS_URL: url, QUERY_ENGINE: "bigquery", ...BIGQUERY }).redis).toEqual({
+      url,
+      prefix: "query-service:",
+      timeoutMs: 50,
+    });
+    const local = { REDIS_URL: "redis://127.0.0.1:6379", LOCAL_DATA: "/data/exports" };
+    expect(loadConfig({ ...local, REDIS_PREFIX: "eu1:", REDIS_TIMEOUT_MS: "20" }).redis).toEqual({
+      url: local.REDIS_URL,
+      prefix: "eu1:",
+      timeoutMs: 20,
+    });
+  });
+
+  it("refuses REDIS_URL on the embedded engine without one LOCAL_DATA for every replica", () => {
+    for (const env of [{}, { DEMO_DATA: "true" }, { DUCKDB_PATH: "logs.duckdb" }]) {
+      expect(() => loadConfig({ REDIS_URL: "redis://127.0.0.1:6379", ...env })).toThrow(
+        /^REDIS_URL: replicas sharing a cache must serve the same data; .*LOCAL_DATA/,
+      );
+    }
+  });
+
   it("treats an empty variable as unset", () => {
     expect(loadConfig({ PORT: "", QUERY_ENGINE: "" }).port).toBe(3000);
   });
@@ -129,6 +155,8 @@ describe("loadConfig", () => {
     [{ DEMO_DATA: "maybe" }, /^DEMO_DATA: expects true or false$/],
     [{ LOG_LEVEL: "verbose" }, /^LOG_LEVEL: expects one of fatal, error/],
     [{ CACHE_MAX_BYTES: "-1" }, /^CACHE_MAX_BYTES: expects a positive number$/],
+    [{ REDIS_URL: "http://127.0.0.1:6379" }, /^REDIS_URL: expects redis:\/\//],
+    [{ REDIS_TIMEOUT_MS: "200" }, /^REDIS_TIMEOUT_MS: expects 1 to 50 ms/],
   ])("rejects %j with one line naming the variable", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

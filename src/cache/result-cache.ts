@@ -28,10 +28,23 @@
 // - Renditions: other representations of a value (CSV, NDJSON), each made from it on first request and
 //   kept with its own strong ETag until the value is replaced or dropped.
 // - Each entry owns one unref'd timer, either for its next refresh or for its expiry; close() clears them.
+//
+// Shared through Redis (`shared`, when REDIS_URL is set), the same rules hold across replicas:
+// - A miss first looks in Redis; a value there is a HIT (or STALE) here too, with its ETag and Age.
+//   Else one replica runs the query under the key's lock and stores it; the others wait for it.
+// - The in-process copy serves hits without a round trip, and is compared with Redis at most once a
+//   second per key (a small script: the value only when it is newer), so no hit serves a value more
+//   than a second older than the shared one.
+// - At a warming tick a replica reports its latest requests of the key; the decision to warm uses
+//   every replica's, and a lease per value and tick lets exactly one replica refresh. The others take
+//   the new value from Redis; a newer value found at a tick replaces the local one without a query.
+// - When Redis is away (`shared` answers UNAVAILABLE) everything above is local, as without Redis.
 import { LRUCache } from "lru-cache";
+import { UNAVAILABLE } from "../redis/link.ts";
 import { cacheEntryId } from "./cache-key.ts";
 import { ConcurrencyLimit } from "./concurrency-limit.ts";
 import { strongEtag } from "./etag.ts";
+import type { SharedResults, SharedValue } from "./shared-results.ts";
 
 export interface CachePolicy {
   ttlSeconds: number;
@@ -94,6 +107,8 @@ export interface ResultCacheOptions {
   logger?: CacheLogger;
   /** Clock in ms; default Date.now. Timers are plain setTimeout, so tests use fake timers. */
   now?: () => number;
+  /** The values, lock, uses and leases shared with other replicas (REDIS_URL); absent: this process only. */
+  shared?: SharedResults;
 }
 
 type Load = () => Promise<Payload>;
@@ -113,16 +128,26 @@ interface Entry extends Served {
   previousRequestedAt: number;
   /** Set while a refresh is queued or running: the timer then waits for the expiry only. */
   refreshing: boolean;
+  /** When the value was last found to be the shared one (with `shared` only). */
+  checkedAt: number;
   timer?: NodeJS.Timeout;
 }
 
+/** A flight's outcome: the entry, and whether a query ran for it (else it came from Redis as it was). */
+interface Loaded {
+  entry: Entry;
+  fromEngine: boolean;
+}
+
 interface Flight {
-  done: Promise<Entry>;
+  done: Promise<Loaded>;
   /** A request waits for it, so its value is stored even when it began as a refresh. */
   awaited: boolean;
 }
 
 const SECOND = 1000;
+/** A local copy is compared with the shared value at most this often (per key). */
+const SHARED_CHECK_MS = SECOND;
 
 export class ResultCache {
   readonly #entries: LRUCache<string, Entry>;
@@ -139,6 +164,9 @@ export class ResultCache {
     warmingsSkipped: 0,
   };
   readonly #maxWarmKeys: number;
+  readonly #shared: SharedResults | undefined;
+  /** Comparisons with the shared value in flight, one per key. */
+  readonly #checks = new Map<string, Promise<Entry>>();
   #closed = false;
 
   constructor(options: ResultCacheOptions) {
@@ -152,6 +180,7 @@ export class ResultCache {
     this.#logger = options.logger;
     this.#now = options.now ?? Date.now;
     this.#maxWarmKeys = options.maxWarmKeys ?? 1000;
+    this.#shared = options.shared;
   }
 
   /** The value of `key`, loaded by `load` when absent; as `rendition` when given, else as loaded. */
@@ -164,15 +193,20 @@ export class ResultCache {
     const now = this.#now();
     const cached = this.#entries.get(key);
     if (cached && now < cached.expiresAt) {
-      requested(cached, now);
-      const status = now - cached.computedAt >= warmingMs(cached.policy) ? "STALE" : "HIT";
-      this.#counts[status === "HIT" ? "hits" : "stale"]++;
-      return this.#answer(key, cached, rendition, status, now);
+      if (this.#shared && now - cached.checkedAt >= SHARED_CHECK_MS) {
+        return this.#hit(key, await this.#checked(key, cached), this.#now(), rendition);
+      }
+      return this.#hit(key, cached, now, rendition);
     }
     if (cached) this.#entries.delete(key);
     this.#counts.misses++;
-    const entry = await this.#flight(key, policy, load);
+    const { entry, fromEngine } = await this.#flight(key, policy, load);
     const answeredAt = this.#now();
+    if (!fromEngine) {
+      // Another replica's value, found in Redis as it was: a hit after all.
+      this.#counts.misses--;
+      return this.#hit(key, entry, answeredAt, rendition);
+    }
     if (answeredAt > entry.lastRequestedAt) requested(entry, answeredAt);
     return this.#answer(key, entry, rendition, "MISS", answeredAt);
   }
@@ -186,6 +220,75 @@ export class ResultCache {
     this.#closed = true;
     this.#refreshes.clear();
     this.#entries.clear();
+  }
+
+  #hit(key: string, entry: Entry, now: number, rendition: Rendition | undefined): CacheAnswer {
+    requested(entry, now);
+    const status = now - entry.computedAt >= warmingMs(entry.policy) ? "STALE" : "HIT";
+    this.#counts[status === "HIT" ? "hits" : "stale"]++;
+    return this.#answer(key, entry, rendition, status, now);
+  }
+
+  /** The entry once compared with the shared value: itself, or the newer value found in Redis. */
+  #checked(key: string, entry: Entry): Promise<Entry> {
+    let check = this.#checks.get(key);
+    if (!check) {
+      check = this.#compareShared(key, entry).finally(() => this.#checks.delete(key));
+      this.#checks.set(key, check);
+    }
+    return check;
+  }
+
+  async #compareShared(key: string, entry: Entry): Promise<Entry> {
+    const shared = this.#shared as SharedResults;
+    const found = await shared.newer(key, entry.computedAt);
+    const now = this.#now();
+    if (found === "same" || found === UNAVAILABLE) {
+      entry.checkedAt = now;
+      return entry;
+    }
+    if (found === "absent") {
+      // Redis lost it (restarted, evicted): ours is the newest there is; the others can have it.
+      entry.checkedAt = now;
+      void shared.put(key, entry, entry.expiresAt - now);
+      return entry;
+    }
+    return this.#adopt(key, entry, found, now) ?? entry;
+  }
+
+  /** Replaces the entry by the newer shared value (requests carried over), unless it is too old. */
+  #adopt(key: string, entry: Entry, value: SharedValue, now: number): Entry | undefined {
+    if (now >= value.computedAt + entry.policy.ttlSeconds * SECOND) return undefined;
+    const adopted = this.#entryOf(key, value, entry.policy, entry.load, entry);
+    adopted.checkedAt = now;
+    if (this.#entries.peek(key) === entry && !this.#closed) this.#store(key, adopted);
+    return adopted;
+  }
+
+  #entryOf(
+    key: string,
+    value: SharedValue,
+    policy: CachePolicy,
+    load: Load,
+    uses: Entry | undefined,
+  ): Entry {
+    const { payload, etag, computedAt } = value;
+    return {
+      payload,
+      etag,
+      bytes: byteSize(key, payload),
+      renditions: new Map(),
+      policy,
+      load,
+      computedAt,
+      expiresAt: computedAt + policy.ttlSeconds * SECOND,
+      nextRefreshAt: computedAt + warmingMs(policy),
+      // A refresh carries the key's uses over; a request sets them when it is answered.
+      lastRequestedAt: uses?.lastRequestedAt ?? Number.NEGATIVE_INFINITY,
+      previousRequestedAt: uses?.previousRequestedAt ?? Number.NEGATIVE_INFINITY,
+      refreshing: false,
+      checkedAt: this.#now(),
+    };
   }
 
   #answer(
@@ -222,7 +325,7 @@ export class ResultCache {
    * The one load of `key` in flight, started here if there is none. `refreshOf` marks a background
    * refresh of that entry; without it, a request is waiting.
    */
-  #flight(key: string, policy: CachePolicy, load: Load, refreshOf?: Entry): Promise<Entry> {
+  #flight(key: string, policy: CachePolicy, load: Load, refreshOf?: Entry): Promise<Loaded> {
     const running = this.#inFlight.get(key);
     if (running) {
       running.awaited ||= refreshOf === undefined;
@@ -244,28 +347,28 @@ export class ResultCache {
     load: Load,
     refreshOf: Entry | undefined,
     awaited: () => boolean,
-  ): Promise<Entry> {
-    const computedAt = this.#now();
-    const payload = await load();
-    const entry: Entry = {
-      payload,
-      etag: strongEtag(payload.body, payload.headers),
-      bytes: byteSize(key, payload),
-      renditions: new Map(),
-      policy,
-      load,
-      computedAt,
-      expiresAt: computedAt + policy.ttlSeconds * SECOND,
-      nextRefreshAt: computedAt + warmingMs(policy),
-      // A refresh carries the key's uses over; a request sets them when it is answered.
-      lastRequestedAt: refreshOf?.lastRequestedAt ?? Number.NEGATIVE_INFINITY,
-      previousRequestedAt: refreshOf?.previousRequestedAt ?? Number.NEGATIVE_INFINITY,
-      refreshing: false,
+  ): Promise<Loaded> {
+    const compute = async (): Promise<SharedValue> => {
+      const computedAt = this.#now();
+      const payload = await load();
+      return { payload, etag: strongEtag(payload.body, payload.headers), computedAt };
     };
+    const ttlMs = policy.ttlSeconds * SECOND;
+    let loaded: { value: SharedValue; fromEngine: boolean };
+    if (!this.#shared) loaded = { value: await compute(), fromEngine: true };
+    else if (refreshOf) {
+      // The lease already made this replica the only one refreshing this value.
+      loaded = { value: await compute(), fromEngine: true };
+      await this.#shared.put(key, loaded.value, ttlMs);
+    } else {
+      const fresh = (value: SharedValue) => this.#now() < value.computedAt + ttlMs;
+      loaded = await this.#shared.once(key, fresh, compute, ttlMs);
+    }
+    const entry = this.#entryOf(key, loaded.value, policy, load, refreshOf);
     // A refresh must not bring back a key evicted or dropped meanwhile, unless a request now waits for it.
     const wanted = awaited() || this.#entries.peek(key) === refreshOf;
     if (wanted && !this.#closed) this.#store(key, entry);
-    return entry;
+    return { entry, fromEngine: loaded.fromEngine };
   }
 
   #store(key: string, entry: Entry): void {
@@ -279,27 +382,82 @@ export class ResultCache {
     clearTimeout(entry.timer);
     const refreshDue = !entry.refreshing && entry.nextRefreshAt < entry.expiresAt;
     const at = refreshDue ? entry.nextRefreshAt : entry.expiresAt;
-    entry.timer = setTimeout(() => this.#wake(key, entry), Math.max(0, at - this.#now()));
+    entry.timer = setTimeout(
+      () => {
+        // Fired: nothing to clear any more (a tick with Redis re-arms only after its round trips).
+        entry.timer = undefined;
+        this.#wake(key, entry);
+      },
+      Math.max(0, at - this.#now()),
+    );
     entry.timer.unref();
   }
 
   #wake(key: string, entry: Entry): void {
     if (this.#entries.peek(key) !== entry) return;
-    const now = this.#now();
+    if (this.#shared?.up && this.#now() < entry.expiresAt) void this.#wakeShared(key, entry);
+    else if (this.#warmable(key, entry, this.#now())) this.#startRefresh(key, entry);
+  }
+
+  /**
+   * Drops the entry when it expired or nobody requested it for a TTL; skips its tick when it is not
+   * worth warming. True when it is to be refreshed now.
+   */
+  #warmable(key: string, entry: Entry, now: number): boolean {
     const inUse = now - entry.lastRequestedAt < entry.policy.ttlSeconds * SECOND;
     if (now >= entry.expiresAt || !inUse) {
       this.#entries.delete(key);
-      return;
+      return false;
     }
     if (!this.#worthWarming(entry, now)) {
       this.#counts.warmingsSkipped++;
       entry.nextRefreshAt = now + warmingMs(entry.policy);
       this.#arm(key, entry);
-      return;
+      return false;
     }
+    return true;
+  }
+
+  #startRefresh(key: string, entry: Entry): void {
     entry.refreshing = true;
     this.#arm(key, entry);
     this.#refreshes.run(() => this.#refresh(key, entry));
+  }
+
+  /**
+   * A warming tick with the other replicas: the key's requests on all of them decide, a newer shared
+   * value replaces ours without a query, and of the replicas that find it worth warming, the one that
+   * takes the lease for this value and tick refreshes it; the others wait for the next tick (or take
+   * the refreshed value from Redis before).
+   */
+  async #wakeShared(key: string, entry: Entry): Promise<void> {
+    const shared = this.#shared as SharedResults;
+    const ttlMs = entry.policy.ttlSeconds * SECOND;
+    const found = await shared.newer(key, entry.computedAt);
+    if (this.#entries.peek(key) !== entry) return;
+    if (found !== UNAVAILABLE && typeof found === "object") {
+      if (this.#adopt(key, entry, found, this.#now())) return;
+    }
+    const uses = await shared.reportUses(
+      key,
+      { last: entry.lastRequestedAt, previous: entry.previousRequestedAt },
+      ttlMs,
+    );
+    if (this.#entries.peek(key) !== entry) return;
+    if (uses !== UNAVAILABLE) {
+      entry.lastRequestedAt = uses.last;
+      entry.previousRequestedAt = uses.previous;
+    }
+    const now = this.#now();
+    if (!this.#warmable(key, entry, now)) return;
+    const interval = warmingMs(entry.policy);
+    const tick = Math.round((now - entry.computedAt) / interval);
+    const mine = await shared.lease(key, entry.computedAt, tick, ttlMs);
+    if (this.#entries.peek(key) !== entry) return;
+    if (mine === false) {
+      entry.nextRefreshAt = entry.computedAt + (tick + 1) * interval;
+      this.#arm(key, entry);
+    } else this.#startRefresh(key, entry);
   }
 
   /** Requested twice within its TTL, and among the `maxWarmKeys` most recently requested such keys. */

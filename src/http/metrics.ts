@@ -1,14 +1,15 @@
 // Prometheus metrics at GET /metrics (behind a full-access credential, or on the management
-// listener): requests by endpoint and status, the result cache's counters, the engine gate's and
-// the connections'.
+// listener): requests by endpoint and status, the result cache's counters, the engine's queries,
+// the engine gate's, the connections' and whether Redis is shared.
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { CacheStats, ResultCache } from "../cache/result-cache.ts";
 import { hasFullAccess } from "../credentials/scope-rule.ts";
-import { findEndpoint } from "../endpoints/catalog.ts";
+import { catalog, findEndpoint } from "../endpoints/catalog.ts";
 import type { FollowHub } from "../endpoints/follow.ts";
 import type { AdmittedEngine } from "../engines/admission.ts";
+import type { RedisLink } from "../redis/link.ts";
 import type { EngineUsage } from "../telemetry/observed-engine.ts";
 import type { ConnectionStats } from "./connection-cap.ts";
 import { HttpError } from "./errors.ts";
@@ -30,23 +31,20 @@ interface MetricSources {
   usage: () => Iterable<EngineUsage>;
   connections: ConnectionStats;
   follow: FollowHub;
+  redis?: RedisLink;
 }
 
-/** The service's registry: process, cache, engine gate, connection and follow figures, read when scraped. */
-export function serviceRegistry({
-  cache,
-  engine,
-  usage,
-  connections,
-  follow,
-}: MetricSources): Registry {
+/** The service's registry: process, cache, engine, connection, follow and Redis figures, read when scraped. */
+export function serviceRegistry(sources: MetricSources): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  if (cache) registerCacheMetrics(registry, cache);
-  registerEngineUsageMetrics(registry, usage);
-  registerAdmissionMetrics(registry, engine);
-  registerConnectionMetrics(registry, connections);
-  registerFollowMetrics(registry, follow);
+  if (sources.cache) registerCacheMetrics(registry, sources.cache);
+  registerEngineMetrics(registry, sources.usage);
+  registerEngineUsageMetrics(registry, sources.usage);
+  registerAdmissionMetrics(registry, sources.engine);
+  registerConnectionMetrics(registry, sources.connections);
+  registerFollowMetrics(registry, sources.follow);
+  if (sources.redis) registerRedisMetrics(registry, sources.redis);
   return registry;
 }
 
@@ -132,6 +130,35 @@ function registerCacheMetrics(registry: Registry, cache: ResultCache): void {
       },
     });
   }
+}
+
+function registerEngineMetrics(registry: Registry, usage: () => Iterable<EngineUsage>): void {
+  new Counter({
+    name: "query_service_engine_queries_total",
+    help: "Queries run on the engine, by endpoint and trigger (request: a caller waited for it; refresh: cache warming; follow: follow streams).",
+    labelNames: ["endpoint", "trigger"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      // Every series from the start, so a sum over replicas counts those that ran nothing yet.
+      for (const { name } of catalog) {
+        for (const trigger of ["request", "refresh"]) this.inc({ endpoint: name, trigger }, 0);
+      }
+      for (const { endpoint, trigger, queries } of usage())
+        this.inc({ endpoint, trigger }, queries);
+    },
+  });
+}
+
+function registerRedisMetrics(registry: Registry, redis: RedisLink): void {
+  new Gauge({
+    name: "query_service_redis_up",
+    help: "1 while the replicas share the cache and rate limits through Redis (REDIS_URL); 0 while this replica works alone.",
+    registers: [registry],
+    collect() {
+      this.set(redis.up ? 1 : 0);
+    },
+  });
 }
 
 function registerAdmissionMetrics(registry: Registry, engine: AdmittedEngine): void {

@@ -1,4 +1,3 @@
-import type { FastifyBaseLogger } from "fastify";
 import { pino } from "pino";
 // The result cache as HTTP clients see it, through the whole service (app → BigQuery client → stand-in).
 //

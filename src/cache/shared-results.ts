@@ -1,0 +1,285 @@
+// The result cache's part in Redis, shared by every replica: values, the single-flight lock, the
+// keys' uses and the warming leases. The policy stays in result-cache.ts; this module only says
+// what is in Redis and changes it atomically.
+//
+// Keys (after REDIS_PREFIX, and `data-<identity>:` on the embedded engine), by the SHA-256 of the
+// cache key, so that no parameter value and no credential appears in Redis key names and their
+// length is bounded:
+// - result:<h>  hash {body, headers (JSON), etag, computedAt}; expires with the value's TTL;
+// - uses:<h>    hash {last, previous}: the two latest requests of the key on any replica, as the
+//               replicas report them at their warming ticks; expires a TTL after the last;
+// - lock:<h>    the single-flight lock: a random owner token, with an expiry the holder extends while
+//               its query runs, so a replica that dies holding it blocks nobody for longer;
+// - warm:<h>:<computedAt>:<tick>  the warming lease: whoever sets it refreshes that value at that tick.
+// Times in the hashes are the replicas' clocks (epoch ms); Redis expiries are real time and only
+// collect garbage: whether a value is still fresh is decided from its computedAt.
+import { createHash, randomBytes } from "node:crypto";
+import { clearInterval, setInterval, setTimeout } from "node:timers";
+import type { Redis } from "ioredis";
+import { EngineError } from "../engines/engine.ts";
+import { type RedisLink, UNAVAILABLE } from "../redis/link.ts";
+import type { Payload } from "./result-cache.ts";
+
+/** A value as every replica sees it. */
+export interface SharedValue {
+  payload: Payload;
+  etag: string;
+  computedAt: number;
+}
+
+export interface Uses {
+  last: number;
+  previous: number;
+}
+
+export interface SharedResultsOptions {
+  /** What the values are computed from (see data-identity.ts): only replicas that agree share them. */
+  dataIdentity?: string;
+  /** The lock's expiry; its holder extends it every third of it. Default 5 s. */
+  lockMs?: number;
+  /** Longest wait for a value another replica computes: the engine's timeout. Default 30 s. */
+  waitMs?: number;
+}
+
+// A write may carry a large body: longer than the hit path's reads are allowed.
+const WRITE_TIMEOUT_MS = 1_000;
+const FIRST_POLL_MS = 10;
+const LAST_POLL_MS = 100;
+
+const SCRIPTS = {
+  // Stores a value unless the one there is as new or newer.
+  putResult: {
+    numberOfKeys: 1,
+    lua: `
+      local stored = tonumber(redis.call('HGET', KEYS[1], 'computedAt') or '-1')
+      if stored >= tonumber(ARGV[4]) then return 0 end
+      redis.call('HSET', KEYS[1], 'body', ARGV[1], 'headers', ARGV[2], 'etag', ARGV[3], 'computedAt', ARGV[4])
+      redis.call('PEXPIRE', KEYS[1], ARGV[5])
+      return 1`,
+  },
+  // The value when newer than ARGV[1]; 1 when not; 0 when there is none.
+  newerResult: {
+    numberOfKeys: 1,
+    lua: `
+      local stored = redis.call('HGET', KEYS[1], 'computedAt')
+      if not stored then return 0 end
+      if tonumber(stored) <= tonumber(ARGV[1]) then return 1 end
+      return redis.call('HGETALL', KEYS[1])`,
+  },
+  // Merges a replica's two latest requests into the key's, keeping the two latest distinct times.
+  reportUses: {
+    numberOfKeys: 1,
+    lua: `
+      local times = {
+        tonumber(redis.call('HGET', KEYS[1], 'last') or '-1'),
+        tonumber(redis.call('HGET', KEYS[1], 'previous') or '-1'),
+        tonumber(ARGV[1]), tonumber(ARGV[2]) }
+      table.sort(times, function(a, b) return a > b end)
+      local previous = -1
+      for i = 2, 4 do
+        if times[i] < times[1] then previous = times[i]; break end
+      end
+      redis.call('HSET', KEYS[1], 'last', times[1], 'previous', previous)
+      redis.call('PEXPIRE', KEYS[1], ARGV[3])
+      return {tostring(times[1]), tostring(previous)}`,
+  },
+  extendLock: {
+    numberOfKeys: 1,
+    lua: `
+      if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+      return 0`,
+  },
+  releaseLock: {
+    numberOfKeys: 1,
+    lua: `
+      if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+      return 0`,
+  },
+} as const;
+
+type Scripted = Redis & {
+  putResult(key: string, ...args: (string | number)[]): Promise<number>;
+  newerResult(key: string, computedAt: number): Promise<0 | 1 | string[]>;
+  reportUses(key: string, last: number, previous: number, ttlMs: number): Promise<string[]>;
+  extendLock(key: string, token: string, ms: number): Promise<number>;
+  releaseLock(key: string, token: string): Promise<number>;
+};
+
+export class SharedResults {
+  readonly #link: RedisLink;
+  readonly #lockMs: number;
+  readonly #waitMs: number;
+  readonly #namespace: string;
+
+  constructor(link: RedisLink, options: SharedResultsOptions = {}) {
+    this.#link = link;
+    this.#namespace = options.dataIdentity === undefined ? "" : `data-${options.dataIdentity}:`;
+    this.#lockMs = options.lockMs ?? 5_000;
+    this.#waitMs = options.waitMs ?? 30_000;
+    for (const [name, script] of Object.entries(SCRIPTS)) {
+      if (!(name in link.client)) link.client.defineCommand(name, script);
+    }
+  }
+
+  get up(): boolean {
+    return this.#link.up;
+  }
+
+  /**
+   * The key's value computed once across replicas: the shared one when fresh, else the one this
+   * replica computes under the key's lock, else the one the lock's holder stores (waiting at most the
+   * engine's timeout). `fromEngine`: a query ran for it meanwhile, here or elsewhere. Without Redis,
+   * computes here.
+   */
+  async once(
+    key: string,
+    fresh: (value: SharedValue) => boolean,
+    compute: () => Promise<SharedValue>,
+    ttlMs: number,
+  ): Promise<{ value: SharedValue; fromEngine: boolean }> {
+    const deadline = performance.now() + this.#waitMs;
+    let pollMs = FIRST_POLL_MS;
+    for (let waited = false; ; waited = true) {
+      const found = await this.get(key);
+      if (found === UNAVAILABLE) return { value: await compute(), fromEngine: true };
+      if (found && fresh(found)) return { value: found, fromEngine: waited };
+      const token = await this.#lock(key);
+      if (token === UNAVAILABLE) return { value: await compute(), fromEngine: true };
+      if (token !== undefined) return this.#computeLocked(key, token, fresh, compute, ttlMs);
+      const left = deadline - performance.now();
+      if (left <= 0) {
+        throw new EngineError(
+          "engine_timeout",
+          `No answer from the engine within ${this.#waitMs} ms (another replica is running this query).`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(pollMs, left)));
+      pollMs = Math.min(pollMs * 2, LAST_POLL_MS);
+    }
+  }
+
+  /** The key's shared value; undefined when there is none. */
+  async get(key: string): Promise<SharedValue | undefined | typeof UNAVAILABLE> {
+    const fields = await this.#link.run((redis) => redis.hgetall(this.#key("result", key)));
+    if (fields === UNAVAILABLE) return UNAVAILABLE;
+    return fields.computedAt === undefined ? undefined : fromFields(fields);
+  }
+
+  /** The shared value when newer than `computedAt`; "same" when not; "absent" when there is none. */
+  async newer(
+    key: string,
+    computedAt: number,
+  ): Promise<SharedValue | "same" | "absent" | typeof UNAVAILABLE> {
+    const answer = await this.#link.run((redis) =>
+      (redis as Scripted).newerResult(this.#key("result", key), computedAt),
+    );
+    if (answer === UNAVAILABLE) return UNAVAILABLE;
+    if (answer === 0) return "absent";
+    if (answer === 1) return "same";
+    const fields: Record<string, string> = {};
+    for (let i = 0; i + 1 < answer.length; i += 2)
+      fields[answer[i] as string] = answer[i + 1] as string;
+    return fromFields(fields);
+  }
+
+  /** Stores a value for every replica, unless a newer one is there. */
+  async put(key: string, value: SharedValue, ttlMs: number): Promise<void> {
+    const headers = JSON.stringify(value.payload.headers);
+    await this.#link.run(
+      (redis) =>
+        (redis as Scripted).putResult(
+          this.#key("result", key),
+          value.payload.body,
+          headers,
+          value.etag,
+          value.computedAt,
+          Math.max(1, Math.ceil(ttlMs)),
+        ),
+      WRITE_TIMEOUT_MS,
+    );
+  }
+
+  /** Adds this replica's latest requests to the key's and answers the key's two latest on any replica. */
+  async reportUses(key: string, uses: Uses, ttlMs: number): Promise<Uses | typeof UNAVAILABLE> {
+    const answer = await this.#link.run((redis) =>
+      (redis as Scripted).reportUses(
+        this.#key("uses", key),
+        finite(uses.last),
+        finite(uses.previous),
+        Math.max(1, Math.ceil(ttlMs)),
+      ),
+    );
+    if (answer === UNAVAILABLE) return UNAVAILABLE;
+    const [last, previous] = answer.map(Number) as [number, number];
+    return { last: orNever(last), previous: orNever(previous) };
+  }
+
+  /** Whether this replica refreshes the value computed at `computedAt` at warming tick `tick`. */
+  async lease(key: string, computedAt: number, tick: number, ms: number) {
+    const taken = await this.#link.run((redis) =>
+      redis.set(`${this.#key("warm", key)}:${computedAt}:${tick}`, "1", "PX", Math.ceil(ms), "NX"),
+    );
+    return taken === UNAVAILABLE ? UNAVAILABLE : taken === "OK";
+  }
+
+  /** The Redis key of `kind` for a cache key. */
+  #key(kind: "result" | "uses" | "lock" | "warm", key: string): string {
+    return `${this.#namespace}${kind}:${hashed(key)}`;
+  }
+
+  /** A new owner token when this replica took the key's lock; undefined when another holds it. */
+  async #lock(key: string): Promise<string | undefined | typeof UNAVAILABLE> {
+    const token = randomBytes(12).toString("base64url");
+    const taken = await this.#link.run((redis) =>
+      redis.set(this.#key("lock", key), token, "PX", this.#lockMs, "NX"),
+    );
+    if (taken === UNAVAILABLE) return UNAVAILABLE;
+    return taken === "OK" ? token : undefined;
+  }
+
+  async #computeLocked(
+    key: string,
+    token: string,
+    fresh: (value: SharedValue) => boolean,
+    compute: () => Promise<SharedValue>,
+    ttlMs: number,
+  ): Promise<{ value: SharedValue; fromEngine: boolean }> {
+    const lock = this.#key("lock", key);
+    const extend = setInterval(() => {
+      void this.#link.run((redis) => (redis as Scripted).extendLock(lock, token, this.#lockMs));
+    }, this.#lockMs / 3);
+    extend.unref();
+    try {
+      // The holder before us may have stored the value between our look and our lock.
+      const found = await this.get(key);
+      if (found !== UNAVAILABLE && found && fresh(found)) return { value: found, fromEngine: true };
+      const value = await compute();
+      await this.put(key, value, ttlMs);
+      return { value, fromEngine: true };
+    } finally {
+      clearInterval(extend);
+      void this.#link.run((redis) => (redis as Scripted).releaseLock(lock, token));
+    }
+  }
+}
+
+function hashed(key: string): string {
+  return createHash("sha256").update(key).digest("base64url");
+}
+
+function fromFields(fields: Record<string, string>): SharedValue {
+  return {
+    payload: { body: fields.body ?? "", headers: JSON.parse(fields.headers ?? "{}") },
+    etag: fields.etag ?? "",
+    computedAt: Number(fields.computedAt),
+  };
+}
+
+/** Request times travel as numbers, -1 for none. */
+function finite(ms: number): number {
+  return Number.isFinite(ms) ? ms : -1;
+}
+
+function orNever(ms: number): number {
+  return ms < 0 ? Number.NEGATIVE_INFINITY : ms;
+}

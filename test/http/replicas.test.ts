@@ -1,0 +1,259 @@
+// Three replicas of the service behind one (simulated) load balancer, sharing a real redis-server:
+// one engine query per cold key across all of them, one rate-limit budget, and local work without a
+// 5xx while Redis is down. The replicas share one real DuckDB engine over demo data (replicas sharing a
+// cache serve the same data); each has its own cache, admission gate, metrics and Redis connection.
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import { pino } from "pino";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { buildApp } from "../../src/app.ts";
+import { loadData } from "../../src/engines/duckdb/data.ts";
+import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import type { QueryEngine } from "../../src/engines/engine.ts";
+import { RedisLink } from "../../src/redis/link.ts";
+import { redisServer } from "../support/redis-server.ts";
+
+const API_KEY = "replica-key-0123456789abcdef";
+const STATS = "/api/endpoints/functions.invocation-stats?project=default&interval=1day";
+const usage = (interval: string) =>
+  `/api/endpoints/usage.api-counts?project=${encodeURIComponent("^https://default\\.")}&interval=${interval}`;
+
+const redis = redisServer();
+let engine: DuckDbEngine;
+beforeAll(async () => {
+  engine = await createDuckDbEngine();
+  await loadData(engine, { demoData: true });
+}, 60_000);
+afterAll(() => engine?.close());
+
+interface Replica {
+  app: FastifyInstance;
+  link: RedisLink;
+  /** Log lines about Redis, as the replica wrote them. */
+  redisLog: string[];
+}
+
+const opened: Replica[] = [];
+afterEach(async () => {
+  for (const { app, link } of opened.splice(0)) {
+    await app.close();
+    await link.close();
+  }
+});
+
+let prefixes = 0;
+/** Three replicas on a Redis namespace of their own (one per test). */
+async function replicas(
+  options: {
+    rateLimitPerMinute?: number;
+    redisTimeoutMs?: number;
+    /** The engine of replica i; default: the shared DuckDB engine. */
+    engineOf?: (i: number) => QueryEngine;
+  } = {},
+): Promise<Replica[]> {
+  const prefix = `replicas-${process.pid}-${++prefixes}:`;
+  const made: Replica[] = [];
+  for (let i = 0; i < 3; i++) {
+    const redisLog: string[] = [];
+    const logger = pino(
+      { level: "info" },
+      {
+        write: (line: string) => {
+          const { msg, redis: state } = JSON.parse(line);
+          if (state) redisLog.push(msg);
+        },
+      },
+    );
+    // Generous unless told: this machine is shared, and most tests here are about sharing.
+    const timeoutMs = options.redisTimeoutMs ?? 1_000;
+    const link = new RedisLink({ url: redis.url, prefix, timeoutMs, logger });
+    expect(await link.waitUntilUp(5_000)).toBe(true);
+    const app = await buildApp({
+      engine: options.engineOf?.(i) ?? engine,
+      apiKeys: [API_KEY],
+      shutdownGraceMs: 1_000,
+      cache: { maxEntries: 100, maxBytes: 10_000_000 },
+      rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
+      redis: link,
+      logger,
+    });
+    made.push({ app, link, redisLog });
+  }
+  opened.push(...made);
+  return made;
+}
+
+const get = (replica: Replica | undefined, url: string): Promise<LightMyRequestResponse> =>
+  (replica as Replica).app.inject({ url, headers: { "x-api-key": API_KEY } });
+
+/** One sample of a replica's /metrics; 0 when the series has none yet. */
+async function metric(replica: Replica, series: string): Promise<number> {
+  const text = (await get(replica, "/metrics")).body;
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+}
+
+/** Engine queries for `endpoint` run by all the replicas together, by trigger. */
+async function engineQueries(all: Replica[], endpoint: string, trigger = "request") {
+  let sum = 0;
+  for (const replica of all) {
+    sum += await metric(
+      replica,
+      `query_service_engine_queries_total{endpoint="${endpoint}",trigger="${trigger}"}`,
+    );
+  }
+  return sum;
+}
+
+describe("three replicas, one cache", () => {
+  it("answers 200 concurrent identical cold requests spread over them with one engine query", async () => {
+    const three = await replicas();
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => get(three[i % 3], STATS)),
+    );
+    expect(answers.map((answer) => answer.statusCode)).toEqual(answers.map(() => 200));
+    expect(new Set(answers.map((answer) => answer.body)).size).toBe(1);
+    expect(new Set(answers.map((answer) => answer.headers.etag)).size).toBe(1);
+    expect(await engineQueries(three, "functions.invocation-stats")).toBe(1);
+  });
+
+  it("makes a value cached by one replica a HIT with the same ETag on the others", async () => {
+    const [a, b, c] = await replicas();
+    const miss = await get(a, STATS);
+    expect(miss.headers["x-cache"]).toBe("MISS");
+    for (const other of [b, c]) {
+      const hit = await get(other, STATS);
+      expect(hit.headers["x-cache"]).toBe("HIT");
+      expect(hit.headers.etag).toBe(miss.headers.etag);
+      expect(hit.headers.age).toBe(miss.headers.age);
+      expect(hit.body).toBe(miss.body);
+      // A conditional request with the ETag one replica gave is a 304 on another.
+      const etag = miss.headers.etag as string;
+      const notModified = await (other as Replica).app.inject({
+        url: STATS,
+        headers: { "x-api-key": API_KEY, "if-none-match": etag },
+      });
+      expect(notModified.statusCode).toBe(304);
+    }
+    expect(await engineQueries([a, b, c] as Replica[], "functions.invocation-stats")).toBe(1);
+  });
+
+  it("exposes query_service_redis_up and counts engine queries by trigger", async () => {
+    const three = await replicas();
+    await get(three[0], usage("hourly"));
+    // A replica that ran no query shows its zeros, so that sums over replicas are whole.
+    const text = (await get(three[1], "/metrics")).body;
+    expect(text).toContain("query_service_redis_up 1");
+    expect(text).toContain(
+      'query_service_engine_queries_total{endpoint="usage.api-counts",trigger="request"} 0',
+    );
+    expect(await engineQueries(three, "usage.api-counts")).toBe(1);
+    expect(await engineQueries(three, "usage.api-counts", "refresh")).toBe(0);
+  });
+});
+
+describe("single flight across replicas", () => {
+  it("lets another replica answer once the lock holder dies mid-query, within the lock's expiry", async () => {
+    // Replica 0's engine never answers (until shutdown aborts it): the fault a real engine cannot make.
+    const stuck: QueryEngine = {
+      dialect: engine.dialect,
+      run: (request) =>
+        new Promise((_, reject) => {
+          request.signal?.addEventListener("abort", () => reject(new Error("aborted")));
+        }),
+      ping: () => engine.ping(),
+      close: async () => {},
+    };
+    const [holder, other] = await replicas({ engineOf: (i) => (i === 0 ? stuck : engine) });
+    const holding = get(holder, STATS);
+    await vi.waitFor(
+      async () => expect(await metric(holder as Replica, "query_service_engine_running")).toBe(1),
+      { timeout: 10_000 },
+    );
+    const waiting = get(other, STATS);
+    // The holder dies: its connection goes, so it neither extends nor releases the lock.
+    holder?.link.client.disconnect();
+    const answer = await waiting;
+    expect(answer.statusCode).toBe(200);
+    expect(answer.headers["x-cache"]).toBe("MISS");
+    expect(await engineQueries([other as Replica], "functions.invocation-stats")).toBe(1);
+    await holder?.app.close();
+    expect((await holding).statusCode).toBe(503);
+  });
+});
+
+describe("one rate limit", () => {
+  it("refuses the 21st request in the minute with 429, whichever replica gets it", async () => {
+    const three = await replicas({ rateLimitPerMinute: 20 });
+    for (let i = 0; i < 20; i++) {
+      const answer = await get(three[i % 3], STATS);
+      expect(answer.statusCode, `request ${i + 1}`).toBe(200);
+    }
+    for (const replica of three) {
+      const refused = await get(replica, STATS);
+      expect(refused.statusCode).toBe(429);
+      expect(JSON.parse(refused.body).error.code).toBe("rate_limited");
+    }
+  });
+});
+
+describe("Redis down and back", () => {
+  it("answers without a 5xx while Redis is down, logs each transition once, then shares again", async () => {
+    const three = await replicas();
+    const before = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => get(three[i % 3], usage("minutely"))),
+    );
+    expect(before.every((answer) => answer.statusCode === 200)).toBe(true);
+
+    // Redis crashes in the middle of the load.
+    const during = Array.from({ length: 60 }, (_, i) => get(three[i % 3], usage("daily")));
+    await redis.kill();
+    const more = Array.from({ length: 60 }, (_, i) => get(three[i % 3], usage("daily")));
+    const answered = await Promise.all([...during, ...more]);
+    expect(answered.filter((answer) => answer.statusCode !== 200)).toEqual([]);
+    for (const replica of three) {
+      expect(replica.link.up).toBe(false);
+      expect(await metric(replica, "query_service_redis_up")).toBe(0);
+      // Still answered locally, cached locally.
+      expect((await get(replica, usage("minutely"))).statusCode).toBe(200);
+    }
+
+    await redis.start();
+    for (const replica of three) expect(await replica.link.waitUntilUp(10_000)).toBe(true);
+    for (const replica of three) {
+      expect(replica.redisLog).toEqual([
+        expect.stringContaining("Redis answers"),
+        expect.stringContaining("Redis unavailable"),
+        expect.stringContaining("Redis answers"),
+      ]);
+    }
+    // Sharing resumed: a cold key costs one query across the three.
+    const hourly = `/api/endpoints/functions.invocation-stats?project=staging&interval=1hr`;
+    const resumed = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => get(three[i % 3], hourly)),
+    );
+    expect(resumed.every((answer) => answer.statusCode === 200)).toBe(true);
+    expect(await engineQueries(three, "functions.invocation-stats")).toBe(1);
+  });
+
+  it("answers from each replica's own cache and limits while Redis hangs, then shares again", async () => {
+    const three = await replicas({ redisTimeoutMs: 50, rateLimitPerMinute: 1_000 });
+    const cached = await get(three[0], STATS);
+    redis.pause();
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => get(three[i % 3], i % 2 ? STATS : usage("daily"))),
+      );
+      expect(answers.map((answer) => answer.statusCode)).toEqual(answers.map(() => 200));
+      expect(answers.filter((_, i) => i % 2).map((answer) => answer.body)).toEqual(
+        Array.from({ length: 15 }, () => cached.body),
+      );
+      for (const replica of three) expect(replica.link.up).toBe(false);
+    } finally {
+      redis.resume();
+    }
+    for (const replica of three) expect(await replica.link.waitUntilUp(10_000)).toBe(true);
+    for (const replica of three) {
+      expect(replica.redisLog.filter((line) => line.includes("Redis unavailable"))).toHaveLength(1);
+    }
+  });
+});
