@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type { Registry } from "prom-client";
+import { RefreshBudget } from "./cache/refresh-budget.ts";
 import { ResultCache, type ResultCacheOptions } from "./cache/result-cache.ts";
 import { SharedResults } from "./cache/shared-results.ts";
 import type { FollowSettings, HttpSettings } from "./config.ts";
@@ -55,6 +56,8 @@ export interface AppDeps {
   /** Result cache bounds and clock; absent turns caching off. */
   cache?: ResultCacheOptions;
   rateLimitPerMinute?: number;
+  /** Recomputations a credential may force a minute (Cache-Control: no-cache, max-age); default 6. */
+  forcedRefreshPerMinute?: number;
   /** Shares the cache and the rate limit with other replicas (REDIS_URL); its owner closes it. */
   redis?: RedisLink;
   /** Names the data the engine serves: replicas share cached values only when theirs agree. */
@@ -171,7 +174,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       redis: deps.redis,
     });
     await api.register(metrics, { registry });
-    await api.register(endpointRoutes, { run });
+    await api.register(endpointRoutes, {
+      run,
+      refreshBudget: new RefreshBudget(deps.forcedRefreshPerMinute ?? 6),
+    });
     await api.register(followRoutes, {
       hub: followHub,
       maxPerCredential: follow.maxPerCredential,

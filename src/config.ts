@@ -85,6 +85,11 @@ const environment = z.object({
   CACHE_MAX_ENTRIES: positiveInt(10_000),
   CACHE_MAX_BYTES: positiveInt(64 * 1024 * 1024),
   CACHE_MAX_WARM_KEYS: positiveInt(1000),
+  CACHE_FORCED_REFRESH_PER_MINUTE: z.coerce
+    .number({ error: "expects a whole number" })
+    .int("expects a whole number")
+    .min(0, "expects 0 or more")
+    .default(6),
   RATE_LIMIT_PER_MINUTE: positiveInt(600),
   LOGS_FOLLOW_INTERVAL_SECONDS: positiveInt(5),
   LOGS_FOLLOW_LAG_SECONDS: positiveInt(60),
@@ -168,6 +173,8 @@ export interface Config {
   engine: BigQuerySettings | DuckDbSettings;
   cache: { maxEntries: number; maxBytes: number; maxWarmKeys: number };
   rateLimitPerMinute: number;
+  /** Recomputations one credential may force a minute (Cache-Control on a request). */
+  forcedRefreshPerMinute: number;
   follow: FollowSettings;
   /** Distinct credential labels per process on metrics, job labels and spans; the rest are `other`. */
   metricsMaxCredentials: number;
@@ -241,6 +248,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       maxWarmKeys: e.CACHE_MAX_WARM_KEYS,
     },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    forcedRefreshPerMinute: e.CACHE_FORCED_REFRESH_PER_MINUTE,
     follow: {
       intervalMs: e.LOGS_FOLLOW_INTERVAL_SECONDS * 1000,
       lagMs: e.LOGS_FOLLOW_LAG_SECONDS * 1000,

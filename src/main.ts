@@ -114,6 +114,7 @@ const app = await buildApp({
   maxConnections: config.http.maxConnections,
   cache: config.cache,
   rateLimitPerMinute: config.rateLimitPerMinute,
+  forcedRefreshPerMinute: config.forcedRefreshPerMinute,
   follow: config.follow,
   redis,
   dataIdentity: redis && (await dataIdentity()),

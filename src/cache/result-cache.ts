@@ -64,7 +64,23 @@ export interface Rendition {
   render(payload: Payload): Payload;
 }
 
-export type CacheStatus = "HIT" | "MISS" | "STALE";
+/** REFRESH: recomputed now because the caller asked for a fresher value than the one held. */
+export type CacheStatus = "HIT" | "MISS" | "STALE" | "REFRESH";
+
+/** What a request asks of the value (its Cache-Control directives, RFC 9111 §5.2.1). */
+export interface Demand {
+  /** Serve a held value only when at most this many seconds old (no-cache: 0), else recompute. */
+  maxAgeSeconds?: number;
+  /** Answer only from what is held: never a query (NotCachedError when nothing is). */
+  onlyIfCached?: boolean;
+  /** Asked before a recomputation is started for this demand; false refuses it (the budget). */
+  mayRecompute?: () => boolean;
+}
+
+/** only-if-cached found nothing held. */
+export class NotCachedError extends Error {
+  override name = "NotCachedError";
+}
 
 /** A payload as served: the loaded one or a rendition, with its ETag. */
 interface Served {
@@ -77,6 +93,8 @@ export interface CacheAnswer extends Served {
   status: CacheStatus;
   /** Whole seconds since the value was computed (HTTP `Age`). */
   ageSeconds: number;
+  /** Set when a recomputation the request asked for was refused: the held value was served. */
+  refused?: "refresh-budget";
 }
 
 export interface CacheStats {
@@ -88,6 +106,9 @@ export interface CacheStats {
   refreshFailures: number;
   /** Warming ticks that did not refresh: a key requested only once, or past `maxWarmKeys`. */
   warmingsSkipped: number;
+  /** Recomputations callers asked for (Cache-Control), and those refused by their budget. */
+  forcedRefreshes: number;
+  forcedRefreshesRefused: number;
   entries: number;
   bytes: number;
 }
@@ -162,6 +183,8 @@ export class ResultCache {
     refreshes: 0,
     refreshFailures: 0,
     warmingsSkipped: 0,
+    forcedRefreshes: 0,
+    forcedRefreshesRefused: 0,
   };
   readonly #maxWarmKeys: number;
   readonly #shared: SharedResults | undefined;
@@ -183,22 +206,28 @@ export class ResultCache {
     this.#shared = options.shared;
   }
 
-  /** The value of `key`, loaded by `load` when absent; as `rendition` when given, else as loaded. */
+  /**
+   * The value of `key`, loaded by `load` when absent or older than `demand` allows; as `rendition`
+   * when given, else as loaded.
+   */
   async get(
     key: string,
     policy: CachePolicy,
     load: Load,
     rendition?: Rendition,
+    demand?: Demand,
   ): Promise<CacheAnswer> {
     const now = this.#now();
     const cached = this.#entries.get(key);
     if (cached && now < cached.expiresAt) {
       if (this.#shared && now - cached.checkedAt >= SHARED_CHECK_MS) {
-        return this.#hit(key, await this.#checked(key, cached), this.#now(), rendition);
+        const checked = await this.#checked(key, cached);
+        return this.#held(key, checked, policy, load, rendition, demand);
       }
-      return this.#hit(key, cached, now, rendition);
+      return this.#held(key, cached, policy, load, rendition, demand);
     }
     if (cached) this.#entries.delete(key);
+    if (demand?.onlyIfCached) throw new NotCachedError("nothing is held for this key");
     this.#counts.misses++;
     const { entry, fromEngine } = await this.#flight(key, policy, load);
     const answeredAt = this.#now();
@@ -220,6 +249,33 @@ export class ResultCache {
     this.#closed = true;
     this.#refreshes.clear();
     this.#entries.clear();
+  }
+
+  /** A held value, unless the demand wants a newer one: then recomputed, joining a load in flight. */
+  async #held(
+    key: string,
+    entry: Entry,
+    policy: CachePolicy,
+    load: Load,
+    rendition: Rendition | undefined,
+    demand: Demand | undefined,
+  ): Promise<CacheAnswer> {
+    const now = this.#now();
+    const maxAgeMs = (demand?.maxAgeSeconds ?? Number.POSITIVE_INFINITY) * SECOND;
+    if (demand?.onlyIfCached || now - entry.computedAt <= maxAgeMs) {
+      return this.#hit(key, entry, now, rendition);
+    }
+    // Joining a recomputation already running costs nothing; starting one spends the budget.
+    if (!this.#inFlight.has(key) && demand?.mayRecompute?.() === false) {
+      this.#counts.forcedRefreshesRefused++;
+      return { ...this.#hit(key, entry, now, rendition), refused: "refresh-budget" };
+    }
+    this.#counts.forcedRefreshes++;
+    const minComputedAt = now - maxAgeMs;
+    const { entry: fresh } = await this.#flight(key, policy, load, undefined, minComputedAt);
+    const answeredAt = this.#now();
+    requested(fresh, answeredAt);
+    return this.#answer(key, fresh, rendition, "REFRESH", answeredAt);
   }
 
   #hit(key: string, entry: Entry, now: number, rendition: Rendition | undefined): CacheAnswer {
@@ -325,7 +381,13 @@ export class ResultCache {
    * The one load of `key` in flight, started here if there is none. `refreshOf` marks a background
    * refresh of that entry; without it, a request is waiting.
    */
-  #flight(key: string, policy: CachePolicy, load: Load, refreshOf?: Entry): Promise<Loaded> {
+  #flight(
+    key: string,
+    policy: CachePolicy,
+    load: Load,
+    refreshOf?: Entry,
+    minComputedAt = Number.NEGATIVE_INFINITY,
+  ): Promise<Loaded> {
     const running = this.#inFlight.get(key);
     if (running) {
       running.awaited ||= refreshOf === undefined;
@@ -333,7 +395,7 @@ export class ResultCache {
     }
     const flight: Flight = {
       awaited: refreshOf === undefined,
-      done: this.#load(key, policy, load, refreshOf, () => flight.awaited),
+      done: this.#load(key, policy, load, refreshOf, () => flight.awaited, minComputedAt),
     };
     this.#inFlight.set(key, flight);
     const forget = () => this.#inFlight.delete(key);
@@ -347,6 +409,7 @@ export class ResultCache {
     load: Load,
     refreshOf: Entry | undefined,
     awaited: () => boolean,
+    minComputedAt: number,
   ): Promise<Loaded> {
     const compute = async (): Promise<SharedValue> => {
       const computedAt = this.#now();
@@ -361,7 +424,9 @@ export class ResultCache {
       loaded = { value: await compute(), fromEngine: true };
       await this.#shared.put(key, loaded.value, ttlMs);
     } else {
-      const fresh = (value: SharedValue) => this.#now() < value.computedAt + ttlMs;
+      // A value another replica holds will do, unless the caller asked for one newer than it.
+      const fresh = (value: SharedValue) =>
+        value.computedAt >= minComputedAt && this.#now() < value.computedAt + ttlMs;
       loaded = await this.#shared.once(key, fresh, compute, ttlMs);
     }
     const entry = this.#entryOf(key, loaded.value, policy, load, refreshOf);

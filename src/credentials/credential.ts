@@ -23,6 +23,8 @@ export interface Credential {
   scopes: readonly Scope[];
   /** Overrides RATE_LIMIT_PER_MINUTE for this credential. */
   rateLimitPerMinute?: number;
+  /** Overrides CACHE_FORCED_REFRESH_PER_MINUTE for this credential. */
+  forcedRefreshPerMinute?: number;
   /** Epoch ms after which a token is no longer valid: a follow stream it opened ends then. */
   expiresAt?: number;
 }

@@ -20,6 +20,7 @@ const entrySchema = z.strictObject(
       .regex(/^[0-9a-fA-F]{64}$/, "sha256 must be 64 hex digits: the SHA-256 of the key"),
     scopes: scopesSchema,
     rate_limit_per_minute: z.number().int().positive().optional(),
+    forced_refresh_per_minute: z.number().int().nonnegative().optional(),
     expires_at: z.iso
       .datetime({ offset: true, error: "expires_at must be an ISO 8601 time with a zone" })
       .optional(),
@@ -75,6 +76,7 @@ export function parseKeysFile(path: string, text: string): Map<string, KeyEntry>
         name: entry.name,
         scopes: entry.scopes,
         rateLimitPerMinute: entry.rate_limit_per_minute,
+        forcedRefreshPerMinute: entry.forced_refresh_per_minute,
       },
       expiresAt: entry.expires_at === undefined ? undefined : Date.parse(entry.expires_at),
     });

@@ -41,6 +41,7 @@ const claimsSchema = z.object({
   iat: z.number().optional(),
   scopes: scopesSchema,
   rate_limit_per_minute: z.number().int().positive().optional(),
+  forced_refresh_per_minute: z.number().int().nonnegative().optional(),
 });
 
 export function createTokenVerifier(options: TokenOptions): TokenVerifier {
@@ -94,7 +95,7 @@ export function createTokenVerifier(options: TokenOptions): TokenVerifier {
       const issue = claims.error.issues[0];
       throw new TokenError(`claim ${issue?.path.join(".")}: ${issue?.message}`);
     }
-    const { sub, exp, iat, scopes, rate_limit_per_minute } = claims.data;
+    const { sub, exp, iat, scopes, rate_limit_per_minute, forced_refresh_per_minute } = claims.data;
     const now = Math.floor(Date.now() / 1000);
     // From when it was issued, or from now when that is earlier: a future iat cannot shorten it.
     if (exp - Math.min(iat ?? now, now) > options.maxLifetimeSeconds) {
@@ -102,7 +103,13 @@ export function createTokenVerifier(options: TokenOptions): TokenVerifier {
         `it lives longer than JWT_MAX_LIFETIME_SECONDS (${options.maxLifetimeSeconds} s)`,
       );
     }
-    return { name: sub, scopes, rateLimitPerMinute: rate_limit_per_minute, expiresAt: exp * 1000 };
+    return {
+      name: sub,
+      scopes,
+      rateLimitPerMinute: rate_limit_per_minute,
+      forcedRefreshPerMinute: forced_refresh_per_minute,
+      expiresAt: exp * 1000,
+    };
   };
 }
 

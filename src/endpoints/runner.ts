@@ -1,11 +1,13 @@
 // Runs an endpoint: through the result cache when its policy says so, else straight on the engine.
 import { cacheEntryId, cacheKey } from "../cache/cache-key.ts";
-import type {
-  CacheAnswer,
-  CachePolicy,
-  Payload,
-  Rendition,
-  ResultCache,
+import {
+  type CacheAnswer,
+  type CachePolicy,
+  type Demand,
+  NotCachedError,
+  type Payload,
+  type Rendition,
+  type ResultCache,
 } from "../cache/result-cache.ts";
 import type { QueryEngine, QueryRequest, QueryResult } from "../engines/engine.ts";
 import { inSpan } from "../telemetry/tracing.ts";
@@ -40,6 +42,7 @@ export type RunEndpoint = (
   params: SqlParams,
   credential?: string,
   rendition?: Rendition,
+  demand?: Demand,
 ) => Promise<Answer>;
 
 export function createRunner(deps: {
@@ -97,8 +100,9 @@ export function createRunner(deps: {
     return key;
   };
 
-  return async (endpoint, params, credential, rendition) => {
+  return async (endpoint, params, credential, rendition, demand) => {
     if (!endpoint.cache || !cache) {
+      if (demand?.onlyIfCached) throw new NotCachedError("this endpoint's answers are never held");
       const [payload, execution, { rows }] = await query(endpoint, params, {
         trigger: "request",
         credential,
@@ -131,7 +135,7 @@ export function createRunner(deps: {
     const { payload, ...answer } = await inSpan(
       "cache lookup",
       { attributes: { "query_service.endpoint": endpoint.name } },
-      () => cache.get(key, endpoint.cache as CachePolicy, load, rendition),
+      () => cache.get(key, endpoint.cache as CachePolicy, load, rendition, demand),
       (found) => ({ "query_service.cache": found.status }),
     );
     answered = true;

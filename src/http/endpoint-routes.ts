@@ -2,6 +2,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
 import { z } from "zod";
+import type { RefreshBudget } from "../cache/refresh-budget.ts";
+import type { Demand } from "../cache/result-cache.ts";
 import type { Credential } from "../credentials/credential.ts";
 import { authorize, grantedParams, type RawQuery } from "../credentials/scope-rule.ts";
 import {
@@ -19,7 +21,10 @@ import type { Format } from "./formats/format.ts";
 import { acceptedFormat, MEDIA_TYPES, splitFormatSuffix } from "./formats/negotiate.ts";
 import { sendAnswer } from "./reply.ts";
 
-export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEndpoint }) {
+export async function endpointRoutes(
+  app: FastifyInstance,
+  { run, refreshBudget }: { run: RunEndpoint; refreshBudget: RefreshBudget },
+) {
   const descriptions = new Map(catalog.map((endpoint) => [endpoint, describeEndpoint(endpoint)]));
   // One listing per credential, built on its first request: credentials are few and long-lived.
   const listings = new WeakMap<Credential, string>();
@@ -71,11 +76,15 @@ export async function endpointRoutes(app: FastifyInstance, { run }: { run: RunEn
           { available: MEDIA_TYPES },
         );
       }
+      const { credential } = request;
       const answer = await run(
         endpoint,
         params,
-        request.credential.name,
+        credential.name,
         format.renditionFor?.(columnNames(endpoint)),
+        demandOf(request.headers["cache-control"], () =>
+          refreshBudget.spend(credential.name, credential.forcedRefreshPerMinute),
+        ),
       );
       request.queryLog.cache = answer.cache?.status;
       Object.assign(request.queryLog, answer.execution);
@@ -112,6 +121,24 @@ function validParams(endpoint: EndpointDefinition, query: RawQuery, url?: string
     validated.set(key, params);
   }
   return params;
+}
+
+/**
+ * What a request's Cache-Control asks of a cached answer (RFC 9111 §5.2.1): `no-cache` and
+ * `max-age=<n>` a value at most that old (no-cache: recomputed now), `only-if-cached` no query.
+ */
+function demandOf(header: string | undefined, mayRecompute: () => boolean): Demand | undefined {
+  if (!header) return undefined;
+  const demand: Demand = { mayRecompute };
+  for (const directive of header.toLowerCase().split(",")) {
+    const [name, value] = directive.trim().split("=");
+    const maxAge = name === "no-cache" ? 0 : name === "max-age" ? Number(value) : Number.NaN;
+    if (Number.isInteger(maxAge) && maxAge >= 0) {
+      demand.maxAgeSeconds = Math.min(demand.maxAgeSeconds ?? maxAge, maxAge);
+    }
+    if (name === "only-if-cached") demand.onlyIfCached = true;
+  }
+  return demand;
 }
 
 /** RFC 8288's next link: the path the caller used, its parameters, and the next page's cursor. */

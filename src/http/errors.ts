@@ -5,6 +5,7 @@ import { maxHeaderSize, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
+import { NotCachedError } from "../cache/result-cache.ts";
 import { InvalidParamsError } from "../endpoints/params.ts";
 import { AdmissionError } from "../engines/admission.ts";
 import { EngineError } from "../engines/engine.ts";
@@ -103,6 +104,14 @@ export const errorEnvelope = fp(async (app: FastifyInstance) => {
     }
     if (error instanceof HttpError)
       return sendError(reply, error.statusCode, error.code, error.message);
+    if (error instanceof NotCachedError) {
+      return sendError(
+        reply,
+        504,
+        "not_cached",
+        "Nothing is cached for this request (Cache-Control: only-if-cached); ask without it to compute the answer.",
+      );
+    }
     if (error instanceof EngineError) {
       request.queryLog.jobId = error.detail?.jobId;
       request.log.error(

@@ -22,6 +22,9 @@ const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, strin
   refreshFailures: "background refreshes that failed (the previous value kept being served)",
   warmingsSkipped:
     "warming ticks that refreshed nothing: a key requested only once in its TTL, or past CACHE_MAX_WARM_KEYS",
+  forcedRefreshes: "recomputations callers asked for (Cache-Control: no-cache or max-age)",
+  forcedRefreshesRefused:
+    "recomputations callers asked for past their CACHE_FORCED_REFRESH_PER_MINUTE (the held value served)",
 };
 
 interface MetricSources {

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Payload } from "../cache/result-cache.ts";
+import type { CacheAnswer, CacheStatus, Payload } from "../cache/result-cache.ts";
 import type { Answer, Execution } from "../endpoints/runner.ts";
 
 /**
@@ -29,7 +29,7 @@ export function sendAnswer(
     .header("age", String(cache.ageSeconds))
     .header("cache-control", cacheControl(cache.ttlSeconds))
     .header("etag", cache.etag)
-    .header("cache-status", cacheStatus(cache.status, cache.ttlSeconds - cache.ageSeconds))
+    .header("cache-status", cacheStatus(cache, cache.ttlSeconds - cache.ageSeconds))
     .header("server-timing", serverTiming(reply, cache.status, execution));
   if (matchesEtag(request.headers["if-none-match"], cache.etag)) return reply.code(304).send();
   return reply.send(bodyBytes(payload));
@@ -38,17 +38,25 @@ export function sendAnswer(
 /** An endpoint without a cache: nothing is ever stored for its URI. */
 const UNCACHED = "query-service; fwd=uri-miss";
 
-// One string per status and seconds left: a hit's Cache-Status is built once a second, not per request.
+const FORWARDED: Partial<Record<CacheStatus, string>> = {
+  MISS: "query-service; fwd=miss; stored",
+  // The caller asked for a fresher value (Cache-Control), and the new one is stored for everyone.
+  REFRESH: "query-service; fwd=request; stored",
+};
+
+// One string per outcome and seconds left: a hit's Cache-Status is built once a second, not per request.
 const cacheStatuses = new Map<string, string>();
-function cacheStatus(status: string, ttlLeft: number): string {
-  const key = `${status}${ttlLeft}`;
+function cacheStatus(
+  { status, refused }: Pick<CacheAnswer, "status" | "refused">,
+  ttlLeft: number,
+): string {
+  const forwarded = FORWARDED[status];
+  if (forwarded) return forwarded;
+  const detail = refused ?? (status === "STALE" ? "stale" : undefined);
+  const key = `${ttlLeft} ${detail}`;
   let value = cacheStatuses.get(key);
   if (value === undefined) {
-    const ttl = `ttl=${Math.max(0, ttlLeft)}`;
-    value =
-      status === "MISS"
-        ? "query-service; fwd=miss; stored"
-        : `query-service; hit; ${ttl}${status === "STALE" ? "; detail=stale" : ""}`;
+    value = `query-service; hit; ttl=${Math.max(0, ttlLeft)}${detail ? `; detail=${detail}` : ""}`;
     cacheStatuses.set(key, value);
   }
   return value;

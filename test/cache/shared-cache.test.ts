@@ -2,7 +2,12 @@
 // its own connection; they share the clock (`now`), as replicas share wall time. Redis's own
 // expiries are real time but decide nothing here: freshness is read from the values' computedAt.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { type CachePolicy, type Payload, ResultCache } from "../../src/cache/result-cache.ts";
+import {
+  type CachePolicy,
+  type CacheStatus,
+  type Payload,
+  ResultCache,
+} from "../../src/cache/result-cache.ts";
 import { SharedResults, type SharedResultsOptions } from "../../src/cache/shared-results.ts";
 import { RedisLink } from "../../src/redis/link.ts";
 import { redisServer } from "../support/redis-server.ts";
@@ -194,7 +199,7 @@ describe("warming across replicas", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const queries = engine();
     const keys = Array.from({ length: 10 }, (_, i) => `key-${i}`);
-    const statuses = { HIT: 0, MISS: 0, STALE: 0 };
+    const statuses: Record<CacheStatus, number> = { HIT: 0, MISS: 0, STALE: 0, REFRESH: 0 };
     let warmupMisses = 0;
     let request = 0;
     const stepMs = (10 * SECOND) / 100;

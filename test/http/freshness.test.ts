@@ -1,6 +1,8 @@
 // How fresh an answer is and what it cost, as a client reads it: Cache-Status (RFC 9211),
 // Server-Timing, X-Bytes-Processed and Timing-Allow-Origin, on the BigQuery stand-in.
+import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
+import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { cachedService } from "../support/cached-service.ts";
 import { edgeLog, functionCall, MINUTE, PROJECT, shift } from "../support/fixtures.ts";
 import type { Row } from "../support/googlesql.ts";
@@ -69,5 +71,106 @@ describe("freshness and cost headers", () => {
     expect(exposed).toEqual(
       expect.arrayContaining(["Cache-Status", "Server-Timing", "X-Bytes-Processed"]),
     );
+  });
+
+  describe("a caller asking for fresher (Cache-Control)", () => {
+    it("no-cache recomputes now, stores it for everyone, and says so", async () => {
+      const { service, engine, clock } = await cachedService(NOW, TABLES);
+      await service.get(STATS);
+      clock.ms += 30_000;
+      const forced = await service.get(STATS, { "cache-control": "no-cache" });
+      expect(engine.runs).toBe(2);
+      expect(forced.headers["x-cache"]).toBe("REFRESH");
+      expect(forced.headers.age).toBe("0");
+      expect(forced.headers["cache-status"]).toBe("query-service; fwd=request; stored");
+      expect(forced.headers["server-timing"]).toMatch(
+        /^cache;desc=REFRESH, engine;dur=[\d.]+, total/,
+      );
+      // Everyone now gets the new value.
+      const after = await service.get(STATS);
+      expect(after.headers["x-cache"]).toBe("HIT");
+      expect(after.headers.age).toBe("0");
+      expect(engine.runs).toBe(2);
+    });
+
+    it("max-age=n serves a value at most n seconds old, else recomputes", async () => {
+      const { service, engine, clock } = await cachedService(NOW, TABLES);
+      await service.get(STATS);
+      clock.ms += 30_000;
+      const young = await service.get(STATS, { "cache-control": "max-age=60" });
+      expect(young.headers["x-cache"]).toBe("HIT");
+      expect(engine.runs).toBe(1);
+      const old = await service.get(STATS, { "cache-control": "max-age=10" });
+      expect(old.headers["x-cache"]).toBe("REFRESH");
+      expect(engine.runs).toBe(2);
+    });
+
+    it("only-if-cached: 504 not_cached without an entry and never a query; the entry when there is one", async () => {
+      const { service, engine } = await cachedService(NOW, TABLES);
+      const none = await service.get(STATS, { "cache-control": "only-if-cached" });
+      expect(none.statusCode).toBe(504);
+      expect(JSON.parse(none.body).error.code).toBe("not_cached");
+      expect(engine.runs).toBe(0);
+      await service.get(STATS);
+      const held = await service.get(STATS, { "cache-control": "only-if-cached, no-cache" });
+      expect(held.statusCode).toBe(200);
+      expect(held.headers["x-cache"]).toBe("HIT");
+      expect(engine.runs).toBe(1);
+    });
+
+    it("spends a budget of 6 a minute per credential: the seventh is served as held, without a query", async () => {
+      const { service, engine, clock } = await cachedService(NOW, TABLES);
+      await service.get(STATS);
+      for (let i = 0; i < 6; i++) {
+        clock.ms += 1_000;
+        const forced = await service.get(STATS, { "cache-control": "no-cache" });
+        expect(forced.headers["x-cache"]).toBe("REFRESH");
+      }
+      expect(engine.runs).toBe(7);
+      clock.ms += 5_000;
+      const seventh = await service.get(STATS, { "cache-control": "no-cache" });
+      expect(seventh.statusCode).toBe(200);
+      expect(seventh.headers["x-cache"]).toBe("HIT");
+      expect(seventh.headers["cache-status"]).toBe(
+        `query-service; hit; ttl=${TTL_SECONDS - 5}; detail=refresh-budget`,
+      );
+      expect(engine.runs).toBe(7);
+    });
+
+    it("takes a token's own forced_refresh_per_minute over the default", async () => {
+      const secret = "a-test-secret-of-at-least-32-bytes!!";
+      const { service, engine, clock } = await cachedService(NOW, TABLES, undefined, {
+        tokens: createTokenVerifier({ secret, maxLifetimeSeconds: 3600 }),
+      });
+      const token = await new SignJWT({
+        sub: "dashboard",
+        scopes: [{ endpoint: "*" }],
+        forced_refresh_per_minute: 1,
+      })
+        .setProtectedHeader({ alg: "HS256" })
+        .setExpirationTime("10m")
+        .sign(new TextEncoder().encode(secret));
+      const asToken = { authorization: `Bearer ${token}`, "cache-control": "no-cache" };
+      await service.get(STATS);
+      clock.ms += 1_000;
+      expect((await service.get(STATS, asToken)).headers["x-cache"]).toBe("REFRESH");
+      clock.ms += 1_000;
+      expect((await service.get(STATS, asToken)).headers["cache-status"]).toMatch(
+        /detail=refresh-budget$/,
+      );
+      expect(engine.runs).toBe(2);
+    });
+
+    it("50 concurrent no-cache requests on one key make one engine query", async () => {
+      const { service, engine, clock } = await cachedService(NOW, TABLES);
+      await service.get(STATS);
+      clock.ms += 30_000;
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, () => service.get(STATS, { "cache-control": "no-cache" })),
+      );
+      expect(engine.runs).toBe(2);
+      expect(answers.every((answer) => answer.statusCode === 200)).toBe(true);
+      expect(new Set(answers.map((answer) => answer.headers.etag)).size).toBe(1);
+    });
   });
 });

@@ -3,7 +3,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { QueryEngine } from "../../src/engines/engine.ts";
 import type { Row } from "./googlesql.ts";
-import { type Service, startService } from "./service.ts";
+import { type Service, type ServiceOptions, startService } from "./service.ts";
 
 /** Wraps the engine to count the queries that reach it and those that have settled. */
 function countingEngine() {
@@ -29,6 +29,7 @@ export async function cachedService(
   now: string,
   tables: Record<string, Row[]>,
   logger?: FastifyBaseLogger,
+  deps: Partial<ServiceOptions> = {},
 ): Promise<{
   service: Service;
   engine: ReturnType<typeof countingEngine>["counts"];
@@ -42,6 +43,7 @@ export async function cachedService(
     cache: { maxEntries: 100, maxBytes: 1_000_000, now: () => clock.ms },
     wrapEngine: engine.wrap,
     logger,
+    ...deps,
   });
   return { service, engine: engine.counts, clock };
 }

@@ -77,8 +77,9 @@ const HEADERS: Record<string, Json> = {
     schema: STRING,
   },
   "X-Cache": {
-    description: "HIT, MISS, or STALE: from memory but older than the warming interval.",
-    schema: { enum: ["HIT", "MISS", "STALE"] },
+    description:
+      "HIT; MISS; STALE: from memory but older than the warming interval; REFRESH: recomputed because the request asked for a fresher value (Cache-Control).",
+    schema: { enum: ["HIT", "MISS", "STALE", "REFRESH"] },
   },
   Age: {
     description: "Seconds since the value was computed (max-age minus Age is what is left).",
