@@ -5,6 +5,8 @@ import type { FastifyRequest } from "fastify";
 
 let tracing = false;
 
+const PROBES = new Set(["/health", "/ready", "/metrics"]);
+
 /** Whether spans are being recorded and exported (so that work for them is worth doing). */
 export const isTracing = (): boolean => tracing;
 
@@ -28,6 +30,12 @@ export async function startTracing(
     instrumentations: [
       new FastifyOtelInstrumentation({
         registerOnInitialization: true,
+        // One server span per request, the cache lookup and engine queries its children: a span per
+        // hook and one for the handler would cost every cached hit and tell an operator little.
+        instrumentHooks: false,
+        instrumentHandler: false,
+        // Probes and scrapes every few seconds would bury the requests.
+        ignorePaths: ({ url }) => PROBES.has(url),
         // The instrumentation records the URL with its query string: parameter values stay out.
         requestHook: (span, request) => span.setAttribute("url.path", pathOf(request.url)),
       }),
