@@ -1,4 +1,3 @@
-import { pino } from "pino";
 // The result cache as HTTP clients see it, through the whole service (app → BigQuery client → stand-in).
 //
 // Time: the cache reads its clock from the `cache.now` option, a variable the tests move, so Age and
@@ -6,6 +5,7 @@ import { pino } from "pino";
 // clearTimeout: the cache arms its refresh with setTimeout, while the stand-in, the BigQuery client's
 // sockets, its AbortSignal deadline and its retry sleeps (node:timers/promises) keep real time, so the
 // HTTP round trips a refresh makes still run.
+import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { cachedService } from "../support/cached-service.ts";
 import { edgeLog, functionCall, MINUTE, PROJECT, shift } from "../support/fixtures.ts";
