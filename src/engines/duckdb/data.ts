@@ -5,11 +5,12 @@ import { sourceTables } from "../../schema.ts";
 import { dateToMicros } from "../../time.ts";
 import type { DuckDbEngine } from "../duckdb.ts";
 import { DEMO_SIZE, generateLogs } from "./demo-data.ts";
+import { clearRecords, createDerivedTables } from "./derived.ts";
 import { type LoadedFile, loadLocalData } from "./local-data.ts";
 import { createTableSql, quoteIdent } from "./tables.ts";
 
 export interface DataOptions {
-  /** `LOCAL_DATA`: a folder of exports. */
+  /** `LOCAL_DATA`: a folder or a glob of exports. */
   localData?: string;
   /** `DEMO_DATA`: true = always generate, false = never, absent = only when there is no other data. */
   demoData?: boolean;
@@ -32,6 +33,7 @@ export async function loadData(
   const connection = await engine.connect();
   try {
     for (const table of sourceTables()) await connection.run(createTableSql(table));
+    await createDerivedTables(connection);
     if (options.localData !== undefined) {
       const files = await loadLocalData(connection, options.localData);
       return { source: "local", files, rows: await rowCounts(connection) };
@@ -48,17 +50,10 @@ export async function loadData(
   }
 }
 
+/** Runs before the service listens: nobody sees the tables between clearing and filling them. */
 async function replaceWithDemoData(connection: DuckDBConnection, now: bigint): Promise<void> {
-  await connection.run("BEGIN TRANSACTION");
-  try {
-    for (const table of sourceTables())
-      await connection.run(`DELETE FROM ${quoteIdent(table.name)}`);
-    await generateLogs(connection, { now, ...DEMO_SIZE });
-    await connection.run("COMMIT");
-  } catch (error) {
-    await connection.run("ROLLBACK");
-    throw error;
-  }
+  await clearRecords(connection);
+  await generateLogs(connection, { now, ...DEMO_SIZE });
 }
 
 export async function rowCounts(connection: DuckDBConnection): Promise<Record<string, number>> {
