@@ -4,7 +4,7 @@
 // never a whole table in memory at once.
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { DuckDBTimestampTZValue } from "@duckdb/node-api";
-import { appendRecords } from "./derived.ts";
+import { appendRecords, createDerivedTables } from "./derived.ts";
 
 /** Project refs of the demo data: `default` (self-hosted setups use it) and a second one. */
 export const DEMO_PROJECTS = ["default", "staging"] as const;
@@ -136,6 +136,7 @@ export async function generateLogs(
   connection: DuckDBConnection,
   options: GenerateOptions,
 ): Promise<void> {
+  await createDerivedTables(connection);
   const batches = Math.max(
     1,
     Math.ceil(Math.max(options.edgeLogs, options.functionEdgeLogs) / BATCH_ROWS),
