@@ -150,7 +150,8 @@ picked AS (
       AND i.timestamp >= first AND i.timestamp < stop
       AND i.project_ref = $project
       AND (coalesce($function_id, '') = '' OR i.function_id = $function_id)
-      AND i.value_bin IN (SELECT value_bin FROM targets)
+      -- A range of scalars, not a join: the planner would hash every invocation in the window.
+      AND i.value_bin BETWEEN (SELECT min(value_bin) FROM targets) AND (SELECT max(value_bin) FROM targets)
   ) AS i USING (bucket, value_bin)
   GROUP BY t.bucket, t.percent, t.k
 )

@@ -118,7 +118,7 @@ export function unchanged(seen: Pick<FileRecord, "size" | "mtimeMs">, stats: Sta
  * Loads the exports of `source` not loaded before, at startup: each file once, in its own
  * transaction. A database holding rows from elsewhere (demo data) is emptied first. A bad file
  * stops loading (the files before it stay loaded), naming the file and its line; a file recorded
- * as bad and unchanged since is skipped.
+ * as bad and unchanged since is skipped, and one changing while it is read is left to the watch.
  */
 export async function loadLocalData(
   connection: DuckDBConnection,
@@ -147,7 +147,12 @@ export async function loadLocalData(
       const record = recorded.get(file);
       const stats = statSync(file);
       if (record && (record.error === undefined || unchanged(record, stats))) continue;
-      loaded.push(await loadExport(connection, table, file, stats));
+      try {
+        loaded.push(await loadExport(connection, table, file, stats));
+      } catch (error) {
+        // Still being written: LOCAL_DATA's watch loads it once it stops changing.
+        if (!(error instanceof FileChangedError)) throw error;
+      }
     }
   }
   return loaded;
