@@ -86,7 +86,8 @@ small_buckets AS (
   HAVING count(*) > 98
 ),
 
-bins AS (
+-- Read more than once: computed once.
+bins AS MATERIALIZED (
   SELECT
     epoch_us(h.hour) - (epoch_us(h.hour) - epoch_us(first)) % step_us AS bucket,
     h.value_bin,
@@ -104,7 +105,7 @@ bins AS (
   GROUP BY ALL
 ),
 
-hour_buckets AS (
+hour_buckets AS MATERIALIZED (
   SELECT
     bucket,
     CAST(sum(n) AS BIGINT) AS n,
@@ -119,7 +120,7 @@ hour_buckets AS (
 
 -- The value of rank k = floor(q·(n−1)) of a bucket lies in the bin where the running count of
 -- values passes k; it is the (k − values in lower bins)-th smallest value of that bin.
-targets AS (
+targets AS MATERIALIZED (
   SELECT r.bucket, q.percent, r.value_bin, q.percent * (b.n - 1) // 100 - r.below AS k
   FROM (
     SELECT
@@ -169,16 +170,22 @@ FROM (
   FROM small_buckets
   UNION ALL
   SELECT
-    b.bucket,
+    bucket,
     b.smallest,
     b.largest,
     b.average,
-    p95.value,
-    p99.value,
+    p.p95,
+    p.p99,
     b.invocations,
     b.errors
   FROM hour_buckets AS b
-  LEFT JOIN picked AS p95 ON p95.bucket = b.bucket AND p95.percent = 95
-  LEFT JOIN picked AS p99 ON p99.bucket = b.bucket AND p99.percent = 99
+  LEFT JOIN (
+    SELECT
+      bucket,
+      any_value(value) FILTER (WHERE percent = 95) AS p95,
+      any_value(value) FILTER (WHERE percent = 99) AS p99
+    FROM picked
+    GROUP BY bucket
+  ) AS p USING (bucket)
 )
 ORDER BY bucket
