@@ -1,12 +1,12 @@
 -- usage.api-counts in DuckDB: the same rows as queries/bigquery/usage.api-counts.sql, read from the
 -- tables derived at load (queries/duckdb/derived). $now is the query's CURRENT_TIMESTAMP, bound by
 -- the engine. regexp_matches is RE2's partial match, as is BigQuery's REGEXP_CONTAINS.
--- The daily interval reads edge_request_hours for the whole hours of its window, matching the
--- regex once per URL and hour, and edge_requests only for the part before the first whole hour.
+-- The daily interval reads edge_request_hours for the whole hours of its window (requests counted
+-- per URL and hour), and edge_requests only for the part before the first whole hour.
 -- Buckets are epoch microseconds, floored by arithmetic: UTC units up to a day have fixed lengths.
 -- Only the buckets become timestamps, as DATETIME(bucket, 'UTC').
-WITH matched AS (
-  SELECT epoch_us(t.timestamp) AS us, t.rest, t.storage, t.auth, t.realtime, 1 AS requests
+WITH requests AS MATERIALIZED (
+  SELECT epoch_us(t.timestamp) AS us, t.url, t.rest, t.storage, t.auth, t.realtime, 1 AS requests
   FROM edge_requests AS t
   -- No upper bound (DESIGN.md); an interval outside the table matches nothing.
   WHERE t.timestamp >= $now - CASE $interval
@@ -17,13 +17,21 @@ WITH matched AS (
     -- daily: the first whole hour at or after the window's start, where edge_request_hours take over.
     AND ($interval <> 'daily'
       OR t.timestamp < date_trunc('hour', $now - INTERVAL 7 DAY - INTERVAL 1 MICROSECOND) + INTERVAL 1 HOUR)
-    AND regexp_matches(t.url, $project)
   UNION ALL
-  SELECT epoch_us(h.hour), h.rest, h.storage, h.auth, h.realtime, h.requests
+  SELECT epoch_us(h.hour), h.url, h.rest, h.storage, h.auth, h.realtime, h.requests
   FROM edge_request_hours AS h
   WHERE $interval = 'daily'
     AND h.hour >= date_trunc('hour', $now - INTERVAL 7 DAY - INTERVAL 1 MICROSECOND) + INTERVAL 1 HOUR
-    AND regexp_matches(h.url, $project)
+),
+
+-- The regex runs once per distinct URL: a pattern bound as a parameter is compiled for every row
+-- it is matched against, so a costly pattern costs in proportion to the rows it sees.
+urls AS MATERIALIZED (
+  SELECT DISTINCT url FROM requests
+),
+
+matching_urls AS (
+  SELECT url FROM urls WHERE regexp_matches(url, $project)
 ),
 
 buckets AS (
@@ -34,7 +42,9 @@ buckets AS (
     auth,
     realtime,
     requests
-  FROM matched, (
+  FROM requests
+  SEMI JOIN matching_urls USING (url),
+  (
     SELECT CASE $interval
       WHEN 'minutely' THEN 60000000
       WHEN 'hourly' THEN 3600000000
