@@ -39,12 +39,20 @@ export async function createDerivedTables(connection: DuckDBConnection): Promise
   );
   const existing = new Set(reader.getRows().map(([name]) => name));
   const missing = DERIVATIONS.some((d) => !existing.has(d.rows) || !existing.has(d.hours));
-  await connection.run(derivedSql("tables"));
   if (!missing) return;
-  for (const derivation of DERIVATIONS) {
-    await connection.run(`DELETE FROM ${quoteIdent(derivation.rows)}`);
-    await connection.run(`DELETE FROM ${quoteIdent(derivation.hours)}`);
-    await derive(connection, derivation, derivation.source);
+  // One transaction: tables that exist are filled.
+  await connection.run("BEGIN TRANSACTION");
+  try {
+    await connection.run(derivedSql("tables"));
+    for (const derivation of DERIVATIONS) {
+      await connection.run(`DELETE FROM ${quoteIdent(derivation.rows)}`);
+      await connection.run(`DELETE FROM ${quoteIdent(derivation.hours)}`);
+      await derive(connection, derivation, derivation.source);
+    }
+    await connection.run("COMMIT");
+  } catch (error) {
+    await connection.run("ROLLBACK");
+    throw error;
   }
 }
 
