@@ -5,7 +5,7 @@
 // process's peak RSS (VmHWM) and the database's size on disk.
 // Each measurement runs in a child process of its own, so one's peak RSS is not another's.
 // Run: node bench/duckdb-scale.ts [--sizes 1000000,10000000] [--sources generated,parquet]
-//        [--disk DIR --memory-limit 4GB]   (DIR: where database files go; default in memory)
+//        [--disk DIR] [--memory-limit 4GB]   (the database files go in DIR, default the temp folder)
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
@@ -42,7 +42,7 @@ interface Measured {
   loadSeconds: number;
   rowsPerSecond: number;
   peakRssMiB: number;
-  diskMiB: number | null;
+  diskMiB: number;
   cases: { label: string; engineMs: number; httpMs: number }[];
 }
 
@@ -50,8 +50,8 @@ const { values: args } = parseArgs({
   options: {
     sizes: { type: "string", default: "1000000,10000000" },
     sources: { type: "string", default: "generated,parquet" },
-    disk: { type: "string" },
-    "memory-limit": { type: "string" },
+    disk: { type: "string", default: tmpdir() },
+    "memory-limit": { type: "string", default: "4GB" },
     // Child modes.
     measure: { type: "string" },
     export: { type: "string" },
@@ -94,7 +94,7 @@ async function generate(
 async function measure(): Promise<Measured> {
   const rows = Number(args.rows);
   const source = String(args.measure);
-  const path = args.disk ? join(args.disk, `scale-${rows}-${source}.duckdb`) : undefined;
+  const path = join(String(args.disk), `scale-${rows}-${source}.duckdb`);
   // The export's rows end at its own "now": the newest row of the export stands for it.
   let now = dateToMicros(new Date());
   const engine = await createDuckDbEngine({ path, memoryLimit, now: () => now });
@@ -135,11 +135,10 @@ async function measure(): Promise<Measured> {
   }
   await app.close();
   await engine.close();
-  const diskMiB = path
-    ? (statSync(path).size + (statSync(`${path}.wal`, { throwIfNoEntry: false })?.size ?? 0)) /
-      2 ** 20
-    : null;
-  if (path) rmSync(path, { force: true });
+  const diskMiB =
+    (statSync(path).size + (statSync(`${path}.wal`, { throwIfNoEntry: false })?.size ?? 0)) /
+    2 ** 20;
+  rmSync(path, { force: true });
   return {
     rows,
     source,
@@ -169,10 +168,7 @@ function peakRssMiB(): number {
 
 function orchestrate() {
   const self = new URL(import.meta.url).pathname;
-  const shared = [
-    ...(args.disk ? ["--disk", args.disk] : []),
-    ...(memoryLimit ? ["--memory-limit", memoryLimit] : []),
-  ];
+  const shared = ["--disk", String(args.disk), "--memory-limit", String(memoryLimit)];
   const child = (extra: string[]) =>
     execFileSync(process.execPath, [self, ...shared, ...extra], {
       encoding: "utf8",
@@ -200,13 +196,13 @@ function orchestrate() {
   }
   const round = (n: number) => String(Math.round(n));
   console.log(
-    `machine: ${cpus().length} × ${cpus()[0]?.model}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; load average ${loads.map((l) => l.toFixed(1)).join(", ")} at each start; database ${args.disk ? `on disk, memory limit ${memoryLimit ?? "default"}` : "in memory"}`,
+    `machine: ${cpus().length} × ${cpus()[0]?.model}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; load average ${loads.map((l) => l.toFixed(1)).join(", ")} at each start; database on disk, DUCKDB_MEMORY_LIMIT ${memoryLimit}`,
   );
   console.log("| rows/table | loaded from | load rows/s | peak RSS MiB | disk MiB |");
   console.log("|---:|---|---:|---:|---:|");
   for (const r of results) {
     console.log(
-      `| ${r.rows} | ${r.source} | ${round(r.rowsPerSecond)} | ${round(r.peakRssMiB)} | ${r.diskMiB === null ? "—" : round(r.diskMiB)} |`,
+      `| ${r.rows} | ${r.source} | ${round(r.rowsPerSecond)} | ${round(r.peakRssMiB)} | ${round(r.diskMiB)} |`,
     );
   }
   console.log("\n| rows/table | loaded from | endpoint + params | engine p50 ms | HTTP p50 ms |");
