@@ -80,8 +80,15 @@ const environment = z.object({
     .optional(),
   DUCKDB_PATH: text.optional(),
   DUCKDB_QUERY_TIMEOUT_MS: positiveInt(30_000),
+  DUCKDB_MEMORY_LIMIT: z
+    .string()
+    .trim()
+    .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, "expects a size such as 4GB or 512MiB")
+    .optional(),
   LOCAL_DATA: text.optional(),
+  LOCAL_DATA_POLL_SECONDS: wholePositive.optional(),
   DEMO_DATA: flag.optional(),
+  DEMO_DATA_INTERVAL_SECONDS: wholePositive.optional(),
   CACHE_MAX_ENTRIES: positiveInt(10_000),
   CACHE_MAX_BYTES: positiveInt(64 * 1024 * 1024),
   CACHE_MAX_WARM_KEYS: positiveInt(1000),
@@ -122,9 +129,15 @@ export type BigQuerySettings = { kind: "bigquery" } & Pick<
 export interface DuckDbSettings {
   kind: "duckdb";
   path?: string;
+  /** DuckDB's memory limit, e.g. `4GB`; absent: DuckDB's default (80% of RAM). */
+  memoryLimit?: string;
   localData?: string;
+  /** How often LOCAL_DATA is looked at for new files; absent: every 30 s. */
+  localDataPollSeconds?: number;
   /** Absent: demo data only when there is no other data. */
   demoData?: boolean;
+  /** How often live demo rows arrive; absent: every 5 s. */
+  demoIntervalSeconds?: number;
   /** A query still running after this long is interrupted (504 engine_timeout). */
   timeoutMs: number;
 }
@@ -278,8 +291,11 @@ function engineSettings(e: z.infer<typeof environment>): Config["engine"] {
     return {
       kind,
       path: e.DUCKDB_PATH,
+      memoryLimit: e.DUCKDB_MEMORY_LIMIT,
       localData: e.LOCAL_DATA,
+      localDataPollSeconds: e.LOCAL_DATA_POLL_SECONDS,
       demoData: e.DEMO_DATA,
+      demoIntervalSeconds: e.DEMO_DATA_INTERVAL_SECONDS,
       timeoutMs: e.DUCKDB_QUERY_TIMEOUT_MS,
     };
   }

@@ -139,6 +139,21 @@ describe("loadConfig", () => {
     }
   });
 
+  it("passes the embedded engine's memory limit, LOCAL_DATA's poll and the demo data's interval", () => {
+    const env = {
+      DUCKDB_MEMORY_LIMIT: "4GB",
+      LOCAL_DATA_POLL_SECONDS: "5",
+      DEMO_DATA_INTERVAL_SECONDS: "2",
+    };
+    expect(loadConfig(env).engine).toEqual({
+      kind: "duckdb",
+      memoryLimit: "4GB",
+      localDataPollSeconds: 5,
+      demoIntervalSeconds: 2,
+      timeoutMs: 30_000,
+    });
+  });
+
   it("treats an empty variable as unset", () => {
     expect(loadConfig({ PORT: "", QUERY_ENGINE: "" }).port).toBe(3000);
   });
@@ -153,6 +168,8 @@ describe("loadConfig", () => {
     [{ BIGQUERY_MAX_BYTES_BILLED: "1e9" }, /^BIGQUERY_MAX_BYTES_BILLED: expects a whole number/],
     [{ API_KEYS: "short" }, /^API_KEYS: each key needs at least 16 characters$/],
     [{ DEMO_DATA: "maybe" }, /^DEMO_DATA: expects true or false$/],
+    [{ DUCKDB_MEMORY_LIMIT: "4" }, /^DUCKDB_MEMORY_LIMIT: expects a size such as 4GB or 512MiB$/],
+    [{ LOCAL_DATA_POLL_SECONDS: "0" }, /^LOCAL_DATA_POLL_SECONDS: expects a positive number$/],
     [{ LOG_LEVEL: "verbose" }, /^LOG_LEVEL: expects one of fatal, error/],
     [{ CACHE_MAX_BYTES: "-1" }, /^CACHE_MAX_BYTES: expects a positive number$/],
     [{ REDIS_URL: "http://127.0.0.1:6379" }, /^REDIS_URL: expects redis:\/\//],

@@ -270,6 +270,28 @@ describe("demo data", () => {
     expect(fn).toEqual({ functions: [...DEMO_FUNCTIONS].sort(), tail: true });
   });
 
+  it("derives the query tables of a database file written before they existed", async () => {
+    await loadData(engine, { now: NOW });
+    const connection = await engine.connect();
+    for (const table of [
+      "function_invocations",
+      "function_invocation_hours",
+      "edge_requests",
+      "edge_request_hours",
+    ]) {
+      await connection.run(`DROP TABLE ${table}`);
+    }
+    connection.closeSync();
+    expect((await loadData(engine, { demoData: false })).source).toBe("database");
+    expect(
+      await query(`SELECT
+        (SELECT count(*) FROM function_invocations) AS invocations,
+        (SELECT sum(invocations) FROM function_invocation_hours) AS summed,
+        (SELECT count(*) FROM edge_requests) AS requests,
+        (SELECT sum(requests) FROM edge_request_hours) AS hours`),
+    ).toEqual([{ invocations: 50_000, summed: 50_000, requests: 100_000, hours: 100_000 }]);
+  });
+
   it("keeps what a database file already holds unless asked, and replaces it when asked", async () => {
     await loadData(engine, { now: NOW });
     const kept = await loadData(engine, { now: NOW });

@@ -6,7 +6,7 @@ import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { children, start } from "./support/service-process.ts";
 
 const KEY = "start-test-key-0123456789";
@@ -192,6 +192,33 @@ describe("npm start", () => {
     const pretty = await start({ API_KEYS: KEY, LOG_FORMAT: "pretty" });
     expect(pretty.stdout()).toMatch(/^\[[\d:.]+\] INFO \(\d+\): /m);
     expect(pretty.stdout()).not.toContain('{"level"');
+  });
+
+  it("serves LOCAL_DATA exports that appear while it runs, without a restart", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "start-exports-"));
+    const record = (id: string) =>
+      `${JSON.stringify({ id, timestamp: new Date(Date.now() - 60_000).toISOString(), project: "p" })}\n`;
+    writeFileSync(join(folder, "edge_logs-0.ndjson"), record("first"));
+    const { baseUrl } = await start({
+      API_KEYS: KEY,
+      LOCAL_DATA: folder,
+      LOCAL_DATA_POLL_SECONDS: "1",
+    });
+    const ids = async () => {
+      const response = await fetch(
+        `${baseUrl}/api/endpoints/logs.all?project=p&project_tier=FREE`,
+        {
+          headers: { "X-API-KEY": KEY },
+        },
+      );
+      return ((await response.json()) as { result: { id: string }[] }).result.map((r) => r.id);
+    };
+    expect(await ids()).toEqual(["first"]);
+    writeFileSync(join(folder, "edge_logs-1.ndjson"), record("second"));
+    await vi.waitFor(async () => expect((await ids()).sort()).toEqual(["first", "second"]), {
+      timeout: 15_000,
+      interval: 250,
+    });
   });
 
   it("closes gracefully on SIGTERM", async () => {

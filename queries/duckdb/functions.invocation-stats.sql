@@ -1,13 +1,18 @@
--- functions.invocation-stats in DuckDB: the same rows as queries/bigquery/functions.invocation-stats.sql.
--- $now is the query's CURRENT_TIMESTAMP, bound by the engine. The bucket series
--- trunc(now - window) ... trunc(now) is a time range here: a record's truncated timestamp is an
--- element exactly when first <= timestamp < trunc(now) + one bucket, and a constant range lets
--- DuckDB skip row groups by timestamp.
+-- functions.invocation-stats in DuckDB: the same rows as queries/bigquery/functions.invocation-stats.sql,
+-- read from the tables derived at load (queries/duckdb/derived). $now is the query's
+-- CURRENT_TIMESTAMP, bound by the engine. The bucket series trunc(now - window) ... trunc(now) is a
+-- time range here: a record's truncated timestamp is an element exactly when
+-- first <= timestamp < trunc(now) + one bucket.
+-- Second and minute buckets (windows of an hour at most) are computed from the invocations
+-- themselves; hour and day buckets (1day, 7day) are sums of whole hours of
+-- function_invocation_hours, and their p95/p99 read only the invocations of one value bin.
+-- Buckets are epoch microseconds, truncated by arithmetic: UTC units up to a day have fixed lengths.
 WITH series AS (
   SELECT
     date_trunc(unit, $now - span) AS first,
     date_trunc(unit, $now) + to_microseconds(step_us) AS stop,
-    step_us
+    step_us,
+    unit IN ('hour', 'day') AS by_hour
   FROM (
     SELECT
       CASE $interval
@@ -33,35 +38,21 @@ WITH series AS (
   )
 ),
 
--- Buckets are epoch microseconds, truncated by arithmetic: date_trunc on a TIMESTAMPTZ goes
--- through the ICU calendar for every row (most of the 7day query's time at 10 M rows), and UTC
--- units up to a day have fixed lengths. Metadata elements are unnested in the select list: a
--- lateral join (FROM t, unnest(...)) is decorrelated into a hash join that is ten times slower.
-elements AS (
-  SELECT
-    epoch_us(t.timestamp) - (epoch_us(t.timestamp) - epoch_us(first)) % step_us AS bucket,
-    t.id,
-    unnest(t.metadata) AS m
-  FROM function_edge_logs AS t, series
-  WHERE t.timestamp >= first AND t.timestamp < stop
-),
-
 invocations AS (
   SELECT
-    bucket,
-    id,
-    m.execution_time_ms,
-    -- A lambda per row is slow; one response element, the usual case, needs none.
-    CASE len(m.response)
-      WHEN 0 THEN FALSE
-      WHEN 1 THEN m.response[1].status_code >= 400
-      ELSE len(list_filter(m.response, r -> r.status_code >= 400)) > 0
-    END AS failed,
-    m.execution_time_ms AS p95_input,
-    m.execution_time_ms AS p99_input
-  FROM elements
-  WHERE m.project_ref = $project
-    AND (coalesce($function_id, '') = '' OR m.function_id = $function_id)
+    epoch_us(t.timestamp) - (epoch_us(t.timestamp) - epoch_us(first)) % step_us AS bucket,
+    t.counted,
+    t.execution_time_ms,
+    t.failed,
+    t.execution_time_ms AS p95_input,
+    t.execution_time_ms AS p99_input
+  FROM function_invocations AS t, series
+  -- The widest such window as a constant bound, which skips older row groups unread.
+  WHERE t.timestamp >= $now - INTERVAL 61 MINUTE
+    AND NOT by_hour
+    AND t.timestamp >= first AND t.timestamp < stop
+    AND t.project_ref = $project
+    AND (coalesce($function_id, '') = '' OR t.function_id = $function_id)
 ),
 
 -- BigQuery's APPROX_QUANTILES(x, 100)[OFFSET(i)] is taken as the value of rank floor(q·(n−1)),
@@ -76,19 +67,125 @@ padding AS (
     CASE WHEN pad < 18 THEN '-infinity'::DOUBLE END AS p95_input,
     '-infinity'::DOUBLE AS p99_input
   FROM series, range((epoch_us(stop) - epoch_us(first)) // step_us) AS buckets(b), range(98) AS pads(pad)
+  WHERE NOT by_hour
+),
+
+small_buckets AS (
+  SELECT
+    bucket,
+    min(execution_time_ms) AS min_execution_time,
+    max(execution_time_ms) AS max_execution_time,
+    avg(execution_time_ms) AS avg_execution_time,
+    CASE WHEN count(execution_time_ms) > 0 THEN quantile_disc(p95_input, 0.95) END AS p95_execution_time,
+    CASE WHEN count(execution_time_ms) > 0 THEN quantile_disc(p99_input, 0.99) END AS p99_execution_time,
+    count(*) FILTER (WHERE counted) AS count,
+    count(*) FILTER (WHERE counted AND failed) AS error_count
+  FROM (FROM invocations UNION ALL BY NAME FROM padding)
+  GROUP BY bucket
+  -- Only buckets with invocations: more rows than their 98 pads.
+  HAVING count(*) > 98
+),
+
+-- Read more than once: computed once.
+bins AS MATERIALIZED (
+  SELECT
+    epoch_us(h.hour) - (epoch_us(h.hour) - epoch_us(first)) % step_us AS bucket,
+    h.value_bin,
+    CAST(sum(h.values) AS BIGINT) AS n,
+    sum(h.total) AS total,
+    min(h.smallest) AS smallest,
+    max(h.largest) AS largest,
+    sum(h.invocations) AS invocations,
+    sum(h.errors) AS errors
+  FROM function_invocation_hours AS h, series
+  WHERE by_hour
+    AND h.hour >= first AND h.hour < stop
+    AND h.project_ref = $project
+    AND (coalesce($function_id, '') = '' OR h.function_id = $function_id)
+  GROUP BY ALL
+),
+
+hour_buckets AS MATERIALIZED (
+  SELECT
+    bucket,
+    CAST(sum(n) AS BIGINT) AS n,
+    min(smallest) AS smallest,
+    max(largest) AS largest,
+    sum(total) / nullif(sum(n), 0) AS average,
+    sum(invocations) AS invocations,
+    sum(errors) AS errors
+  FROM bins
+  GROUP BY bucket
+),
+
+-- The value of rank k = floor(q·(n−1)) of a bucket lies in the bin where the running count of
+-- values passes k; it is the (k − values in lower bins)-th smallest value of that bin.
+targets AS MATERIALIZED (
+  SELECT r.bucket, q.percent, r.value_bin, q.percent * (b.n - 1) // 100 - r.below AS k
+  FROM (
+    SELECT
+      bucket,
+      value_bin,
+      n,
+      CAST(sum(n) OVER (PARTITION BY bucket ORDER BY value_bin) AS BIGINT) - n AS below
+    FROM bins
+    WHERE value_bin IS NOT NULL
+  ) AS r
+  JOIN hour_buckets AS b USING (bucket),
+  (VALUES (95), (99)) AS q(percent)
+  WHERE q.percent * (b.n - 1) // 100 >= r.below
+    AND q.percent * (b.n - 1) // 100 < r.below + r.n
+),
+
+picked AS (
+  SELECT t.bucket, t.percent, list_sort(list(i.execution_time_ms))[t.k + 1] AS value
+  FROM targets AS t
+  JOIN (
+    SELECT
+      epoch_us(i.timestamp) - (epoch_us(i.timestamp) - epoch_us(first)) % step_us AS bucket,
+      i.value_bin,
+      i.execution_time_ms
+    FROM function_invocations AS i, series
+    WHERE i.timestamp >= $now - CASE $interval WHEN '7day' THEN INTERVAL 8 DAY ELSE INTERVAL 25 HOUR END
+      AND by_hour
+      AND i.timestamp >= first AND i.timestamp < stop
+      AND i.project_ref = $project
+      AND (coalesce($function_id, '') = '' OR i.function_id = $function_id)
+      -- A range of scalars, not a join: the planner would hash every invocation in the window.
+      AND i.value_bin BETWEEN (SELECT min(value_bin) FROM targets) AND (SELECT max(value_bin) FROM targets)
+  ) AS i USING (bucket, value_bin)
+  GROUP BY t.bucket, t.percent, t.k
 )
 
 SELECT
   make_timestamptz(bucket) AS timestamp,
-  min(execution_time_ms) AS min_execution_time,
-  max(execution_time_ms) AS max_execution_time,
-  avg(execution_time_ms) AS avg_execution_time,
-  CASE WHEN count(execution_time_ms) > 0 THEN quantile_disc(p95_input, 0.95) END AS p95_execution_time,
-  CASE WHEN count(execution_time_ms) > 0 THEN quantile_disc(p99_input, 0.99) END AS p99_execution_time,
-  count(id) AS count,
-  count(id) FILTER (WHERE failed) AS error_count
-FROM (FROM invocations UNION ALL BY NAME FROM padding)
-GROUP BY bucket
--- Only buckets with invocations: more rows than their 98 pads.
-HAVING count(*) > 98
+  min_execution_time,
+  max_execution_time,
+  avg_execution_time,
+  p95_execution_time,
+  p99_execution_time,
+  count,
+  error_count
+FROM (
+  FROM small_buckets
+  UNION ALL
+  SELECT
+    bucket,
+    b.smallest,
+    b.largest,
+    b.average,
+    p.p95,
+    p.p99,
+    b.invocations,
+    b.errors
+  FROM hour_buckets AS b
+  LEFT JOIN (
+    SELECT
+      bucket,
+      any_value(value) FILTER (WHERE percent = 95) AS p95,
+      any_value(value) FILTER (WHERE percent = 99) AS p99
+    FROM picked
+    GROUP BY bucket
+  ) AS p USING (bucket)
+)
 ORDER BY bucket

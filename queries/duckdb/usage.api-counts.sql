@@ -1,41 +1,64 @@
--- usage.api-counts in DuckDB: the same rows as queries/bigquery/usage.api-counts.sql. $now is the
--- query's CURRENT_TIMESTAMP, bound by the engine. regexp_matches is RE2's partial match, as is
--- BigQuery's REGEXP_CONTAINS.
--- Lists are unnested in the select list: a lateral join (FROM t, unnest(...)) is decorrelated into
--- a hash join that is ten times slower.
--- Buckets are epoch microseconds, floored by arithmetic: date_trunc on a TIMESTAMPTZ goes through
--- the ICU calendar for every row (most of the daily query's time at 10 M rows), and UTC units up
--- to a day have fixed lengths. Only the buckets become timestamps, as DATETIME(bucket, 'UTC').
-WITH elements AS (
-  SELECT
-    epoch_us(t.timestamp) AS us,
-    CASE $interval
-      WHEN 'minutely' THEN 60000000
-      WHEN 'hourly' THEN 3600000000
-      WHEN 'daily' THEN 86400000000
-    END AS step_us,
-    unnest(t.metadata) AS m
-  FROM edge_logs AS t
+-- usage.api-counts in DuckDB: the same rows as queries/bigquery/usage.api-counts.sql, read from the
+-- tables derived at load (queries/duckdb/derived). $now is the query's CURRENT_TIMESTAMP, bound by
+-- the engine. regexp_matches is RE2's partial match, as is BigQuery's REGEXP_CONTAINS.
+-- The daily interval reads edge_request_hours for the whole hours of its window (requests counted
+-- per URL and hour), and edge_requests only for the part before the first whole hour.
+-- Buckets are epoch microseconds, floored by arithmetic: UTC units up to a day have fixed lengths.
+-- Only the buckets become timestamps, as DATETIME(bucket, 'UTC').
+WITH requests AS MATERIALIZED (
+  SELECT epoch_us(t.timestamp) AS us, t.url, t.rest, t.storage, t.auth, t.realtime, 1 AS requests
+  FROM edge_requests AS t
   -- No upper bound (DESIGN.md); an interval outside the table matches nothing.
   WHERE t.timestamp >= $now - CASE $interval
       WHEN 'minutely' THEN INTERVAL 60 MINUTE
       WHEN 'hourly' THEN INTERVAL 1 HOUR
       WHEN 'daily' THEN INTERVAL 7 DAY
     END
+    -- daily: the first whole hour at or after the window's start, where edge_request_hours take over.
+    AND ($interval <> 'daily'
+      OR t.timestamp < date_trunc('hour', $now - INTERVAL 7 DAY - INTERVAL 1 MICROSECOND) + INTERVAL 1 HOUR)
+  UNION ALL
+  SELECT epoch_us(h.hour), h.url, h.rest, h.storage, h.auth, h.realtime, h.requests
+  FROM edge_request_hours AS h
+  WHERE $interval = 'daily'
+    AND h.hour >= date_trunc('hour', $now - INTERVAL 7 DAY - INTERVAL 1 MICROSECOND) + INTERVAL 1 HOUR
 ),
 
-requests AS (
-  SELECT us - (us % step_us + step_us) % step_us AS bucket, unnest(m.request) AS r
-  FROM elements
+-- The regex runs once per distinct URL: a pattern bound as a parameter is compiled for every row
+-- it is matched against, so a costly pattern costs in proportion to the rows it sees.
+urls AS MATERIALIZED (
+  SELECT DISTINCT url FROM requests
+),
+
+matching_urls AS (
+  SELECT url FROM urls WHERE regexp_matches(url, $project)
+),
+
+buckets AS (
+  SELECT
+    us - (us % step_us + step_us) % step_us AS bucket,
+    rest,
+    storage,
+    auth,
+    realtime,
+    requests
+  FROM requests
+  SEMI JOIN matching_urls USING (url),
+  (
+    SELECT CASE $interval
+      WHEN 'minutely' THEN 60000000
+      WHEN 'hourly' THEN 3600000000
+      WHEN 'daily' THEN 86400000000
+    END AS step_us
+  )
 )
 
 SELECT
   make_timestamp(bucket) AS timestamp,
-  count(*) FILTER (WHERE contains(r.path, '/rest')) AS total_rest_requests,
-  count(*) FILTER (WHERE contains(r.path, '/storage')) AS total_storage_requests,
-  count(*) FILTER (WHERE contains(r.path, '/auth')) AS total_auth_requests,
-  count(*) FILTER (WHERE contains(r.path, '/realtime')) AS total_realtime_requests
-FROM requests
-WHERE regexp_matches(r.url, $project)
+  coalesce(sum(requests) FILTER (WHERE rest), 0) AS total_rest_requests,
+  coalesce(sum(requests) FILTER (WHERE storage), 0) AS total_storage_requests,
+  coalesce(sum(requests) FILTER (WHERE auth), 0) AS total_auth_requests,
+  coalesce(sum(requests) FILTER (WHERE realtime), 0) AS total_realtime_requests
+FROM buckets
 GROUP BY bucket
 ORDER BY bucket

@@ -27,6 +27,8 @@ export interface DuckDbEngineOptions {
   now?: () => bigint;
   /** A query still running after this long is interrupted (`engine_timeout`); default: none. */
   timeoutMs?: number;
+  /** DuckDB's memory limit (`DUCKDB_MEMORY_LIMIT`, e.g. `4GB`); beyond it, work spills to disk. */
+  memoryLimit?: string;
 }
 
 export interface DuckDbEngine extends QueryEngine {
@@ -39,7 +41,10 @@ export interface DuckDbEngine extends QueryEngine {
 export const NOW_PARAM = "now";
 
 export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Promise<DuckDbEngine> {
-  const instance = await DuckDBInstance.create(options.path ?? ":memory:");
+  const instance = await DuckDBInstance.create(
+    options.path ?? ":memory:",
+    options.memoryLimit === undefined ? {} : { memory_limit: options.memoryLimit },
+  );
   const setup = await instance.connect();
   try {
     // The session zone decides date_trunc and TIMESTAMP ⇄ TIMESTAMPTZ casts; BigQuery works in UTC.

@@ -17,8 +17,12 @@ export async function openEngine(
   }
 
   const { createDuckDbEngine } = await import("./duckdb.ts").catch(explainMissingBinding);
-  const { loadData } = await import("./duckdb/data.ts");
-  const engine = await createDuckDbEngine({ path: settings.path, timeoutMs: settings.timeoutMs });
+  const { keepLive, loadData } = await import("./duckdb/data.ts");
+  const engine = await createDuckDbEngine({
+    path: settings.path,
+    timeoutMs: settings.timeoutMs,
+    memoryLimit: settings.memoryLimit,
+  });
   try {
     const data = await loadData(engine, {
       localData: settings.localData,
@@ -40,7 +44,14 @@ export async function openEngine(
         }[data.source]
       }`,
     );
-    return engine;
+    const live = keepLive(engine, data, { ...settings, log });
+    return {
+      ...engine,
+      close: async () => {
+        await live?.stop();
+        await engine.close();
+      },
+    };
   } catch (error) {
     await engine.close();
     throw error;

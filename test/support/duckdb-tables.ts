@@ -1,10 +1,13 @@
 // Puts fixture rows into a DuckDB engine's source tables the way a user would: as NDJSON exports
-// read by the LOCAL_DATA loader.
+// read by the LOCAL_DATA loader, which also derives the tables the queries read.
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { clearRecords, createDerivedTables } from "../../src/engines/duckdb/derived.ts";
 import { loadLocalData } from "../../src/engines/duckdb/local-data.ts";
+import { createTableSql } from "../../src/engines/duckdb/tables.ts";
 import type { DuckDbEngine } from "../../src/engines/duckdb.ts";
+import { sourceTables } from "../../src/schema.ts";
 import type { Row } from "./googlesql.ts";
 
 /** Replaces every source table's rows; tables left out end up empty. */
@@ -15,6 +18,10 @@ export async function replaceTables(
   const folder = await mkdtemp(join(tmpdir(), "duckdb-fixture-"));
   const connection = await engine.connect();
   try {
+    for (const table of sourceTables()) await connection.run(createTableSql(table));
+    await createDerivedTables(connection);
+    await clearRecords(connection);
+    await connection.run("DROP TABLE IF EXISTS loaded_files");
     for (const [name, rows] of Object.entries(tables)) {
       await writeFile(
         join(folder, `${name}.ndjson`),

@@ -1,15 +1,19 @@
 // What the embedded engine serves, decided once at startup: the LOCAL_DATA exports, else demo logs
 // (when asked, or when the database holds no rows), else what the DUCKDB_PATH file already holds.
 import type { DuckDBConnection } from "@duckdb/node-api";
+import type { FastifyBaseLogger } from "fastify";
 import { sourceTables } from "../../schema.ts";
 import { dateToMicros } from "../../time.ts";
 import type { DuckDbEngine } from "../duckdb.ts";
 import { DEMO_SIZE, generateLogs } from "./demo-data.ts";
+import { feedDemoData } from "./demo-feed.ts";
+import { clearRecords, createDerivedTables } from "./derived.ts";
+import { watchExports } from "./export-watch.ts";
 import { type LoadedFile, loadLocalData } from "./local-data.ts";
 import { createTableSql, quoteIdent } from "./tables.ts";
 
 export interface DataOptions {
-  /** `LOCAL_DATA`: a folder of exports. */
+  /** `LOCAL_DATA`: a folder or a glob of exports. */
   localData?: string;
   /** `DEMO_DATA`: true = always generate, false = never, absent = only when there is no other data. */
   demoData?: boolean;
@@ -19,6 +23,8 @@ export interface DataOptions {
 
 export interface LoadedData {
   source: "local" | "demo" | "database";
+  /** The demo data's anchor (demo only). */
+  anchor?: bigint;
   /** The files read (LOCAL_DATA only). */
   files: LoadedFile[];
   /** Rows per source table after loading. */
@@ -32,6 +38,7 @@ export async function loadData(
   const connection = await engine.connect();
   try {
     for (const table of sourceTables()) await connection.run(createTableSql(table));
+    await createDerivedTables(connection);
     if (options.localData !== undefined) {
       const files = await loadLocalData(connection, options.localData);
       return { source: "local", files, rows: await rowCounts(connection) };
@@ -39,8 +46,9 @@ export async function loadData(
     const existing = await rowCounts(connection);
     const empty = Object.values(existing).every((count) => count === 0);
     if (options.demoData === true || (options.demoData === undefined && empty)) {
-      await replaceWithDemoData(connection, options.now ?? dateToMicros(new Date()));
-      return { source: "demo", files: [], rows: await rowCounts(connection) };
+      const anchor = options.now ?? dateToMicros(new Date());
+      await replaceWithDemoData(connection, anchor);
+      return { source: "demo", anchor, files: [], rows: await rowCounts(connection) };
     }
     return { source: "database", files: [], rows: existing };
   } finally {
@@ -48,17 +56,10 @@ export async function loadData(
   }
 }
 
+/** Runs before the service listens: nobody sees the tables between clearing and filling them. */
 async function replaceWithDemoData(connection: DuckDBConnection, now: bigint): Promise<void> {
-  await connection.run("BEGIN TRANSACTION");
-  try {
-    for (const table of sourceTables())
-      await connection.run(`DELETE FROM ${quoteIdent(table.name)}`);
-    await generateLogs(connection, { now, ...DEMO_SIZE });
-    await connection.run("COMMIT");
-  } catch (error) {
-    await connection.run("ROLLBACK");
-    throw error;
-  }
+  await clearRecords(connection);
+  await generateLogs(connection, { now, ...DEMO_SIZE });
 }
 
 export async function rowCounts(connection: DuckDBConnection): Promise<Record<string, number>> {
@@ -68,4 +69,40 @@ export async function rowCounts(connection: DuckDBConnection): Promise<Record<st
     counts[table.name] = Number(reader.getRows()[0]?.[0] ?? 0);
   }
   return counts;
+}
+
+export interface LiveOptions {
+  /** LOCAL_DATA, watched for new files. */
+  localData?: string;
+  /** Default 30. */
+  localDataPollSeconds?: number;
+  /** Default 5. */
+  demoIntervalSeconds?: number;
+  log: Pick<FastifyBaseLogger, "info" | "warn" | "error">;
+}
+
+/**
+ * Keeps the data served live: LOCAL_DATA's new files are loaded, or demo rows keep arriving.
+ * A database file served as it is stays as it is. Stop it before closing the engine.
+ */
+export function keepLive(
+  engine: DuckDbEngine,
+  data: LoadedData,
+  options: LiveOptions,
+): { stop(): Promise<void> } | undefined {
+  if (data.source === "local" && options.localData !== undefined) {
+    return watchExports(engine, {
+      source: options.localData,
+      pollMs: (options.localDataPollSeconds ?? 30) * 1000,
+      log: options.log,
+    });
+  }
+  if (data.source === "demo" && data.anchor !== undefined) {
+    return feedDemoData(engine, {
+      since: data.anchor,
+      intervalMs: (options.demoIntervalSeconds ?? 5) * 1000,
+      log: options.log,
+    });
+  }
+  return undefined;
 }

@@ -1,8 +1,10 @@
 // Realistic generated logs, anchored to "now": the demo data set and the benchmark's data. Rows
-// are made inside DuckDB (range + random), so ten million rows take seconds, not minutes, and are
-// stored in time order, as logs arrive, so a query over a recent window skips old row groups.
+// are made inside DuckDB (range + random), so ten million rows take seconds, not minutes, in
+// batches of consecutive time slices, oldest first: stored in time order, as logs arrive, and
+// never a whole table in memory at once.
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { DuckDBTimestampTZValue } from "@duckdb/node-api";
+import { appendRecords, createDerivedTables } from "./derived.ts";
 
 /** Project refs of the demo data: `default` (self-hosted setups use it) and a second one. */
 export const DEMO_PROJECTS = ["default", "staging"] as const;
@@ -19,7 +21,7 @@ export const DEMO_DOMAIN = "supabase.co";
 export interface GenerateOptions {
   /** Epoch microseconds of the newest possible record. */
   now: bigint;
-  /** Records spread uniformly over this many days before `now`. */
+  /** Records spread uniformly over this many days (or a fraction of one) before `now`. */
   days: number;
   edgeLogs: number;
   functionEdgeLogs: number;
@@ -38,7 +40,7 @@ const pick = (u: string, weights: [string, number][]) =>
     .join(" ")} ELSE ${weights.at(-1)?.[0]} END`;
 
 const COMMON = `
-  $now - to_microseconds(CAST(floor(random() * $days * 86400000000) AS BIGINT)) AS timestamp,
+  $newest - to_microseconds(CAST(floor(random() * $span_us) AS BIGINT)) AS timestamp,
   ${pick("random()", [
     [`'${DEMO_PROJECTS[0]}'`, 0.8],
     [`'${DEMO_PROJECTS[1]}'`, 1],
@@ -46,7 +48,7 @@ const COMMON = `
   random() AS u_status`;
 
 const EDGE_LOGS_SQL = `
-INSERT INTO edge_logs
+CREATE OR REPLACE TEMP TABLE staged_demo AS
 WITH draws AS (
   SELECT ${COMMON}, random() AS u_area, random() AS u_method, CAST(floor(random() * 5) AS INTEGER) AS k
   FROM range($rows)
@@ -83,16 +85,16 @@ requests AS (
     ])} AS status
   FROM draws
 )
-SELECT CAST(gen_random_uuid() AS VARCHAR), timestamp,
-  method || ' | ' || status || ' | https://' || host || path, ref,
+SELECT CAST(gen_random_uuid() AS VARCHAR) AS id, timestamp,
+  method || ' | ' || status || ' | https://' || host || path AS event_message, ref AS project,
   [{'request': [{'method': method, 'path': path, 'url': 'https://' || host || path, 'host': host}],
-    'response': [{'status_code': status}]}]
+    'response': [{'status_code': status}]}] AS metadata
 FROM requests
 ORDER BY timestamp`;
 
 // Execution times are log-normal per function (Box–Muller), with a 1% cold-start tail.
 const FUNCTION_EDGE_LOGS_SQL = `
-INSERT INTO function_edge_logs
+CREATE OR REPLACE TEMP TABLE staged_demo AS
 WITH draws AS (
   SELECT ${COMMON}, random() AS u1, random() AS u2, random() AS u_tail,
     CAST(floor(random() * ${DEMO_FUNCTIONS.length}) AS INTEGER) AS k
@@ -114,20 +116,55 @@ invocations AS (
     CASE WHEN k = 1 THEN 'POST' ELSE 'GET' END AS method
   FROM draws
 )
-SELECT CAST(gen_random_uuid() AS VARCHAR), timestamp,
-  method || ' | ' || status || ' | https://' || ref || '.${DEMO_DOMAIN}/functions/v1/' || function_id,
+SELECT CAST(gen_random_uuid() AS VARCHAR) AS id, timestamp,
+  method || ' | ' || status || ' | https://' || ref || '.${DEMO_DOMAIN}/functions/v1/' || function_id AS event_message,
   [{'project_ref': ref, 'function_id': function_id, 'execution_time_ms': execution_time_ms,
     'request': [{'method': method, 'url': 'https://' || ref || '.${DEMO_DOMAIN}/functions/v1/' || function_id}],
-    'response': [{'status_code': status}]}]
+    'response': [{'status_code': status}]}] AS metadata
 FROM invocations
 ORDER BY timestamp`;
 
-/** Appends generated records to the (existing) source tables. */
+/** Rows generated per table and batch: DuckDB's memory, not the process's, bounds a batch. */
+const BATCH_ROWS = 1_000_000;
+const DAY_US = 86_400_000_000;
+
+/**
+ * Appends generated records to the (existing) source tables and their derived tables, one time
+ * slice per transaction.
+ */
 export async function generateLogs(
   connection: DuckDBConnection,
   options: GenerateOptions,
 ): Promise<void> {
-  const common = { now: new DuckDBTimestampTZValue(options.now), days: options.days };
-  await connection.run(EDGE_LOGS_SQL, { ...common, rows: options.edgeLogs });
-  await connection.run(FUNCTION_EDGE_LOGS_SQL, { ...common, rows: options.functionEdgeLogs });
+  await createDerivedTables(connection);
+  const batches = Math.max(
+    1,
+    Math.ceil(Math.max(options.edgeLogs, options.functionEdgeLogs) / BATCH_ROWS),
+  );
+  const span = BigInt(Math.round(options.days * DAY_US));
+  const share = (total: number, batch: number) =>
+    Math.floor((total * (batch + 1)) / batches) - Math.floor((total * batch) / batches);
+  for (let batch = 0; batch < batches; batch++) {
+    const slice = {
+      newest: new DuckDBTimestampTZValue(
+        options.now - (span * BigInt(batches - 1 - batch)) / BigInt(batches),
+      ),
+      span_us: span / BigInt(batches),
+    };
+    await connection.run("BEGIN TRANSACTION");
+    try {
+      for (const [table, sql, rows] of [
+        ["edge_logs", EDGE_LOGS_SQL, share(options.edgeLogs, batch)],
+        ["function_edge_logs", FUNCTION_EDGE_LOGS_SQL, share(options.functionEdgeLogs, batch)],
+      ] as const) {
+        await connection.run(sql, { ...slice, rows });
+        await appendRecords(connection, table, "staged_demo");
+      }
+      await connection.run("DROP TABLE staged_demo");
+      await connection.run("COMMIT");
+    } catch (error) {
+      await connection.run("ROLLBACK");
+      throw error;
+    }
+  }
 }

@@ -1,19 +1,22 @@
-// LOCAL_DATA: a folder of BigQuery exports as `bq extract` writes them (`edge_logs*` and
-// `function_edge_logs*` files: newline-delimited JSON `.json|.jsonl|.ndjson`, each optionally
-// gzipped `.gz`, or `.parquet`) read with the types of queries/schema, never guessed.
-// JSON timestamps may be ISO 8601 or BigQuery's `YYYY-MM-DD HH:MM:SS[.ffffff] UTC`, and integers
-// may be JSON strings (as BigQuery exports INT64). A bad file stops loading with its name and, for
-// JSON, its line; a Parquet file with the columns it lacks.
-import { createReadStream, readdirSync, statSync } from "node:fs";
+// LOCAL_DATA: BigQuery exports as `bq extract` writes them (`edge_logs*` and `function_edge_logs*`
+// files: newline-delimited JSON `.json|.jsonl|.ndjson`, each optionally gzipped `.gz`, or
+// `.parquet`), in a folder or matched by a glob, read with the types of queries/schema, never
+// guessed. JSON timestamps may be ISO 8601 or BigQuery's `YYYY-MM-DD HH:MM:SS[.ffffff] UTC`, and
+// integers may be JSON strings (as BigQuery exports INT64).
+// Each file is loaded once, in its own transaction, and recorded in the database (loaded_files:
+// name, size, mtime, rows or error): a file already recorded is not loaded again, after a restart
+// either. A bad file is named with its line for JSON, or the columns a Parquet file lacks.
+import { createReadStream, globSync, readdirSync, type Stats, statSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { createInterface } from "node:readline";
 import { pipeline, type Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { type SourceTable, sourceTables } from "../../schema.ts";
-import { bigQueryShapedColumns, createTableSql, duckDbType, quoteIdent } from "./tables.ts";
+import { appendRecords, clearRecords } from "./derived.ts";
+import { bigQueryShapedColumns, duckDbType, quoteIdent } from "./tables.ts";
 
 export interface LoadedFile {
   table: string;
@@ -37,65 +40,187 @@ export class DataFileError extends Error {
   }
 }
 
-/** The export files of `folder`, by table; other files are ignored. */
-export function exportFiles(folder: string, tables: SourceTable[]): Map<SourceTable, string[]> {
+/** The file changed while it was read: it is still being written, and is tried again later. */
+export class FileChangedError extends Error {
+  override name = "FileChangedError";
+}
+
+const LOADED_FILES_SQL = `CREATE TABLE IF NOT EXISTS loaded_files (
+  file VARCHAR PRIMARY KEY,
+  size BIGINT,
+  mtime_ms DOUBLE,
+  rows BIGINT,
+  error VARCHAR,
+  recorded_at TIMESTAMPTZ DEFAULT current_timestamp
+)`;
+
+/** What loaded_files says of one file. */
+export interface FileRecord {
+  size: number;
+  mtimeMs: number;
+  /** Why the file could not be loaded; absent when it was. */
+  error?: string;
+}
+
+/** Whether LOCAL_DATA is a glob rather than a folder. */
+function isGlob(source: string): boolean {
+  return /[*?[{]/.test(source);
+}
+
+/** The export files of `source` (a folder or a glob), by table in table order, each sorted by name. */
+export function exportFiles(source: string, tables: SourceTable[]): Map<SourceTable, string[]> {
+  const paths = isGlob(source)
+    ? globSync(source)
+    : readdirSync(source).map((name) => join(source, name));
   const files = new Map<SourceTable, string[]>();
-  for (const name of readdirSync(folder).sort()) {
-    const table = tables.find((t) => name.startsWith(t.name));
-    if (!table || !(isJson(name) || name.endsWith(".parquet"))) continue;
-    files.set(table, [...(files.get(table) ?? []), join(folder, name)]);
+  for (const table of tables) {
+    const own = paths
+      .filter((path) => {
+        const name = basename(path);
+        // The longest matching table name wins: function_edge_logs* is not an edge_logs* file.
+        const owner = tables
+          .filter((t) => name.startsWith(t.name))
+          .sort((a, b) => b.name.length - a.name.length)[0];
+        return owner === table && (isJson(name) || name.endsWith(".parquet"));
+      })
+      .sort();
+    if (own.length > 0) files.set(table, own);
   }
   return files;
 }
 
+/** The files loaded_files records, by name. */
+export async function recordedFiles(
+  connection: DuckDBConnection,
+): Promise<Map<string, FileRecord>> {
+  await connection.run(LOADED_FILES_SQL);
+  const reader = await connection.runAndReadAll(
+    "SELECT file, size, mtime_ms, error FROM loaded_files",
+  );
+  return new Map(
+    reader.getRows().map(([file, size, mtimeMs, error]) => [
+      String(file),
+      {
+        size: Number(size),
+        mtimeMs: Number(mtimeMs),
+        ...(typeof error === "string" && { error }),
+      },
+    ]),
+  );
+}
+
+/** Whether a record (or an earlier look) still describes the file. */
+export function unchanged(seen: Pick<FileRecord, "size" | "mtimeMs">, stats: Stats): boolean {
+  return seen.size === stats.size && seen.mtimeMs === stats.mtimeMs;
+}
+
 /**
- * Replaces the contents of the source tables with the exports in `folder`, in one transaction:
- * on a bad file nothing changes. Tables without files are left empty.
+ * Loads the exports of `source` not loaded before, at startup: each file once, in its own
+ * transaction. A database holding rows from elsewhere (demo data) is emptied first. A bad file
+ * stops loading (the files before it stay loaded), naming the file and its line; a file recorded
+ * as bad and unchanged since is skipped, and one changing while it is read is left to the watch.
  */
 export async function loadLocalData(
   connection: DuckDBConnection,
-  folder: string,
+  source: string,
 ): Promise<LoadedFile[]> {
-  const stats = statSync(folder, { throwIfNoEntry: false });
-  if (!stats?.isDirectory()) {
-    throw new Error(
-      `LOCAL_DATA: ${stats ? `${folder} is not a folder` : `folder ${folder} does not exist`}`,
-    );
+  if (!isGlob(source)) {
+    const stats = statSync(source, { throwIfNoEntry: false });
+    if (!stats?.isDirectory()) {
+      throw new Error(
+        `LOCAL_DATA: ${stats ? `${source} is not a folder` : `folder ${source} does not exist`}`,
+      );
+    }
   }
   const tables = sourceTables();
-  const files = exportFiles(folder, tables);
+  const files = exportFiles(source, tables);
   if (files.size === 0) {
     throw new Error(
-      `LOCAL_DATA: folder ${folder} holds no ${tables.map((t) => `${t.name}*`).join(" or ")} files ending in .json, .jsonl, .ndjson (each optionally .gz) or .parquet`,
+      `LOCAL_DATA: ${isGlob(source) ? `glob ${source} matches` : `folder ${source} holds`} no ${tables.map((t) => `${t.name}*`).join(" or ")} files ending in .json, .jsonl, .ndjson (each optionally .gz) or .parquet`,
     );
   }
+  const recorded = await recordedFiles(connection);
+  if (recorded.size === 0) await clearRecords(connection);
   const loaded: LoadedFile[] = [];
-  await connection.run("BEGIN TRANSACTION");
-  try {
-    for (const table of tables) {
-      await connection.run(createTableSql(table));
-      await connection.run(`DELETE FROM ${quoteIdent(table.name)}`);
-      for (const file of files.get(table) ?? []) {
-        loaded.push({ table: table.name, file, rows: await loadFile(connection, table, file) });
+  for (const [table, paths] of files) {
+    for (const file of paths) {
+      const record = recorded.get(file);
+      const stats = statSync(file);
+      if (record && (record.error === undefined || unchanged(record, stats))) continue;
+      try {
+        loaded.push(await loadExport(connection, table, file, stats));
+      } catch (error) {
+        // Still being written: LOCAL_DATA's watch loads it once it stops changing.
+        if (!(error instanceof FileChangedError)) throw error;
       }
     }
-    await connection.run("COMMIT");
-  } catch (error) {
-    await connection.run("ROLLBACK");
-    throw error instanceof DataFileError ? await explained(connection, error) : error;
   }
   return loaded;
 }
 
+/**
+ * Loads one export file in a transaction and records it with the size and mtime it had before
+ * reading: on a bad file nothing is loaded (DataFileError, explained); when the file changed
+ * while it was read, nothing is loaded or recorded (FileChangedError). `afterRead` runs between
+ * reading and the check (tests use it to grow the file).
+ */
+export async function loadExport(
+  connection: DuckDBConnection,
+  table: SourceTable,
+  file: string,
+  before: Stats,
+  afterRead?: () => Promise<void>,
+): Promise<LoadedFile> {
+  await connection.run("BEGIN TRANSACTION");
+  try {
+    const rows = await loadFile(connection, table, file);
+    await afterRead?.();
+    if (!unchanged(before, statSync(file)))
+      throw new FileChangedError(`${file} changed while it was read`);
+    await record(connection, file, before, { rows });
+    await connection.run("COMMIT");
+    return { table: table.name, file, rows };
+  } catch (error) {
+    await connection.run("ROLLBACK");
+    if (!(error instanceof DataFileError)) throw error;
+    if (!unchanged(before, statSync(file)))
+      throw new FileChangedError(`${file} changed while it was read`);
+    throw await explained(connection, error);
+  }
+}
+
+/** Records a file as loaded, or as bad with its error. */
+export async function record(
+  connection: DuckDBConnection,
+  file: string,
+  stats: Stats,
+  outcome: { rows: number } | { error: string },
+): Promise<void> {
+  await connection.run(
+    "INSERT OR REPLACE INTO loaded_files (file, size, mtime_ms, rows, error) VALUES ($file, $size, $mtime, $rows, $error)",
+    {
+      file,
+      size: stats.size,
+      mtime: stats.mtimeMs,
+      rows: "rows" in outcome ? outcome.rows : 0,
+      error: "error" in outcome ? outcome.error : null,
+    },
+  );
+}
+
+const STAGED = "staged_records";
+
 async function loadFile(connection: DuckDBConnection, table: SourceTable, file: string) {
   try {
-    const result = await connection.run(
-      `INSERT INTO ${quoteIdent(table.name)} SELECT ${bigQueryShapedColumns(table)} FROM ${readFile(table, file)}`,
+    await connection.run(
+      `CREATE OR REPLACE TEMP TABLE ${STAGED} AS SELECT ${bigQueryShapedColumns(table)} FROM ${readFile(table, file)}`,
     );
-    return result.rowsChanged;
   } catch (error) {
     throw new DataFileError(file, undefined, duckDbReason(error), table);
   }
+  const rows = await appendRecords(connection, table.name, STAGED);
+  await connection.run(`DROP TABLE ${STAGED}`);
+  return rows;
 }
 
 /** Newline-delimited JSON, optionally gzipped (DuckDB decompresses by the `.gz` ending). */

@@ -1,0 +1,132 @@
+// Tables derived from the BigQuery-shaped source tables, shaped for the queries: one flat row per
+// invocation or request, in timestamp order, and their sums per hour (queries/duckdb/derived).
+// Every change to a source table goes through here, so the derived tables always hold exactly
+// what their source rows give.
+import { readFileSync } from "node:fs";
+import { type DuckDBConnection, DuckDBTimestampTZValue } from "@duckdb/node-api";
+import { quoteIdent } from "./tables.ts";
+
+const DERIVED_DIR = new URL("../../../queries/duckdb/derived/", import.meta.url);
+const derivedSql = (name: string) => readFileSync(new URL(`${name}.sql`, DERIVED_DIR), "utf8");
+
+interface Derivation {
+  /** The source table. */
+  source: string;
+  /** One row per element, from a batch of source records (the relation `batch`). */
+  rows: string;
+  /** `rows` summed per hour, for the hours [$from, $to). */
+  hours: string;
+}
+
+const DERIVATIONS: Derivation[] = [
+  { source: "edge_logs", rows: "edge_requests", hours: "edge_request_hours" },
+  {
+    source: "function_edge_logs",
+    rows: "function_invocations",
+    hours: "function_invocation_hours",
+  },
+];
+
+const HOUR = 3_600_000_000n;
+
+/**
+ * Creates the derived tables that do not exist yet, and fills them from the source tables when
+ * they were missing (a database file written before they existed).
+ */
+export async function createDerivedTables(connection: DuckDBConnection): Promise<void> {
+  const reader = await connection.runAndReadAll(
+    "SELECT table_name FROM duckdb_tables() WHERE NOT temporary",
+  );
+  const existing = new Set(reader.getRows().map(([name]) => name));
+  const missing = DERIVATIONS.some((d) => !existing.has(d.rows) || !existing.has(d.hours));
+  if (!missing) return;
+  // One transaction: tables that exist are filled.
+  await connection.run("BEGIN TRANSACTION");
+  try {
+    await connection.run(derivedSql("tables"));
+    for (const derivation of DERIVATIONS) {
+      await connection.run(`DELETE FROM ${quoteIdent(derivation.rows)}`);
+      await connection.run(`DELETE FROM ${quoteIdent(derivation.hours)}`);
+      await derive(connection, derivation, derivation.source);
+    }
+    await connection.run("COMMIT");
+  } catch (error) {
+    await connection.run("ROLLBACK");
+    throw error;
+  }
+}
+
+/**
+ * Appends the records of table `relation` (with the source table's columns) to `table` and to
+ * what is derived from it, all in timestamp order. Run it inside the caller's transaction.
+ */
+export async function appendRecords(
+  connection: DuckDBConnection,
+  table: string,
+  relation: string,
+): Promise<number> {
+  const derivation = DERIVATIONS.find((d) => d.source === table);
+  if (!derivation) throw new Error(`no derived tables for ${table}`);
+  const result = await connection.run(
+    `INSERT INTO ${quoteIdent(table)} SELECT * FROM ${quoteIdent(relation)} ORDER BY timestamp`,
+  );
+  await derive(connection, derivation, relation);
+  return result.rowsChanged;
+}
+
+/** Derives the rows and the hours they touch of `relation`'s records. */
+async function derive(connection: DuckDBConnection, derivation: Derivation, relation: string) {
+  await connection.run(
+    `INSERT INTO ${quoteIdent(derivation.rows)} WITH batch AS (FROM ${quoteIdent(relation)}) ${derivedSql(derivation.rows)}`,
+  );
+  const reader = await connection.runAndReadAll(
+    `SELECT epoch_us(min(timestamp)), epoch_us(max(timestamp)) FROM ${quoteIdent(relation)}`,
+  );
+  const [first, last] = reader.getRows()[0] ?? [];
+  if (typeof first !== "bigint" || typeof last !== "bigint") return;
+  await refreshHours(connection, derivation, floorHour(first), floorHour(last) + HOUR);
+}
+
+/** Recomputes the hour sums of [from, to) (whole hours, epoch µs) from the derived rows. */
+async function refreshHours(
+  connection: DuckDBConnection,
+  derivation: Derivation,
+  from: bigint,
+  to: bigint,
+) {
+  const range = { from: new DuckDBTimestampTZValue(from), to: new DuckDBTimestampTZValue(to) };
+  const hours = quoteIdent(derivation.hours);
+  await connection.run(`DELETE FROM ${hours} WHERE hour >= $from AND hour < $to`, range);
+  await connection.run(`INSERT INTO ${hours} ${derivedSql(derivation.hours)}`, range);
+}
+
+/** Drops every record older than `cutoff` (epoch µs) from the source tables and what they give. */
+export async function dropRecordsBefore(
+  connection: DuckDBConnection,
+  cutoff: bigint,
+): Promise<void> {
+  const before = { cutoff: new DuckDBTimestampTZValue(cutoff) };
+  for (const derivation of DERIVATIONS) {
+    for (const table of [derivation.source, derivation.rows]) {
+      await connection.run(`DELETE FROM ${quoteIdent(table)} WHERE timestamp < $cutoff`, before);
+    }
+    await connection.run(
+      `DELETE FROM ${quoteIdent(derivation.hours)} WHERE hour < $cutoff`,
+      before,
+    );
+    // The hour the cutoff falls in keeps its later records.
+    await refreshHours(connection, derivation, floorHour(cutoff), floorHour(cutoff) + HOUR);
+  }
+}
+
+/** Empties the source tables and what they give. */
+export async function clearRecords(connection: DuckDBConnection): Promise<void> {
+  for (const { source, rows, hours } of DERIVATIONS) {
+    for (const table of [source, rows, hours])
+      await connection.run(`DELETE FROM ${quoteIdent(table)}`);
+  }
+}
+
+function floorHour(micros: bigint): bigint {
+  return micros - (((micros % HOUR) + HOUR) % HOUR);
+}
