@@ -122,6 +122,8 @@ describe(`DuckDB at ${ROWS} rows per table`, () => {
       project_tier: "PRO",
       iso_timestamp_start: null,
       iso_timestamp_end: null,
+      cursor_timestamp: null,
+      cursor_id: null,
     });
     expect(rows).toHaveLength(100);
   });

@@ -277,7 +277,7 @@ describe("the explorer page", () => {
         ping: () => demo.engine.ping(),
         close: async () => {},
         run: async (request) => {
-          if (request.sql.includes("function_edge_logs")) {
+          if (request.endpoint === "functions.invocation-stats") {
             throw new EngineError("engine_error", "The query failed in the engine.");
           }
           return demo.engine.run(request);
