@@ -310,7 +310,7 @@ function report(
     "",
     row(["figure", "result", "target"]),
     row(["---", "---:", "---:"]),
-    row(["(a) cached hit req/s ÷ bare route req/s", ratio.toFixed(2), "≥ 0.9"]),
+    row(["(a) cached hit req/s ÷ bare route req/s", ratio.toFixed(2), "≥ 0.8 (issue 12)"]),
     row(["(a) engine queries during the load", a.engineQueries, "1"]),
     row([
       `(b) engine queries for ${STAMPEDE} concurrent identical cold requests${b.allEqual ? "" : " (answers differ!)"}`,
