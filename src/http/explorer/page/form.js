@@ -36,7 +36,9 @@ function input(param, value, fieldId) {
 export function endpointForm(endpoint) {
   const example = new URLSearchParams(endpoint.example.split("?")[1] ?? "");
   const fixed = endpoint.fixed_params ?? {};
-  const fields = endpoint.params.map((param) => {
+  // A page cursor comes from an answer's Link header, for scripts; the page shows the first page.
+  const params = endpoint.params.filter((param) => param.name !== "cursor");
+  const fields = params.map((param) => {
     const fieldId = `${endpoint.name}.${param.name}`;
     const label = h(
       "label",
@@ -66,7 +68,7 @@ export function endpointForm(endpoint) {
 
   const query = () => {
     const search = new URLSearchParams();
-    for (const param of endpoint.params) {
+    for (const param of params) {
       const field = form.elements.namedItem(param.name);
       if (!field || field.disabled) continue;
       const value =
