@@ -92,7 +92,9 @@ bins AS MATERIALIZED (
     epoch_us(h.hour) - (epoch_us(h.hour) - epoch_us(first)) % step_us AS bucket,
     h.value_bin,
     CAST(sum(h.values) AS BIGINT) AS n,
-    sum(h.total) AS total,
+    -- Floats summed in a fixed order: in whatever order parallel threads met them, the last digits
+    -- of an average would change from one run to the next, and with them the answer's ETag.
+    sum(h.total ORDER BY h.hour, h.function_id) AS total,
     min(h.smallest) AS smallest,
     max(h.largest) AS largest,
     sum(h.invocations) AS invocations,
@@ -111,7 +113,7 @@ hour_buckets AS MATERIALIZED (
     CAST(sum(n) AS BIGINT) AS n,
     min(smallest) AS smallest,
     max(largest) AS largest,
-    sum(total) / nullif(sum(n), 0) AS average,
+    sum(total ORDER BY value_bin) / nullif(sum(n), 0) AS average,
     sum(invocations) AS invocations,
     sum(errors) AS errors
   FROM bins
