@@ -34,6 +34,7 @@ import { requestLog } from "./http/request-log.ts";
 import { requestShape } from "./http/request-shape.ts";
 import { shutdown } from "./http/shutdown.ts";
 import type { RedisLink } from "./redis/link.ts";
+import { SharedBudgets } from "./redis/shared-budgets.ts";
 import { observeEngine } from "./telemetry/observed-engine.ts";
 
 declare module "fastify" {
@@ -119,11 +120,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   });
 
+  // DESIGN: every per-credential limit is counted once across replicas while Redis answers.
+  const budgets = deps.redis && new SharedBudgets(deps.redis);
+  app.addHook("onClose", async () => budgets?.close());
   const limits = { ...DEFAULT_ADMISSION, ...deps.admission };
   const observed = observeEngine(deps.engine);
   const engine = admit(observed, {
     maxPerCredential: Math.ceil((limits.maxConcurrency + limits.maxQueue) / 2),
     ...limits,
+    shared: budgets?.places("engine-share"),
   });
 
   // A replica waits for another's query at most as long as for its own.
@@ -176,11 +181,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await api.register(metrics, { registry });
     await api.register(endpointRoutes, {
       run,
-      refreshBudget: new RefreshBudget(deps.forcedRefreshPerMinute ?? 6),
+      refreshBudget: new RefreshBudget(deps.forcedRefreshPerMinute ?? 6, budgets),
     });
     await api.register(followRoutes, {
       hub: followHub,
       maxPerCredential: follow.maxPerCredential,
+      places: budgets?.places("follow-streams"),
     });
     await api.register(openApiRoute);
   });

@@ -74,7 +74,7 @@ export interface Demand {
   /** Answer only from what is held: never a query (NotCachedError when nothing is). */
   onlyIfCached?: boolean;
   /** Asked before a recomputation is started for this demand; false refuses it (the budget). */
-  mayRecompute?: () => boolean;
+  mayRecompute?: () => Promise<boolean>;
 }
 
 /** only-if-cached found nothing held. */
@@ -220,11 +220,13 @@ export class ResultCache {
     const now = this.#now();
     const cached = this.#entries.get(key);
     if (cached && now < cached.expiresAt) {
-      if (this.#shared && now - cached.checkedAt >= SHARED_CHECK_MS) {
-        const checked = await this.#checked(key, cached);
-        return this.#held(key, checked, policy, load, rendition, demand);
-      }
-      return this.#held(key, cached, policy, load, rendition, demand);
+      const checked =
+        this.#shared && now - cached.checkedAt >= SHARED_CHECK_MS
+          ? await this.#checked(key, cached)
+          : cached;
+      // A hit asks nothing else: it is answered without another turn of the event loop.
+      if (!demand) return this.#hit(key, checked, this.#now(), rendition);
+      return this.#held(key, checked, policy, load, rendition, demand);
     }
     if (cached) this.#entries.delete(key);
     if (demand?.onlyIfCached) throw new NotCachedError("nothing is held for this key");
@@ -232,8 +234,9 @@ export class ResultCache {
     const { entry, fromEngine } = await this.#flight(key, policy, load);
     const answeredAt = this.#now();
     if (!fromEngine) {
-      // Another replica's value, found in Redis as it was: a hit after all.
+      // Another replica's value, found in Redis as it was: a hit after all, unless older than asked.
       this.#counts.misses--;
+      if (demand) return this.#held(key, entry, policy, load, rendition, demand);
       return this.#hit(key, entry, answeredAt, rendition);
     }
     if (answeredAt > entry.lastRequestedAt) requested(entry, answeredAt);
@@ -258,15 +261,15 @@ export class ResultCache {
     policy: CachePolicy,
     load: Load,
     rendition: Rendition | undefined,
-    demand: Demand | undefined,
+    demand: Demand,
   ): Promise<CacheAnswer> {
     const now = this.#now();
-    const maxAgeMs = (demand?.maxAgeSeconds ?? Number.POSITIVE_INFINITY) * SECOND;
-    if (demand?.onlyIfCached || now - entry.computedAt <= maxAgeMs) {
+    const maxAgeMs = (demand.maxAgeSeconds ?? Number.POSITIVE_INFINITY) * SECOND;
+    if (demand.onlyIfCached || now - entry.computedAt <= maxAgeMs) {
       return this.#hit(key, entry, now, rendition);
     }
     // Joining a recomputation already running costs nothing; starting one spends the budget.
-    if (!this.#inFlight.has(key) && demand?.mayRecompute?.() === false) {
+    if (!this.#inFlight.has(key) && (await demand.mayRecompute?.()) === false) {
       this.#counts.forcedRefreshesRefused++;
       return { ...this.#hit(key, entry, now, rendition), refused: "refresh-budget" };
     }

@@ -8,6 +8,7 @@
 // Each query has one deadline from its arrival: waiting counts, and a query whose deadline passes
 // while it waits is never started. Written here rather than with p-queue/p-limit: neither offers
 // per-caller shares, a fair pick across callers, or dropping queued work at shutdown.
+import type { Lease, SharedPlaces } from "../redis/shared-budgets.ts";
 import { EngineError, type QueryEngine, type QueryRequest, type QueryResult } from "./engine.ts";
 
 export interface AdmissionOptions {
@@ -16,6 +17,8 @@ export interface AdmissionOptions {
   maxPerCredential: number;
   /** Budget of one query from arrival to answer; absent: the engine's own timeout only. */
   timeoutMs?: number;
+  /** A credential's share counted once across replicas (REDIS_URL), else in this process only. */
+  shared?: SharedPlaces;
 }
 
 /** A refusal by the gate itself: the HTTP status, code and Retry-After it is answered with. */
@@ -50,6 +53,8 @@ export interface AdmittedEngine extends QueryEngine {
 
 interface Ticket {
   credential: string;
+  /** Its place in the credential's share across replicas, when counted there. */
+  lease: Lease | undefined;
   start: () => void;
   refuse: (error: Error) => void;
   controller: AbortController;
@@ -74,6 +79,10 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     const count = (held.get(credential) ?? 0) + delta;
     if (count === 0) held.delete(credential);
     else held.set(credential, count);
+  };
+  const release = (ticket: Ticket) => {
+    hold(ticket.credential, -1);
+    ticket.lease?.release();
   };
   const refuse = (code: AdmissionError["code"], error: AdmissionError) => {
     refused[code]++;
@@ -113,6 +122,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
 
   async function run(request: QueryRequest): Promise<QueryResult> {
     // Work nobody's credential caused (warming) shares as one caller of its own.
+    const arrived = Date.now();
     const credential = request.credential ?? `(${request.trigger ?? "unattributed"})`;
     if (draining) {
       return refuse(
@@ -120,7 +130,13 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
         new AdmissionError(503, "shutting_down", "The service is shutting down; retry shortly."),
       );
     }
-    if ((held.get(credential) ?? 0) >= options.maxPerCredential) {
+    // Across replicas while Redis answers; this process's own count holds either way.
+    const lease = options.shared
+      ? await options.shared.hold(credential, options.maxPerCredential)
+      : undefined;
+    const full = () => lease === false || (held.get(credential) ?? 0) >= options.maxPerCredential;
+    if (full()) {
+      if (lease) lease.release();
       return refuse(
         "rate_limited",
         new AdmissionError(
@@ -131,13 +147,13 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
       );
     }
     if (running.size >= options.maxConcurrency && queued >= options.maxQueue) {
+      if (lease) lease.release();
       return refuse(
         "overloaded",
         new AdmissionError(503, "overloaded", "The query engine is at capacity; retry shortly."),
       );
     }
 
-    const arrived = Date.now();
     const deadline = options.timeoutMs === undefined ? undefined : arrived + options.timeoutMs;
     hold(credential, 1);
     return new Promise<QueryResult>((resolve, reject) => {
@@ -150,6 +166,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
       };
       const ticket: Ticket = {
         credential,
+        lease: lease || undefined,
         controller: new AbortController(),
         timer: undefined,
         refuse: (error) => answer(() => reject(error)),
@@ -164,7 +181,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
             .finally(() => {
               // The slot is free once the engine's work is, not when the caller was answered.
               running.delete(ticket);
-              hold(credential, -1);
+              release(ticket);
               pump();
             });
         },
@@ -174,7 +191,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
           const wasQueued = unqueue(ticket);
           if (wasQueued) {
             refused.expired++;
-            hold(credential, -1);
+            release(ticket);
           }
           ticket.controller.abort();
           ticket.refuse(
@@ -204,7 +221,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
       for (const line of waiting.values()) {
         for (const ticket of line) {
           refused.shutting_down++;
-          hold(ticket.credential, -1);
+          release(ticket);
           ticket.refuse(
             new AdmissionError(
               503,

@@ -127,7 +127,10 @@ function validParams(endpoint: EndpointDefinition, query: RawQuery, url?: string
  * What a request's Cache-Control asks of a cached answer (RFC 9111 §5.2.1): `no-cache` and
  * `max-age=<n>` a value at most that old (no-cache: recomputed now), `only-if-cached` no query.
  */
-function demandOf(header: string | undefined, mayRecompute: () => boolean): Demand | undefined {
+function demandOf(
+  header: string | undefined,
+  mayRecompute: () => Promise<boolean>,
+): Demand | undefined {
   if (!header) return undefined;
   const demand: Demand = { mayRecompute };
   for (const directive of header.toLowerCase().split(",")) {

@@ -8,6 +8,7 @@ import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
 import { decodeCursor } from "../endpoints/cursor.ts";
 import type { FollowHub, StartingPoint } from "../endpoints/follow.ts";
 import { InvalidParamsError, parseParams } from "../endpoints/params.ts";
+import type { SharedPlaces } from "../redis/shared-budgets.ts";
 import { credentialLabels } from "../telemetry/attribution.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { parseIsoTimestamp } from "../time.ts";
@@ -16,6 +17,8 @@ import { HttpError, sendError } from "./errors.ts";
 export interface FollowRouteOptions {
   hub: FollowHub;
   maxPerCredential: number;
+  /** Open streams counted once across replicas (REDIS_URL), else in this process only. */
+  places?: SharedPlaces;
   /** A comment line this often keeps proxies from closing an idle event stream. */
   heartbeatMs?: number;
 }
@@ -31,7 +34,7 @@ interface Stream {
 }
 
 export async function followRoutes(app: FastifyInstance, options: FollowRouteOptions) {
-  const { hub, maxPerCredential, heartbeatMs = 15_000 } = options;
+  const { hub, maxPerCredential, places, heartbeatMs = 15_000 } = options;
   const open = new Map<string, number>();
   const streams = new Set<Stream>();
 
@@ -64,8 +67,11 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
         );
       }
       const credential = request.credential.name;
+      // Across replicas while Redis answers; this process's own count holds either way.
+      const lease = places ? await places.hold(credential, maxPerCredential) : undefined;
       const held = open.get(credential) ?? 0;
-      if (held >= maxPerCredential) {
+      if (lease === false || held >= maxPerCredential) {
+        if (lease) lease.release();
         throw new HttpError(
           429,
           "rate_limited",
@@ -99,6 +105,7 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
         clearTimeout(expiry);
         streams.delete(stream);
         open.set(credential, (open.get(credential) ?? 1) - 1);
+        if (lease) lease.release();
       });
       // The caller left (or the answer ended): nothing more to send.
       reply.raw.once("close", () => stream.body.destroy());

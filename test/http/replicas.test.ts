@@ -5,7 +5,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { buildApp } from "../../src/app.ts";
+import { type AppDeps, buildApp } from "../../src/app.ts";
 import { loadData } from "../../src/engines/duckdb/data.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
@@ -48,6 +48,7 @@ async function replicas(
     redisTimeoutMs?: number;
     /** The engine of replica i; default: the shared DuckDB engine. */
     engineOf?: (i: number) => QueryEngine;
+    deps?: Partial<AppDeps>;
   } = {},
 ): Promise<Replica[]> {
   const prefix = `replicas-${process.pid}-${++prefixes}:`;
@@ -75,6 +76,7 @@ async function replicas(
       rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
       redis: link,
       logger,
+      ...options.deps,
     });
     made.push({ app, link, redisLog });
   }
@@ -193,6 +195,74 @@ describe("one rate limit", () => {
       expect(refused.statusCode).toBe(429);
       expect(JSON.parse(refused.body).error.code).toBe("rate_limited");
     }
+  });
+});
+
+describe("every other per-credential budget, once across replicas", () => {
+  it("forced refreshes: the seventh no-cache in a minute is served as held, whichever replica gets it", async () => {
+    const three = await replicas();
+    await get(three[0], STATS);
+    const forced = (i: number) =>
+      (three[i % 3] as Replica).app.inject({
+        url: STATS,
+        headers: { "x-api-key": API_KEY, "cache-control": "no-cache" },
+      });
+    for (let i = 0; i < 6; i++) {
+      expect((await forced(i)).headers["x-cache"], `forced refresh ${i + 1}`).toBe("REFRESH");
+    }
+    for (let i = 0; i < 3; i++) {
+      expect((await forced(i)).headers["cache-status"]).toMatch(/; detail=refresh-budget$/);
+    }
+    expect(await engineQueries(three, "functions.invocation-stats")).toBe(7);
+  });
+
+  it("open follow streams: past the limit on one replica, refused on the others", async () => {
+    const three = await replicas({ deps: { follow: { maxPerCredential: 2 } } });
+    const bases = await Promise.all(three.map(({ app }) => app.listen({ port: 0 })));
+    const streams = new AbortController();
+    const follow = (base: string | undefined) =>
+      fetch(`${base}/api/endpoints/logs.all/follow?project=default&project_tier=FREE`, {
+        headers: { "x-api-key": API_KEY },
+        signal: streams.signal,
+      });
+    try {
+      expect((await follow(bases[0])).status).toBe(200);
+      expect((await follow(bases[1])).status).toBe(200);
+      const third = await follow(bases[2]);
+      expect(third.status).toBe(429);
+      expect(((await third.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
+    } finally {
+      streams.abort();
+    }
+  });
+
+  it("a share of engine work: held on one replica, refused on another", async () => {
+    let answer: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    const slow: QueryEngine = {
+      ...engine,
+      run: async (request) => {
+        await held;
+        return engine.run(request);
+      },
+    };
+    const [first, second] = await replicas({
+      engineOf: () => slow,
+      deps: { admission: { maxPerCredential: 1 } },
+    });
+    const holding = get(first, usage("daily"));
+    await vi.waitFor(
+      async () => expect(await metric(first as Replica, "query_service_engine_running")).toBe(1),
+      { timeout: 10_000 },
+    );
+    const refused = await get(second, usage("hourly"));
+    expect(refused.statusCode).toBe(429);
+    expect(JSON.parse(refused.body).error.code).toBe("rate_limited");
+    answer();
+    expect((await holding).statusCode).toBe(200);
+    expect((await get(second, usage("hourly"))).statusCode).toBe(200);
   });
 });
 
