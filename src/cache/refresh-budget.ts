@@ -1,7 +1,6 @@
 // How many recomputations a credential may force a minute (Cache-Control: no-cache / max-age on a
 // request): each one costs an engine query, which warming and the shared cache exist to save.
 import { LRUCache } from "lru-cache";
-import { UNAVAILABLE } from "../redis/link.ts";
 import type { SharedBudgets } from "../redis/shared-budgets.ts";
 
 const MINUTE_MS = 60_000;
@@ -24,7 +23,7 @@ export class RefreshBudget {
   async spend(credential: string, ownLimit?: number): Promise<boolean> {
     const limit = ownLimit ?? this.perMinute;
     const shared = await this.shared?.spend("forced-refresh", credential, limit);
-    if (shared !== undefined && shared !== UNAVAILABLE) return shared;
+    if (shared !== undefined) return shared;
     const now = Date.now();
     let window = this.windows.get(credential);
     if (!window || now - window.startedAt >= MINUTE_MS) {

@@ -14,7 +14,6 @@ import {
 } from "../endpoints/catalog.ts";
 import { paramsOf, parseParams, type SqlParams } from "../endpoints/params.ts";
 import type { RunEndpoint } from "../endpoints/runner.ts";
-import { credentialLabels } from "../telemetry/attribution.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { HttpError, sendError } from "./errors.ts";
 import type { Format } from "./formats/format.ts";
@@ -58,10 +57,7 @@ export async function endpointRoutes(
     app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
       const { endpoint, format: named } = target(request.params.nameOrId);
       request.queryLog.endpoint = endpoint.name;
-      annotateRequestSpan(request, {
-        "query_service.endpoint": endpoint.name,
-        "query_service.credential": credentialLabels.of(request.credential.name),
-      });
+      annotateRequestSpan(request, endpoint.name);
       const raw = request.query as RawQuery;
       const query = authorize(request.credential, endpoint, raw);
       const params = validParams(endpoint, query, query === raw ? request.url : undefined);
@@ -82,9 +78,7 @@ export async function endpointRoutes(
         params,
         credential.name,
         format.renditionFor?.(columnNames(endpoint)),
-        demandOf(request.headers["cache-control"], () =>
-          refreshBudget.spend(credential.name, credential.forcedRefreshPerMinute),
-        ),
+        demandOf(request.headers["cache-control"], refreshBudget, credential),
       );
       request.queryLog.cache = answer.cache?.status;
       Object.assign(request.queryLog, answer.execution);
@@ -129,9 +123,11 @@ function validParams(endpoint: EndpointDefinition, query: RawQuery, url?: string
  */
 function demandOf(
   header: string | undefined,
-  mayRecompute: () => Promise<boolean>,
+  budget: RefreshBudget,
+  credential: Credential,
 ): Demand | undefined {
   if (!header) return undefined;
+  const mayRecompute = () => budget.spend(credential.name, credential.forcedRefreshPerMinute);
   const demand: Demand = { mayRecompute };
   for (const directive of header.toLowerCase().split(",")) {
     const [name, value] = directive.trim().split("=");

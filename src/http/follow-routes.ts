@@ -9,7 +9,6 @@ import { decodeCursor } from "../endpoints/cursor.ts";
 import type { FollowHub, StartingPoint } from "../endpoints/follow.ts";
 import { InvalidParamsError, parseParams } from "../endpoints/params.ts";
 import type { SharedPlaces } from "../redis/shared-budgets.ts";
-import { credentialLabels } from "../telemetry/attribution.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { parseIsoTimestamp } from "../time.ts";
 import { HttpError, sendError } from "./errors.ts";
@@ -48,10 +47,7 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
     app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
       const endpoint = followable(request.params.nameOrId);
       request.queryLog.endpoint = endpoint.name;
-      annotateRequestSpan(request, {
-        "query_service.endpoint": endpoint.name,
-        "query_service.credential": credentialLabels.of(request.credential.name),
-      });
+      annotateRequestSpan(request, endpoint.name);
       const raw = request.query as RawQuery;
       refuseNotFollowed(raw);
       const params = parseParams(endpoint.params, authorize(request.credential, endpoint, raw));

@@ -60,31 +60,30 @@ export class SharedBudgets {
     this.#renewal.unref();
   }
 
-  /** One more use of `limit` a minute: whether it is within the budget. */
-  async spend(
-    budget: string,
-    credential: string,
-    limit: number,
-  ): Promise<boolean | typeof UNAVAILABLE> {
+  /** One more use of `limit` a minute: whether it is within the budget; undefined while Redis is away. */
+  async spend(budget: string, credential: string, limit: number): Promise<boolean | undefined> {
     const used = await this.#link.run(
       (client) =>
         client.eval(SPEND, 1, `budget:${budget}:${credential}`, WINDOW_MS) as Promise<number>,
     );
-    return used === UNAVAILABLE ? UNAVAILABLE : used <= limit;
+    return used === UNAVAILABLE ? undefined : used <= limit;
   }
 
-  /** One of at most `limit` places held at once: its lease, or false when all are taken. */
-  async hold(
-    budget: string,
-    credential: string,
-    limit: number,
-  ): Promise<Lease | false | typeof UNAVAILABLE> {
-    const key = `holds:${budget}:${credential}`;
+  /** The places of `budget`, for a caller that counts in its own process while Redis is away. */
+  places(budget: string): SharedPlaces {
+    return { hold: (credential, limit) => this.#hold(`holds:${budget}:${credential}`, limit) };
+  }
+
+  close(): void {
+    clearInterval(this.#renewal);
+  }
+
+  async #hold(key: string, limit: number): Promise<Lease | false | undefined> {
     const member = `${this.#replica}:${++this.#leases}`;
     const taken = await this.#link.run(
       (client) => client.eval(HOLD, 1, key, limit, LEASE_MS, member) as Promise<number>,
     );
-    if (taken === UNAVAILABLE) return UNAVAILABLE;
+    if (taken === UNAVAILABLE) return undefined;
     if (taken === 0) return false;
     this.#held.set(member, key);
     return {
@@ -94,20 +93,6 @@ export class SharedBudgets {
         void this.#link.run((client) => client.zrem(key, member));
       },
     };
-  }
-
-  /** The places of `budget`, for a caller that counts in its own process while Redis is away. */
-  places(budget: string): SharedPlaces {
-    return {
-      hold: async (credential, limit) => {
-        const lease = await this.hold(budget, credential, limit);
-        return lease === UNAVAILABLE ? undefined : lease;
-      },
-    };
-  }
-
-  close(): void {
-    clearInterval(this.#renewal);
   }
 
   async #renew(): Promise<void> {

@@ -2,6 +2,7 @@
 // instrumentation are imported only then: a service without a collector loads neither.
 import { type Attributes, type Span, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { FastifyRequest } from "fastify";
+import { credentialLabels } from "./attribution.ts";
 
 let tracing = false;
 
@@ -49,11 +50,14 @@ export async function startTracing(
   };
 }
 
-/** Adds attributes to the request's server span, when tracing. */
-export function annotateRequestSpan(request: FastifyRequest, attributes: Attributes): void {
+/** Names the endpoint and the credential's label on the request's server span, when tracing. */
+export function annotateRequestSpan(request: FastifyRequest, endpoint: string): void {
   if (!tracing) return;
   const context = (request as { opentelemetry?: () => { span?: Span } }).opentelemetry?.();
-  context?.span?.setAttributes(attributes);
+  context?.span?.setAttributes({
+    "query_service.endpoint": endpoint,
+    "query_service.credential": credentialLabels.of(request.credential.name),
+  });
 }
 
 function pathOf(url: string): string {
