@@ -1,38 +1,28 @@
+// At most `perMinute` requests a minute per credential (or the credential's own limit), counted by
+// @fastify/rate-limit's stores: its LRU in this process, its Lua script in Redis across replicas.
+// The hook is ours: the plugin's awaits its key, its limit and its store in turn (five promises a
+// request), the largest single cost of a cached hit (bench/cache.ts); this one is a callback.
 import { createRequire } from "node:module";
-import rateLimit, { type FastifyRateLimitStore } from "@fastify/rate-limit";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { type RedisLink, UNAVAILABLE } from "../redis/link.ts";
+import { HttpError } from "./errors.ts";
 
-/**
- * At most `perMinute` requests a minute per credential name in the enclosing scope, or the
- * credential's own limit (429 rate_limited). With `redis`, counted once across replicas.
- */
-export const perKeyRateLimit = fp(
-  async (app: FastifyInstance, { perMinute, redis }: { perMinute: number; redis?: RedisLink }) => {
-    await app.register(rateLimit, {
-      max: (request) => request.credential.rateLimitPerMinute ?? perMinute,
-      timeWindow: 60_000,
-      // The standard RateLimit-* names (IETF draft), which CORS exposes to browser dashboards.
-      enableDraftSpec: true,
-      // After authentication, so the budget belongs to the credential (see auth.ts), not to an address.
-      hook: "preHandler",
-      keyGenerator: (request) => request.credential.name,
-      ...(redis && { store: sharedOrLocalStore(redis) }),
-      errorResponseBuilder: (_request, context) => ({
-        statusCode: 429,
-        message: `More than ${context.max} requests a minute with this credential; retry in ${context.after}.`,
-      }),
-    });
-  },
-);
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** false: the route's requests are not counted (a scraper's, a static page's). */
+    rateLimit?: false;
+  }
+}
 
-// The plugin's own two stores, which its package exports only by path.
-type Store = FastifyRateLimitStore;
-type Callback = Parameters<Store["incr"]>[1];
+const WINDOW_MS = 60_000;
+
 type Counted = { current: number; ttl: number };
-/** What the plugin passes a store's constructor (its typings leave it open). */
-type StoreOptions = { continueExceeding?: boolean; exponentialBackoff?: boolean };
+type Callback = (error: Error | null, counted?: Counted) => void;
+/** What the plugin's stores do: count one more for `key` in a window of `timeWindow` ms. */
+type Store = { incr(key: string, callback: Callback, timeWindow: number, max: number): void };
+
+// The plugin's two stores, which its package exports only by path.
 const require = createRequire(import.meta.url);
 const LocalStore: new (
   continueExceeding: boolean,
@@ -46,44 +36,69 @@ const RedisStore: new (
 ) => Store = require("@fastify/rate-limit/store/RedisStore.js");
 
 /**
- * Counts in Redis (the plugin's own Lua script) while the link is up, in this process while it is
- * down or late: Redis being away never refuses or fails a request, it only makes the limit per replica.
+ * Every request of the enclosing scope counts against its credential's minute, after
+ * authentication; past the limit, 429 rate_limited with Retry-After. The standard RateLimit-*
+ * headers (IETF draft), which CORS exposes to browser dashboards, go on every counted answer.
  */
-function sharedOrLocalStore(link: RedisLink) {
-  return class SharedOrLocalStore implements Store {
-    readonly #shared: Store;
-    readonly #local: Store;
+export const perKeyRateLimit = fp(
+  async (app: FastifyInstance, { perMinute, redis }: { perMinute: number; redis?: RedisLink }) => {
+    const local = new LocalStore(false, false);
+    const store = redis ? sharedOrLocal(redis, local) : local;
+    app.addHook("preHandler", (request, reply, done) => {
+      if (request.routeOptions.config.rateLimit === false) return done();
+      const max = request.credential.rateLimitPerMinute ?? perMinute;
+      store.incr(
+        request.credential.name,
+        (error, counted) => {
+          if (error) return done(error);
+          const { current, ttl } = counted as Counted;
+          const seconds = String(Math.ceil(ttl / 1000));
+          reply
+            .header("ratelimit-limit", String(max))
+            .header("ratelimit-remaining", String(Math.max(0, max - current)))
+            .header("ratelimit-reset", seconds);
+          if (current <= max) return done();
+          reply.header("retry-after", seconds);
+          done(
+            new HttpError(
+              429,
+              "rate_limited",
+              `More than ${max} requests a minute with this credential; retry in ${seconds} seconds.`,
+            ),
+          );
+        },
+        WINDOW_MS,
+        max,
+      );
+    });
+  },
+);
 
-    constructor(options: object, stores?: { shared: Store; local: Store }) {
-      const { continueExceeding = false, exponentialBackoff = false } = options as StoreOptions;
-      this.#shared =
-        stores?.shared ??
-        new RedisStore(continueExceeding, exponentialBackoff, link.client, "rate-limit:");
-      this.#local = stores?.local ?? new LocalStore(continueExceeding, exponentialBackoff);
-    }
-
+/**
+ * Counts in Redis while the link is up, in this process while it is down or late: Redis being
+ * away never refuses or fails a request, it only makes the limit per replica.
+ */
+function sharedOrLocal(link: RedisLink, local: Store): Store {
+  const shared = new RedisStore(false, false, link.client, "rate-limit:");
+  return {
     incr(key: string, callback: Callback, timeWindow: number, max: number): void {
-      const local = () => this.#local.incr(key, callback, timeWindow, max);
+      const locally = () => local.incr(key, callback, timeWindow, max);
       link
         .run(
           () =>
             new Promise<Counted>((resolve, reject) =>
-              this.#shared.incr(
+              shared.incr(
                 key,
-                (error, counted) => (error ? reject(error) : resolve(counted as Counted)),
+                (error, counted) => (error || !counted ? reject(error) : resolve(counted)),
                 timeWindow,
                 max,
               ),
             ),
         )
-        .then((counted) => (counted === UNAVAILABLE ? local() : callback(null, counted)), local);
-    }
-
-    child(routeOptions: Parameters<Store["child"]>[0]): Store {
-      return new SharedOrLocalStore(routeOptions, {
-        shared: this.#shared.child(routeOptions),
-        local: this.#local.child(routeOptions),
-      });
-    }
+        .then(
+          (counted) => (counted === UNAVAILABLE ? locally() : callback(null, counted)),
+          locally,
+        );
+    },
   };
 }

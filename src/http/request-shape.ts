@@ -14,13 +14,18 @@ export const requestShape = fp(async (app: FastifyInstance) => {
       headers["transfer-encoding"] !== undefined || Number(headers["content-length"] ?? 0) > 0;
     if (declaresBody) {
       reply.header("connection", "close");
-      sendError(
-        reply,
-        413,
-        "payload_too_large",
-        "This service takes no request body; send parameters in the query string.",
-      );
-      return done();
+      // A turn later: Node's parser first reads the rest of what arrived, so a body with bad
+      // framing (chunking) gets the parser's 400, not this answer.
+      setImmediate(() => {
+        sendError(
+          reply,
+          413,
+          "payload_too_large",
+          "This service takes no request body; send parameters in the query string.",
+        );
+        done();
+      });
+      return;
     }
     let hosts = 0;
     for (let i = 0; i < raw.rawHeaders.length; i += 2) {

@@ -71,7 +71,8 @@ const tracer = trace.getTracer("log-usage-query-service");
  * Runs `work` in a span (a child of the active one, or a trace of its own with `root`) when tracing;
  * `describe` adds attributes from its result. Without tracing it only runs `work`.
  */
-export async function inSpan<T>(
+// Not async itself: without tracing, a cached hit gets `work`'s promise with no wrapper around it.
+export function inSpan<T>(
   name: string,
   options: { attributes: Attributes; root?: boolean },
   work: () => Promise<T>,
