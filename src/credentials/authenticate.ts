@@ -20,7 +20,8 @@ export class AuthenticationError extends Error {
   override name = "AuthenticationError";
 }
 
-export type Authenticate = (secret: string) => Promise<Credential>;
+/** An API key is answered at once (no promise on a cached hit's path); a token once verified. */
+export type Authenticate = (secret: string) => Credential | Promise<Credential>;
 
 const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 
@@ -39,16 +40,14 @@ export function createAuthenticator(sources: CredentialSources): Authenticate {
     throw new Error("no credentials: give API keys, a keys file or a token key");
   }
 
-  return async (secret) => {
+  return (secret) => {
     if (tokens && JWT_SHAPE.test(secret)) {
-      try {
-        return await tokens(secret);
-      } catch (error) {
+      return tokens(secret).catch((error: unknown) => {
         if (error instanceof TokenError) {
           throw new AuthenticationError(`Invalid access token: ${error.message}.`);
         }
         throw error;
-      }
+      });
     }
     const digest = sha256Hex(secret);
     const full = fullAccess.get(digest);

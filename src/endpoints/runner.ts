@@ -87,6 +87,14 @@ export function createRunner(deps: {
     ];
   }
 
+  // Made once, not on every hit.
+  const lookupSpans = new Map(
+    deps.endpoints.map((endpoint) => [
+      endpoint,
+      { attributes: { "query_service.endpoint": endpoint.name } },
+    ]),
+  );
+
   // Cache keys by parameters object: validated parameters are memoised per query string (and frozen),
   // so a dashboard's repeated request finds its key without sorting and encoding again.
   const keys = new WeakMap<SqlParams, { endpointId: string; key: string }>();
@@ -134,11 +142,14 @@ export function createRunner(deps: {
     };
     const { payload, ...answer } = await inSpan(
       "cache lookup",
-      { attributes: { "query_service.endpoint": endpoint.name } },
+      lookupSpans.get(endpoint) as SpanOptions,
       () => cache.get(key, endpoint.cache as CachePolicy, load, rendition, demand),
-      (found) => ({ "query_service.cache": found.status }),
+      describeLookup,
     );
     answered = true;
     return { payload, cache: { ...answer, ttlSeconds: endpoint.cache.ttlSeconds }, execution };
   };
 }
+
+type SpanOptions = Parameters<typeof inSpan>[1];
+const describeLookup = (found: CacheAnswer) => ({ "query_service.cache": found.status });

@@ -65,19 +65,25 @@ export const requireCredential = fp(
           ),
         );
       }
-      options.authenticate(secret).then(
-        (credential) => {
-          request.credential = credential;
-          request.queryLog.credential = credential.name;
-          done();
-        },
-        (error: unknown) => {
-          if (!(error instanceof AuthenticationError)) return done(error as Error);
-          // The window runs from the first failure: later ones do not extend it.
-          failures.set(request.ip, failed + 1, { noUpdateTTL: failed > 0 });
-          done(new HttpError(401, "unauthorized", error.message));
-        },
-      );
+      const accept = (credential: Credential) => {
+        request.credential = credential;
+        request.queryLog.credential = credential.name;
+        done();
+      };
+      const refuse = (error: unknown) => {
+        if (!(error instanceof AuthenticationError)) return done(error as Error);
+        // The window runs from the first failure: later ones do not extend it.
+        failures.set(request.ip, failed + 1, { noUpdateTTL: failed > 0 });
+        done(new HttpError(401, "unauthorized", error.message));
+      };
+      let found: ReturnType<Authenticate>;
+      try {
+        found = options.authenticate(secret);
+      } catch (error) {
+        return refuse(error);
+      }
+      if (found instanceof Promise) found.then(accept, refuse);
+      else accept(found);
     });
   },
 );

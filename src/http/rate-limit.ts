@@ -3,7 +3,7 @@
 // The hook is ours: the plugin's awaits its key, its limit and its store in turn (five promises a
 // request), the largest single cost of a cached hit (bench/cache.ts); this one is a callback.
 import { createRequire } from "node:module";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, preHandlerHookHandler } from "fastify";
 import fp from "fastify-plugin";
 import { type RedisLink, UNAVAILABLE } from "../redis/link.ts";
 import { HttpError } from "./errors.ts";
@@ -44,8 +44,7 @@ export const perKeyRateLimit = fp(
   async (app: FastifyInstance, { perMinute, redis }: { perMinute: number; redis?: RedisLink }) => {
     const local = new LocalStore(false, false);
     const store = redis ? sharedOrLocal(redis, local) : local;
-    app.addHook("preHandler", (request, reply, done) => {
-      if (request.routeOptions.config.rateLimit === false) return done();
+    const count: preHandlerHookHandler = (request, reply, done) => {
       const max = request.credential.rateLimitPerMinute ?? perMinute;
       store.incr(
         request.credential.name,
@@ -70,6 +69,11 @@ export const perKeyRateLimit = fp(
         WINDOW_MS,
         max,
       );
+    };
+    // Per route, as it is added: a request does not ask whether its route is exempt.
+    app.addHook("onRoute", (route) => {
+      if (route.config?.rateLimit === false) return;
+      route.preHandler = [route.preHandler ?? [], count].flat();
     });
   },
 );
