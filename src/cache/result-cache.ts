@@ -243,6 +243,18 @@ export class ResultCache {
     return this.#answer(key, entry, rendition, "MISS", answeredAt);
   }
 
+  /**
+   * The held value, when it can be answered without waiting: fresh and, with replicas, compared
+   * with the shared value within the last second. Otherwise undefined, and `get` answers.
+   */
+  fresh(key: string, rendition?: Rendition): CacheAnswer | undefined {
+    const now = this.#now();
+    const cached = this.#entries.get(key);
+    if (!cached || now >= cached.expiresAt) return undefined;
+    if (this.#shared && now - cached.checkedAt >= SHARED_CHECK_MS) return undefined;
+    return this.#hit(key, cached, now, rendition);
+  }
+
   stats(): CacheStats {
     return { ...this.#counts, entries: this.#entries.size, bytes: this.#entries.calculatedSize };
   }

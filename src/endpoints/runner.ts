@@ -10,7 +10,7 @@ import {
   type ResultCache,
 } from "../cache/result-cache.ts";
 import type { QueryEngine, QueryRequest, QueryResult } from "../engines/engine.ts";
-import { inSpan } from "../telemetry/tracing.ts";
+import { inSpan, isTracing } from "../telemetry/tracing.ts";
 import type { EndpointDefinition } from "./catalog.ts";
 import { cursorAfter } from "./cursor.ts";
 import type { SqlParams } from "./params.ts";
@@ -43,7 +43,7 @@ export type RunEndpoint = (
   credential?: string,
   rendition?: Rendition,
   demand?: Demand,
-) => Promise<Answer>;
+) => Answer | Promise<Answer>;
 
 export function createRunner(deps: {
   engine: QueryEngine;
@@ -108,23 +108,37 @@ export function createRunner(deps: {
     return key;
   };
 
-  return async (endpoint, params, credential, rendition, demand) => {
-    if (!endpoint.cache || !cache) {
-      if (demand?.onlyIfCached) throw new NotCachedError("this endpoint's answers are never held");
-      const [payload, execution, { rows }] = await query(endpoint, params, {
-        trigger: "request",
-        credential,
-      });
-      const last = rows.at(-1);
-      return {
-        payload: rendition ? rendition.render(payload) : payload,
-        execution,
-        ...(last && rows.length === endpoint.pageSize && { nextCursor: cursorAfter(last) }),
-      };
-    }
+  async function uncached(
+    endpoint: EndpointDefinition,
+    params: SqlParams,
+    credential?: string,
+    rendition?: Rendition,
+    demand?: Demand,
+  ): Promise<Answer> {
+    if (demand?.onlyIfCached) throw new NotCachedError("this endpoint's answers are never held");
+    const [payload, execution, { rows }] = await query(endpoint, params, {
+      trigger: "request",
+      credential,
+    });
+    const last = rows.at(-1);
+    return {
+      payload: rendition ? rendition.render(payload) : payload,
+      execution,
+      ...(last && rows.length === endpoint.pageSize && { nextCursor: cursorAfter(last) }),
+    };
+  }
+
+  async function looked(
+    cache: ResultCache,
+    endpoint: EndpointDefinition & { cache: CachePolicy },
+    params: SqlParams,
+    key: string,
+    credential?: string,
+    rendition?: Rendition,
+    demand?: Demand,
+  ): Promise<Answer> {
     let execution: Execution | undefined;
     let answered = false;
-    const key = keyOf(endpoint, params);
     const load = async () => {
       const [loaded, executed] = await query(
         endpoint,
@@ -140,15 +154,41 @@ export function createRunner(deps: {
       } else execution = executed;
       return loaded;
     };
-    const { payload, ...answer } = await inSpan(
+    const found = await inSpan(
       "cache lookup",
       lookupSpans.get(endpoint) as SpanOptions,
-      () => cache.get(key, endpoint.cache as CachePolicy, load, rendition, demand),
+      () => cache.get(key, endpoint.cache, load, rendition, demand),
       describeLookup,
     );
     answered = true;
-    return { payload, cache: { ...answer, ttlSeconds: endpoint.cache.ttlSeconds }, execution };
+    return answerOf(found, endpoint.cache, execution);
+  }
+
+  return (endpoint, params, credential, rendition, demand) => {
+    if (!endpoint.cache || !cache) return uncached(endpoint, params, credential, rendition, demand);
+    const key = keyOf(endpoint, params);
+    // A fresh value asked for plainly is answered in this turn: a dashboard's hit waits on no
+    // promise. A traced request takes the lookup, which records its span.
+    const fresh = demand || isTracing() ? undefined : cache.fresh(key, rendition);
+    if (fresh) return answerOf(fresh, endpoint.cache);
+    return looked(
+      cache,
+      endpoint as EndpointDefinition & { cache: CachePolicy },
+      params,
+      key,
+      credential,
+      rendition,
+      demand,
+    );
   };
+}
+
+function answerOf(
+  { payload, ...answer }: CacheAnswer,
+  policy: CachePolicy,
+  execution?: Execution,
+): Answer {
+  return { payload, cache: { ...answer, ttlSeconds: policy.ttlSeconds }, execution };
 }
 
 type SpanOptions = Parameters<typeof inSpan>[1];

@@ -13,7 +13,7 @@ import {
   findEndpoint,
 } from "../endpoints/catalog.ts";
 import { paramsOf, parseParams, type SqlParams } from "../endpoints/params.ts";
-import type { RunEndpoint } from "../endpoints/runner.ts";
+import type { Answer, RunEndpoint } from "../endpoints/runner.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { HttpError, sendError } from "./errors.ts";
 import type { Format } from "./formats/format.ts";
@@ -54,7 +54,8 @@ export async function endpointRoutes(
         throw new HttpError(405, "method_not_allowed", "The endpoints answer GET only.");
       },
     });
-    app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
+    // Not async: a cached hit is answered in the turn it arrived in (see runner.ts).
+    app.get<{ Params: { nameOrId: string } }>(path, (request, reply) => {
       const { endpoint, format: named } = target(request.params.nameOrId);
       request.queryLog.endpoint = endpoint.name;
       annotateRequestSpan(request, endpoint.name);
@@ -64,28 +65,34 @@ export async function endpointRoutes(
       // The request is otherwise valid; only now can its Accept be what fails it.
       const format = named ?? negotiated(request, reply);
       if (!format) {
-        return sendError(
+        sendError(
           reply,
           406,
           "not_acceptable",
           `Accept names none of the formats served: ${MEDIA_TYPES.join(", ")}.`,
           { available: MEDIA_TYPES },
         );
+        return;
       }
       const { credential } = request;
-      const answer = await run(
+      const answer = run(
         endpoint,
         params,
         credential.name,
         format.renditionFor?.(columnNames(endpoint)),
         demandOf(request.headers["cache-control"], refreshBudget, credential),
       );
-      request.queryLog.cache = answer.cache?.status;
-      Object.assign(request.queryLog, answer.execution);
-      if (answer.nextCursor) reply.header("link", nextLink(request.url, answer.nextCursor));
-      return sendAnswer(request, reply, answer);
+      if (answer instanceof Promise) return answer.then((found) => respond(request, reply, found));
+      respond(request, reply, answer);
     });
   }
+}
+
+function respond(request: FastifyRequest, reply: FastifyReply, answer: Answer): FastifyReply {
+  request.queryLog.cache = answer.cache?.status;
+  Object.assign(request.queryLog, answer.execution);
+  if (answer.nextCursor) reply.header("link", nextLink(request.url, answer.nextCursor));
+  return sendAnswer(request, reply, answer);
 }
 
 const NO_PARAMS = paramsOf({});

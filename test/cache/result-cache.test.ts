@@ -121,6 +121,33 @@ describe("TTL", () => {
   });
 });
 
+describe("answering at once", () => {
+  it("gives a held value without a promise while it is fresh, and nothing once it has expired", async () => {
+    makeCache();
+    const loader = countingLoader();
+    expect(cache.fresh("k")).toBeUndefined();
+    await cache.get("k", NO_WARMING, loader.load);
+    vi.advanceTimersByTime(10 * SECOND);
+    expect(cache.fresh("k")).toMatchObject({
+      status: "HIT",
+      ageSeconds: 10,
+      payload: { body: '{"call":1}' },
+    });
+    expect(cache.stats()).toMatchObject({ hits: 1, misses: 1 });
+    vi.advanceTimersByTime(890 * SECOND);
+    expect(cache.fresh("k")).toBeUndefined();
+    expect(loader.calls).toBe(1);
+  });
+
+  it("answers a value past its warming interval as STALE, as get does", async () => {
+    makeCache();
+    await cache.get("k", DASHBOARD, countingLoader().load);
+    vi.advanceTimersByTime(300 * SECOND);
+    expect(cache.fresh("k")).toMatchObject({ status: "STALE", ageSeconds: 300 });
+    expect(cache.stats()).toMatchObject({ stale: 1 });
+  });
+});
+
 describe("warming", () => {
   it("re-queries in the background at 300 s and replaces the value", async () => {
     const engine = countingLoader();
