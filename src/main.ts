@@ -2,13 +2,13 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import closeWithGrace from "close-with-grace";
-import { pino } from "pino";
 import { buildApp } from "./app.ts";
 import { type AuthSettings, ConfigError, loadConfig } from "./config.ts";
 import { KeysFile } from "./credentials/keys-file.ts";
 import { createTokenVerifier } from "./credentials/tokens.ts";
 import { openEngine } from "./engines/open-engine.ts";
 import { buildManagementApp } from "./http/management.ts";
+import { createLogger } from "./logger.ts";
 import { RedisLink } from "./redis/link.ts";
 import { credentialLabels } from "./telemetry/attribution.ts";
 import { startTracing } from "./telemetry/tracing.ts";
@@ -53,10 +53,7 @@ await checkListenAddress("PORT", config.port);
 if (config.managementPort !== undefined) {
   await checkListenAddress("MANAGEMENT_PORT", config.managementPort);
 }
-const log = pino({
-  level: config.logLevel,
-  ...(config.logFormat === "pretty" && { transport: { target: "pino-pretty" } }),
-});
+const log = createLogger(config);
 
 /** The keys file and token keys, read now: a bad one stops startup with one line naming it. */
 function openCredentialSources(auth: AuthSettings) {

@@ -221,6 +221,20 @@ describe("npm start", () => {
     });
   });
 
+  it("has written every request's log line when it exits, though it writes lines in batches", async () => {
+    const { child, baseUrl, stdout } = await start({ API_KEYS: KEY });
+    const closed = new Promise((resolve) => child.once("close", resolve));
+    for (let i = 0; i < 5; i++) {
+      await (await fetch(`${baseUrl}/api/endpoints`, { headers: { "X-API-KEY": KEY } })).text();
+    }
+    child.kill("SIGTERM");
+    await closed;
+    const lines = stdout()
+      .split("\n")
+      .filter((line) => line.includes('"msg":"request"'));
+    expect(lines).toHaveLength(5);
+  });
+
   it("closes gracefully on SIGTERM", async () => {
     const { child } = await start({ API_KEYS: KEY });
     const exited = new Promise((resolve) =>
