@@ -1,5 +1,6 @@
 // Tables derived from the BigQuery-shaped source tables, shaped for the queries: one flat row per
-// invocation or request, in timestamp order, and their sums per hour (queries/duckdb/derived).
+// invocation or request, in timestamp order, and what they give per hour: sums, and the sorted
+// execution times per value bin (queries/duckdb/derived).
 // Every change to a source table goes through here, so the derived tables always hold exactly
 // what their source rows give.
 import { readFileSync } from "node:fs";
@@ -14,16 +15,16 @@ interface Derivation {
   source: string;
   /** One row per element, from a batch of source records (the relation `batch`). */
   rows: string;
-  /** `rows` summed per hour, for the hours [$from, $to). */
-  hours: string;
+  /** Tables of `rows` per hour, each recomputed for the hours [$from, $to). */
+  hours: string[];
 }
 
 const DERIVATIONS: Derivation[] = [
-  { source: "edge_logs", rows: "edge_requests", hours: "edge_request_hours" },
+  { source: "edge_logs", rows: "edge_requests", hours: ["edge_request_hours"] },
   {
     source: "function_edge_logs",
     rows: "function_invocations",
-    hours: "function_invocation_hours",
+    hours: ["function_invocation_hours", "function_invocation_values"],
   },
 ];
 
@@ -38,15 +39,15 @@ export async function createDerivedTables(connection: DuckDBConnection): Promise
     "SELECT table_name FROM duckdb_tables() WHERE NOT temporary",
   );
   const existing = new Set(reader.getRows().map(([name]) => name));
-  const missing = DERIVATIONS.some((d) => !existing.has(d.rows) || !existing.has(d.hours));
+  const missing = DERIVATIONS.some((d) => [d.rows, ...d.hours].some((t) => !existing.has(t)));
   if (!missing) return;
   // One transaction: tables that exist are filled.
   await connection.run("BEGIN TRANSACTION");
   try {
     await connection.run(derivedSql("tables"));
     for (const derivation of DERIVATIONS) {
-      await connection.run(`DELETE FROM ${quoteIdent(derivation.rows)}`);
-      await connection.run(`DELETE FROM ${quoteIdent(derivation.hours)}`);
+      for (const table of [derivation.rows, ...derivation.hours])
+        await connection.run(`DELETE FROM ${quoteIdent(table)}`);
       await derive(connection, derivation, derivation.source);
     }
     await connection.run("COMMIT");
@@ -95,9 +96,13 @@ async function refreshHours(
   to: bigint,
 ) {
   const range = { from: new DuckDBTimestampTZValue(from), to: new DuckDBTimestampTZValue(to) };
-  const hours = quoteIdent(derivation.hours);
-  await connection.run(`DELETE FROM ${hours} WHERE hour >= $from AND hour < $to`, range);
-  await connection.run(`INSERT INTO ${hours} ${derivedSql(derivation.hours)}`, range);
+  for (const table of derivation.hours) {
+    await connection.run(
+      `DELETE FROM ${quoteIdent(table)} WHERE hour >= $from AND hour < $to`,
+      range,
+    );
+    await connection.run(`INSERT INTO ${quoteIdent(table)} ${derivedSql(table)}`, range);
+  }
 }
 
 /** Drops every record older than `cutoff` (epoch µs) from the source tables and what they give. */
@@ -110,10 +115,8 @@ export async function dropRecordsBefore(
     for (const table of [derivation.source, derivation.rows]) {
       await connection.run(`DELETE FROM ${quoteIdent(table)} WHERE timestamp < $cutoff`, before);
     }
-    await connection.run(
-      `DELETE FROM ${quoteIdent(derivation.hours)} WHERE hour < $cutoff`,
-      before,
-    );
+    for (const table of derivation.hours)
+      await connection.run(`DELETE FROM ${quoteIdent(table)} WHERE hour < $cutoff`, before);
     // The hour the cutoff falls in keeps its later records.
     await refreshHours(connection, derivation, floorHour(cutoff), floorHour(cutoff) + HOUR);
   }
@@ -122,7 +125,7 @@ export async function dropRecordsBefore(
 /** Empties the source tables and what they give. */
 export async function clearRecords(connection: DuckDBConnection): Promise<void> {
   for (const { source, rows, hours } of DERIVATIONS) {
-    for (const table of [source, rows, hours])
+    for (const table of [source, rows, ...hours])
       await connection.run(`DELETE FROM ${quoteIdent(table)}`);
   }
 }
