@@ -28,7 +28,13 @@ const DERIVATIONS: Derivation[] = [
   },
 ];
 
-const HOUR = 3_600_000_000n;
+export const HOUR = 3_600_000_000n;
+
+/**
+ * Records appended at once (one demo batch, one slice of an export file): what a batch's sort and
+ * derivation hold stays far below any sensible memory limit.
+ */
+export const BATCH_ROWS = 1_000_000;
 
 /**
  * Creates the derived tables that do not exist yet, and fills them from the source tables when
@@ -58,8 +64,8 @@ export async function createDerivedTables(connection: DuckDBConnection): Promise
 }
 
 /**
- * Appends the records of table `relation` (with the source table's columns) to `table` and to
- * what is derived from it, all in timestamp order. Run it inside the caller's transaction.
+ * Appends the records of table `relation` (with the source table's columns, in timestamp order)
+ * to `table` and to what is derived from it. Run it inside the caller's transaction.
  */
 export async function appendRecords(
   connection: DuckDBConnection,
@@ -68,17 +74,21 @@ export async function appendRecords(
 ): Promise<number> {
   const derivation = DERIVATIONS.find((d) => d.source === table);
   if (!derivation) throw new Error(`no derived tables for ${table}`);
-  const result = await connection.run(
-    `INSERT INTO ${quoteIdent(table)} SELECT * FROM ${quoteIdent(relation)} ORDER BY timestamp`,
-  );
+  const counted = await connection.runAndReadAll(`SELECT count(*) FROM ${quoteIdent(relation)}`);
+  const rows = Number(counted.getRows()[0]?.[0] ?? 0);
+  // Nothing inserted when there is nothing: see insertRows.
+  if (rows === 0) return 0;
+  await connection.run(`INSERT INTO ${quoteIdent(table)} FROM ${quoteIdent(relation)}`);
   await derive(connection, derivation, relation);
-  return result.rowsChanged;
+  return rows;
 }
 
 /** Derives the rows and the hours they touch of `relation`'s records. */
 async function derive(connection: DuckDBConnection, derivation: Derivation, relation: string) {
-  await connection.run(
-    `INSERT INTO ${quoteIdent(derivation.rows)} WITH batch AS (FROM ${quoteIdent(relation)}) ${derivedSql(derivation.rows)}`,
+  await insertRows(
+    connection,
+    derivation.rows,
+    `WITH batch AS (FROM ${quoteIdent(relation)}) ${derivedSql(derivation.rows)}`,
   );
   const reader = await connection.runAndReadAll(
     `SELECT epoch_us(min(timestamp)), epoch_us(max(timestamp)) FROM ${quoteIdent(relation)}`,
@@ -101,8 +111,29 @@ async function refreshHours(
       `DELETE FROM ${quoteIdent(table)} WHERE hour >= $from AND hour < $to`,
       range,
     );
-    await connection.run(`INSERT INTO ${quoteIdent(table)} ${derivedSql(table)}`, range);
+    await insertRows(connection, table, derivedSql(table), range);
   }
+}
+
+const SCRATCH = "derived_rows";
+
+/**
+ * Appends the rows of `select` (ordered) to `table`, through a scratch table so as to insert
+ * nothing when there is nothing: DuckDB 1.5.5 silently drops the rows of an insert filling a row
+ * group when an insert of no rows into the same table preceded it in the transaction, and a large
+ * export file's slices are all appended in one transaction.
+ */
+async function insertRows(
+  connection: DuckDBConnection,
+  table: string,
+  select: string,
+  params?: Record<string, DuckDBTimestampTZValue>,
+) {
+  await connection.run(`CREATE OR REPLACE TEMP TABLE ${SCRATCH} AS ${select}`, params);
+  const reader = await connection.runAndReadAll(`SELECT count(*) FROM ${SCRATCH}`);
+  if (Number(reader.getRows()[0]?.[0]) > 0)
+    await connection.run(`INSERT INTO ${quoteIdent(table)} FROM ${SCRATCH}`);
+  await connection.run(`DROP TABLE ${SCRATCH}`);
 }
 
 /** Drops every record older than `cutoff` (epoch µs) from the source tables and what they give. */
