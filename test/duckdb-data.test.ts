@@ -292,6 +292,21 @@ describe("demo data", () => {
     ).toEqual([{ invocations: 50_000, summed: 50_000, requests: 100_000, hours: 100_000 }]);
   });
 
+  it("derives the sorted execution times of a database file written before they were kept", async () => {
+    await loadData(engine, { now: NOW });
+    const connection = await engine.connect();
+    await connection.run("DROP TABLE function_invocation_values");
+    connection.closeSync();
+    expect((await loadData(engine, { demoData: false })).source).toBe("database");
+    expect(
+      await query(`SELECT
+        (SELECT count(*) FROM (SELECT unnest(execution_times) FROM function_invocation_values)) AS listed,
+        (SELECT count(*) FROM function_invocation_values
+          WHERE execution_times <> list_sort(execution_times)) AS unsorted,
+        (SELECT count(execution_time_ms) FROM function_invocations) AS invocations`),
+    ).toEqual([{ listed: 50_000, unsorted: 0, invocations: 50_000 }]);
+  });
+
   it("keeps what a database file already holds unless asked, and replaces it when asked", async () => {
     await loadData(engine, { now: NOW });
     const kept = await loadData(engine, { now: NOW });

@@ -221,6 +221,14 @@ describe("live demo data", () => {
         EXCEPT SELECT date_trunc('hour', timestamp), count(*) FILTER (WHERE counted)
         FROM function_invocations GROUP BY 1)
       AND NOT EXISTS (
+        SELECT date_trunc('hour', timestamp) AS hour, count(execution_time_ms) AS n
+        FROM function_invocations GROUP BY 1 HAVING n > 0
+        EXCEPT SELECT hour, sum(len(execution_times)) FROM function_invocation_values GROUP BY 1)
+      AND NOT EXISTS (
+        SELECT hour, sum(len(execution_times)) FROM function_invocation_values GROUP BY 1
+        EXCEPT SELECT date_trunc('hour', timestamp), count(execution_time_ms)
+        FROM function_invocations GROUP BY 1 HAVING count(execution_time_ms) > 0)
+      AND NOT EXISTS (
         SELECT date_trunc('hour', timestamp) AS hour, count(*) AS n FROM edge_requests GROUP BY 1
         EXCEPT SELECT hour, sum(requests) FROM edge_request_hours GROUP BY 1)
       AND NOT EXISTS (

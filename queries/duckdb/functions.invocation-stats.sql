@@ -5,7 +5,8 @@
 -- first <= timestamp < trunc(now) + one bucket.
 -- Second and minute buckets (windows of an hour at most) are computed from the invocations
 -- themselves; hour and day buckets (1day, 7day) are sums of whole hours of
--- function_invocation_hours, and their p95/p99 read only the invocations of one value bin.
+-- function_invocation_hours, and their p95/p99 read only the sorted execution times of one value
+-- bin (function_invocation_values).
 -- Buckets are epoch microseconds, truncated by arithmetic: UTC units up to a day have fixed lengths.
 WITH series AS (
   SELECT
@@ -86,42 +87,42 @@ small_buckets AS (
   HAVING count(*) > 98
 ),
 
--- Read more than once: computed once.
-bins AS MATERIALIZED (
+-- The window's hour rows, read more than once: computed once.
+hours AS MATERIALIZED (
   SELECT
     epoch_us(h.hour) - (epoch_us(h.hour) - epoch_us(first)) % step_us AS bucket,
-    h.value_bin,
-    CAST(sum(h.values) AS BIGINT) AS n,
-    -- Floats summed in a fixed order: in whatever order parallel threads met them, the last digits
-    -- of an average would change from one run to the next, and with them the answer's ETag.
-    sum(h.total ORDER BY h.hour, h.function_id) AS total,
-    min(h.smallest) AS smallest,
-    max(h.largest) AS largest,
-    sum(h.invocations) AS invocations,
-    sum(h.errors) AS errors
+    h.*
   FROM function_invocation_hours AS h, series
   WHERE by_hour
     AND h.hour >= first AND h.hour < stop
     AND h.project_ref = $project
     AND (coalesce($function_id, '') = '' OR h.function_id = $function_id)
+),
+
+bins AS MATERIALIZED (
+  SELECT bucket, value_bin, CAST(sum("values") AS BIGINT) AS n
+  FROM hours
   GROUP BY ALL
 ),
 
 hour_buckets AS MATERIALIZED (
   SELECT
     bucket,
-    CAST(sum(n) AS BIGINT) AS n,
+    CAST(sum("values") AS BIGINT) AS n,
     min(smallest) AS smallest,
     max(largest) AS largest,
-    sum(total ORDER BY value_bin) / nullif(sum(n), 0) AS average,
+    -- Floats summed in a fixed order: in whatever order parallel threads met them, the last digits
+    -- of an average would change from one run to the next, and with them the answer's ETag.
+    sum(total ORDER BY hour, function_id, value_bin) / nullif(sum("values"), 0) AS average,
     sum(invocations) AS invocations,
     sum(errors) AS errors
-  FROM bins
+  FROM hours
   GROUP BY bucket
 ),
 
 -- The value of rank k = floor(q·(n−1)) of a bucket lies in the bin where the running count of
--- values passes k; it is the (k − values in lower bins)-th smallest value of that bin.
+-- values passes k; it is the (k − values in lower bins)-th smallest value of that bin, read from
+-- the bin's lists of the bucket's hours.
 targets AS MATERIALIZED (
   SELECT r.bucket, q.percent, r.value_bin, q.percent * (b.n - 1) // 100 - r.below AS k
   FROM (
@@ -140,22 +141,21 @@ targets AS MATERIALIZED (
 ),
 
 picked AS (
-  SELECT t.bucket, t.percent, list_sort(list(i.execution_time_ms))[t.k + 1] AS value
+  SELECT t.bucket, t.percent, list_sort(flatten(list(v.execution_times)))[t.k + 1] AS value
   FROM targets AS t
   JOIN (
     SELECT
-      epoch_us(i.timestamp) - (epoch_us(i.timestamp) - epoch_us(first)) % step_us AS bucket,
-      i.value_bin,
-      i.execution_time_ms
-    FROM function_invocations AS i, series
-    WHERE i.timestamp >= $now - CASE $interval WHEN '7day' THEN INTERVAL 8 DAY ELSE INTERVAL 25 HOUR END
-      AND by_hour
-      AND i.timestamp >= first AND i.timestamp < stop
-      AND i.project_ref = $project
-      AND (coalesce($function_id, '') = '' OR i.function_id = $function_id)
-      -- A range of scalars, not a join: the planner would hash every invocation in the window.
-      AND i.value_bin BETWEEN (SELECT min(value_bin) FROM targets) AND (SELECT max(value_bin) FROM targets)
-  ) AS i USING (bucket, value_bin)
+      epoch_us(v.hour) - (epoch_us(v.hour) - epoch_us(first)) % step_us AS bucket,
+      v.value_bin,
+      v.execution_times
+    FROM function_invocation_values AS v, series
+    WHERE by_hour
+      AND v.hour >= first AND v.hour < stop
+      AND v.project_ref = $project
+      AND (coalesce($function_id, '') = '' OR v.function_id = $function_id)
+      -- A range of scalars, not a join: the planner would hash every list of the window.
+      AND v.value_bin BETWEEN (SELECT min(value_bin) FROM targets) AND (SELECT max(value_bin) FROM targets)
+  ) AS v USING (bucket, value_bin)
   GROUP BY t.bucket, t.percent, t.k
 )
 

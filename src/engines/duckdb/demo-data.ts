@@ -4,7 +4,7 @@
 // never a whole table in memory at once.
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { DuckDBTimestampTZValue } from "@duckdb/node-api";
-import { appendRecords, createDerivedTables } from "./derived.ts";
+import { appendRecords, BATCH_ROWS, createDerivedTables } from "./derived.ts";
 
 /** Project refs of the demo data: `default` (self-hosted setups use it) and a second one. */
 export const DEMO_PROJECTS = ["default", "staging"] as const;
@@ -124,8 +124,6 @@ SELECT CAST(gen_random_uuid() AS VARCHAR) AS id, timestamp,
 FROM invocations
 ORDER BY timestamp`;
 
-/** Rows generated per table and batch: DuckDB's memory, not the process's, bounds a batch. */
-const BATCH_ROWS = 1_000_000;
 const DAY_US = 86_400_000_000;
 
 /**

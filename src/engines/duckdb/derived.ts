@@ -1,5 +1,6 @@
 // Tables derived from the BigQuery-shaped source tables, shaped for the queries: one flat row per
-// invocation or request, in timestamp order, and their sums per hour (queries/duckdb/derived).
+// invocation or request, in timestamp order, and what they give per hour: sums, and the sorted
+// execution times per value bin (queries/duckdb/derived).
 // Every change to a source table goes through here, so the derived tables always hold exactly
 // what their source rows give.
 import { readFileSync } from "node:fs";
@@ -14,20 +15,26 @@ interface Derivation {
   source: string;
   /** One row per element, from a batch of source records (the relation `batch`). */
   rows: string;
-  /** `rows` summed per hour, for the hours [$from, $to). */
-  hours: string;
+  /** Tables of `rows` per hour, each recomputed for the hours [$from, $to). */
+  hours: string[];
 }
 
 const DERIVATIONS: Derivation[] = [
-  { source: "edge_logs", rows: "edge_requests", hours: "edge_request_hours" },
+  { source: "edge_logs", rows: "edge_requests", hours: ["edge_request_hours"] },
   {
     source: "function_edge_logs",
     rows: "function_invocations",
-    hours: "function_invocation_hours",
+    hours: ["function_invocation_hours", "function_invocation_values"],
   },
 ];
 
-const HOUR = 3_600_000_000n;
+export const HOUR = 3_600_000_000n;
+
+/**
+ * Records appended at once (one demo batch, one slice of an export file): what a batch's sort and
+ * derivation hold stays far below any sensible memory limit.
+ */
+export const BATCH_ROWS = 1_000_000;
 
 /**
  * Creates the derived tables that do not exist yet, and fills them from the source tables when
@@ -38,15 +45,15 @@ export async function createDerivedTables(connection: DuckDBConnection): Promise
     "SELECT table_name FROM duckdb_tables() WHERE NOT temporary",
   );
   const existing = new Set(reader.getRows().map(([name]) => name));
-  const missing = DERIVATIONS.some((d) => !existing.has(d.rows) || !existing.has(d.hours));
+  const missing = DERIVATIONS.some((d) => [d.rows, ...d.hours].some((t) => !existing.has(t)));
   if (!missing) return;
   // One transaction: tables that exist are filled.
   await connection.run("BEGIN TRANSACTION");
   try {
     await connection.run(derivedSql("tables"));
     for (const derivation of DERIVATIONS) {
-      await connection.run(`DELETE FROM ${quoteIdent(derivation.rows)}`);
-      await connection.run(`DELETE FROM ${quoteIdent(derivation.hours)}`);
+      for (const table of [derivation.rows, ...derivation.hours])
+        await connection.run(`DELETE FROM ${quoteIdent(table)}`);
       await derive(connection, derivation, derivation.source);
     }
     await connection.run("COMMIT");
@@ -57,8 +64,8 @@ export async function createDerivedTables(connection: DuckDBConnection): Promise
 }
 
 /**
- * Appends the records of table `relation` (with the source table's columns) to `table` and to
- * what is derived from it, all in timestamp order. Run it inside the caller's transaction.
+ * Appends the records of table `relation` (with the source table's columns, in timestamp order)
+ * to `table` and to what is derived from it. Run it inside the caller's transaction.
  */
 export async function appendRecords(
   connection: DuckDBConnection,
@@ -67,17 +74,21 @@ export async function appendRecords(
 ): Promise<number> {
   const derivation = DERIVATIONS.find((d) => d.source === table);
   if (!derivation) throw new Error(`no derived tables for ${table}`);
-  const result = await connection.run(
-    `INSERT INTO ${quoteIdent(table)} SELECT * FROM ${quoteIdent(relation)} ORDER BY timestamp`,
-  );
+  const counted = await connection.runAndReadAll(`SELECT count(*) FROM ${quoteIdent(relation)}`);
+  const rows = Number(counted.getRows()[0]?.[0] ?? 0);
+  // Nothing inserted when there is nothing: see insertRows.
+  if (rows === 0) return 0;
+  await connection.run(`INSERT INTO ${quoteIdent(table)} FROM ${quoteIdent(relation)}`);
   await derive(connection, derivation, relation);
-  return result.rowsChanged;
+  return rows;
 }
 
 /** Derives the rows and the hours they touch of `relation`'s records. */
 async function derive(connection: DuckDBConnection, derivation: Derivation, relation: string) {
-  await connection.run(
-    `INSERT INTO ${quoteIdent(derivation.rows)} WITH batch AS (FROM ${quoteIdent(relation)}) ${derivedSql(derivation.rows)}`,
+  await insertRows(
+    connection,
+    derivation.rows,
+    `WITH batch AS (FROM ${quoteIdent(relation)}) ${derivedSql(derivation.rows)}`,
   );
   const reader = await connection.runAndReadAll(
     `SELECT epoch_us(min(timestamp)), epoch_us(max(timestamp)) FROM ${quoteIdent(relation)}`,
@@ -95,9 +106,34 @@ async function refreshHours(
   to: bigint,
 ) {
   const range = { from: new DuckDBTimestampTZValue(from), to: new DuckDBTimestampTZValue(to) };
-  const hours = quoteIdent(derivation.hours);
-  await connection.run(`DELETE FROM ${hours} WHERE hour >= $from AND hour < $to`, range);
-  await connection.run(`INSERT INTO ${hours} ${derivedSql(derivation.hours)}`, range);
+  for (const table of derivation.hours) {
+    await connection.run(
+      `DELETE FROM ${quoteIdent(table)} WHERE hour >= $from AND hour < $to`,
+      range,
+    );
+    await insertRows(connection, table, derivedSql(table), range);
+  }
+}
+
+const SCRATCH = "derived_rows";
+
+/**
+ * Appends the rows of `select` (ordered) to `table`, through a scratch table so as to insert
+ * nothing when there is nothing: DuckDB 1.5.5 silently drops the rows of an insert filling a row
+ * group when an insert of no rows into the same table preceded it in the transaction, and a large
+ * export file's slices are all appended in one transaction.
+ */
+async function insertRows(
+  connection: DuckDBConnection,
+  table: string,
+  select: string,
+  params?: Record<string, DuckDBTimestampTZValue>,
+) {
+  await connection.run(`CREATE OR REPLACE TEMP TABLE ${SCRATCH} AS ${select}`, params);
+  const reader = await connection.runAndReadAll(`SELECT count(*) FROM ${SCRATCH}`);
+  if (Number(reader.getRows()[0]?.[0]) > 0)
+    await connection.run(`INSERT INTO ${quoteIdent(table)} FROM ${SCRATCH}`);
+  await connection.run(`DROP TABLE ${SCRATCH}`);
 }
 
 /** Drops every record older than `cutoff` (epoch µs) from the source tables and what they give. */
@@ -110,10 +146,8 @@ export async function dropRecordsBefore(
     for (const table of [derivation.source, derivation.rows]) {
       await connection.run(`DELETE FROM ${quoteIdent(table)} WHERE timestamp < $cutoff`, before);
     }
-    await connection.run(
-      `DELETE FROM ${quoteIdent(derivation.hours)} WHERE hour < $cutoff`,
-      before,
-    );
+    for (const table of derivation.hours)
+      await connection.run(`DELETE FROM ${quoteIdent(table)} WHERE hour < $cutoff`, before);
     // The hour the cutoff falls in keeps its later records.
     await refreshHours(connection, derivation, floorHour(cutoff), floorHour(cutoff) + HOUR);
   }
@@ -122,7 +156,7 @@ export async function dropRecordsBefore(
 /** Empties the source tables and what they give. */
 export async function clearRecords(connection: DuckDBConnection): Promise<void> {
   for (const { source, rows, hours } of DERIVATIONS) {
-    for (const table of [source, rows, hours])
+    for (const table of [source, rows, ...hours])
       await connection.run(`DELETE FROM ${quoteIdent(table)}`);
   }
 }

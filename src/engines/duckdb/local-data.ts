@@ -13,9 +13,9 @@ import { basename, join } from "node:path";
 import { createInterface } from "node:readline";
 import { pipeline, type Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
-import type { DuckDBConnection } from "@duckdb/node-api";
+import { type DuckDBConnection, DuckDBTimestampTZValue } from "@duckdb/node-api";
 import { type SourceTable, sourceTables } from "../../schema.ts";
-import { appendRecords, clearRecords } from "./derived.ts";
+import { appendRecords, BATCH_ROWS, clearRecords, HOUR } from "./derived.ts";
 import { bigQueryShapedColumns, duckDbType, quoteIdent } from "./tables.ts";
 
 export interface LoadedFile {
@@ -209,7 +209,15 @@ export async function record(
 }
 
 const STAGED = "staged_records";
+const SLICE = "staged_slice";
 
+/**
+ * Reads the file into a staged table (DuckDB's own memory, spilled to disk beyond its limit), then
+ * appends it a time slice of about BATCH_ROWS records at a time, each sorted by time: sorting and
+ * deriving a whole large file at once would take memory beyond DuckDB's limit. The slices are
+ * consecutive hours, so the rows stay in timestamp order across them, whatever order the file
+ * holds them in.
+ */
 async function loadFile(connection: DuckDBConnection, table: SourceTable, file: string) {
   try {
     await connection.run(
@@ -218,9 +226,50 @@ async function loadFile(connection: DuckDBConnection, table: SourceTable, file: 
   } catch (error) {
     throw new DataFileError(file, undefined, duckDbReason(error), table);
   }
-  const rows = await appendRecords(connection, table.name, STAGED);
+  let rows = 0;
+  for (const slice of await timeSlices(connection)) {
+    await connection.run(
+      `CREATE OR REPLACE TEMP TABLE ${SLICE} AS FROM ${STAGED} WHERE ${
+        slice ? "timestamp >= $from AND timestamp < $to" : "timestamp IS NULL"
+      } ORDER BY timestamp`,
+      slice
+        ? { from: new DuckDBTimestampTZValue(slice.from), to: new DuckDBTimestampTZValue(slice.to) }
+        : {},
+    );
+    rows += await appendRecords(connection, table.name, SLICE);
+  }
+  await connection.run(`DROP TABLE IF EXISTS ${SLICE}`);
   await connection.run(`DROP TABLE ${STAGED}`);
   return rows;
+}
+
+interface Slice {
+  /** Epoch µs, a whole hour. */
+  from: bigint;
+  /** Epoch µs, a whole hour after `from`. */
+  to: bigint;
+  rows: number;
+}
+
+/**
+ * The staged records cut into runs of whole hours of at most BATCH_ROWS records (an hour holding
+ * more is a run of its own), oldest first; `null` stands for the records without a timestamp.
+ */
+async function timeSlices(connection: DuckDBConnection): Promise<(Slice | null)[]> {
+  const reader = await connection.runAndReadAll(
+    `SELECT epoch_us(date_trunc('hour', timestamp)), count(*) FROM ${STAGED} GROUP BY 1 ORDER BY 1 NULLS FIRST`,
+  );
+  const slices: (Slice | null)[] = [];
+  for (const [hour, count] of reader.getRows()) {
+    const rows = Number(count);
+    const last = slices.at(-1);
+    if (typeof hour !== "bigint") slices.push(null);
+    else if (last && last.rows + rows <= BATCH_ROWS) {
+      last.to = hour + HOUR;
+      last.rows += rows;
+    } else slices.push({ from: hour, to: hour + HOUR, rows });
+  }
+  return slices;
 }
 
 /** Newline-delimited JSON, optionally gzipped (DuckDB decompresses by the `.gz` ending). */
