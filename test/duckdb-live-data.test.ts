@@ -2,7 +2,7 @@
 // each exactly once and only once stable; a bad file is logged and skipped; a DUCKDB_PATH database
 // remembers what it loaded across restarts. Demo rows keep arriving and expire after 7 days, the
 // derived tables following every change.
-import { appendFile, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -196,6 +196,18 @@ describe("LOCAL_DATA's watch", () => {
     ]);
     expect(again.rows.function_edge_logs).toBe(4);
     expect(await count("function_invocations", second)).toBe(4);
+  });
+
+  it("checkpoints a DUCKDB_PATH database after each file: no write-ahead log is left to queries", async () => {
+    const path = join(folder, "logs.duckdb");
+    const exports = join(folder, "exports");
+    await mkdir(exports);
+    await writeFile(join(exports, "function_edge_logs-0.ndjson"), records(0, 3));
+    const open = await createDuckDbEngine({ path });
+    closers.push(() => open.close());
+    await loadData(open, { localData: exports });
+    expect((await stat(`${path}.wal`).catch(() => undefined))?.size ?? 0).toBe(0);
+    expect(await count("function_invocations", open)).toBe(3);
   });
 
   it("still stops startup on a bad file, as before the watch", async () => {
