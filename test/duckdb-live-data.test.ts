@@ -198,21 +198,27 @@ describe("LOCAL_DATA's watch", () => {
     expect(await count("function_invocations", second)).toBe(4);
   });
 
-  it("checkpoints a DUCKDB_PATH database after each file: no write-ahead log is left to queries", async () => {
+  it("checkpoints a DUCKDB_PATH database after each file and leaves DuckDB's threads as they were", async () => {
     const path = join(folder, "logs.duckdb");
     const exports = join(folder, "exports");
     await mkdir(exports);
     await writeFile(join(exports, "function_edge_logs-0.ndjson"), records(0, 3));
     const open = await createDuckDbEngine({ path });
     closers.push(() => open.close());
+    const threads = async () => (await query("SELECT current_setting('threads') AS n", open))[0]?.n;
+    const before = await threads();
     await loadData(open, { localData: exports });
     expect((await stat(`${path}.wal`).catch(() => undefined))?.size ?? 0).toBe(0);
     expect(await count("function_invocations", open)).toBe(3);
+    // Files are read with one thread; queries get them all back.
+    expect(await threads()).toBe(before);
   });
 
   it("still stops startup on a bad file, as before the watch", async () => {
     await writeFile(join(folder, "function_edge_logs.ndjson"), '{"id":\n');
+    const threads = (await query("SELECT current_setting('threads') AS n"))[0]?.n;
     await expect(loadData(engine, { localData: folder })).rejects.toBeInstanceOf(DataFileError);
+    expect((await query("SELECT current_setting('threads') AS n"))[0]?.n).toBe(threads);
   });
 });
 
