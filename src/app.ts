@@ -1,6 +1,5 @@
 // The HTTP service: plugins and routes over an injected engine. Data flows one way:
 // route → credential/scope → params → cache → engine → rows → JSON.
-import { randomBytes } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type { Registry } from "prom-client";
 import { RefreshBudget } from "./cache/refresh-budget.ts";
@@ -20,7 +19,7 @@ import { requireCredential } from "./http/auth.ts";
 import { connectionCap } from "./http/connection-cap.ts";
 import { openCors } from "./http/cors.ts";
 import { endpointRoutes } from "./http/endpoint-routes.ts";
-import { clientError, errorEnvelope, frameworkError } from "./http/errors.ts";
+import { clientError, errorEnvelope, frameworkError, newRequestId } from "./http/errors.ts";
 import { explorerPage } from "./http/explorer/routes.ts";
 import { followRoutes } from "./http/follow-routes.ts";
 import { serializeResult } from "./http/formats/json.ts";
@@ -90,10 +89,6 @@ const DEFAULT_TIMEOUTS = {
 };
 
 const REQUEST_ID = /^[\w.-]{1,64}$/;
-// This process's random tag and a count: unique across replicas, and a fraction of a UUID's cost.
-const PROCESS_TAG = randomBytes(6).toString("base64url");
-let requestCount = 0;
-const newRequestId = () => `${PROCESS_TAG}-${(++requestCount).toString(36)}`;
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const authenticate = createAuthenticator(deps);

@@ -49,11 +49,6 @@ async function writeExport(file: string): Promise<void> {
           'response': [{'status_code': CASE WHEN i % 10 = 0 THEN 500 ELSE 200 END}]}]
       FROM range(${RECORDS}) AS r(i)
       ORDER BY hash(i)`);
-    console.log(
-      (
-        await connection.runAndReadAll("SELECT metadata FROM function_edge_logs LIMIT 2")
-      ).getRowsJson(),
-    );
     await connection.run(`COPY function_edge_logs TO '${file}' (FORMAT parquet)`);
   } finally {
     connection.closeSync();

@@ -134,17 +134,26 @@ function demandOf(
   credential: Credential,
 ): Demand | undefined {
   if (!header) return undefined;
-  const mayRecompute = () => budget.spend(credential.name, credential.forcedRefreshPerMinute);
-  const demand: Demand = { mayRecompute };
+  let maxAgeSeconds: number | undefined;
+  let onlyIfCached = false;
   for (const directive of header.toLowerCase().split(",")) {
-    const [name, value] = directive.trim().split("=");
-    const maxAge = name === "no-cache" ? 0 : name === "max-age" ? Number(value) : Number.NaN;
-    if (Number.isInteger(maxAge) && maxAge >= 0) {
-      demand.maxAgeSeconds = Math.min(demand.maxAgeSeconds ?? maxAge, maxAge);
-    }
-    if (name === "only-if-cached") demand.onlyIfCached = true;
+    const [name, value = ""] = directive.trim().split("=");
+    const maxAge =
+      name === "no-cache"
+        ? 0
+        : name === "max-age" && /^\d+$/.test(value)
+          ? Number(value)
+          : undefined;
+    if (maxAge !== undefined) maxAgeSeconds = Math.min(maxAgeSeconds ?? maxAge, maxAge);
+    if (name === "only-if-cached") onlyIfCached = true;
   }
-  return demand;
+  // Directives that ask nothing of a held value (max-stale, a browser's own) leave a plain request.
+  if (maxAgeSeconds === undefined && !onlyIfCached) return undefined;
+  return {
+    mayRecompute: () => budget.spend(credential.name, credential.forcedRefreshPerMinute),
+    ...(maxAgeSeconds !== undefined && { maxAgeSeconds }),
+    ...(onlyIfCached && { onlyIfCached }),
+  };
 }
 
 /** RFC 8288's next link: the path the caller used, its parameters, and the next page's cursor. */

@@ -79,17 +79,15 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       const stream: Stream = { body: new PassThrough(), events: contentType === EVENT_STREAM };
       streams.add(stream);
       const heartbeat = stream.events
-        ? setInterval(() => stream.body.write(": keep-alive\n\n"), heartbeatMs)
+        ? setInterval(() => send(stream, ": keep-alive\n\n"), heartbeatMs)
         : undefined;
-      const expiry = request.credential.expiresAt
-        ? setTimeout(
-            () => finish(stream, "token_expired"),
-            request.credential.expiresAt - Date.now(),
-          )
+      const { expiresAt } = request.credential;
+      const cancelExpiry = expiresAt
+        ? atTime(expiresAt, () => finish(stream, "token_expired"))
         : undefined;
       const stop = hub.follow(endpoint, params, from, {
         credential,
-        deliver: (record, cursor) => stream.body.write(frame(stream, record, cursor)),
+        deliver: (record, cursor) => send(stream, frame(stream, record, cursor)),
         fail: (error) => {
           request.log.error({ err: error }, "follow stream could not catch up");
           finish(stream, "error");
@@ -98,7 +96,7 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       stream.body.once("close", () => {
         stop();
         clearInterval(heartbeat);
-        clearTimeout(expiry);
+        cancelExpiry?.();
         streams.delete(stream);
         open.set(credential, (open.get(credential) ?? 1) - 1);
         if (lease) lease.release();
@@ -126,6 +124,25 @@ function streamReply(reply: FastifyReply, stream: Stream, contentType: string): 
 function frame(stream: Stream, record: unknown, cursor: string): string {
   const json = JSON.stringify(record);
   return stream.events ? `id: ${cursor}\ndata: ${json}\n\n` : `${json}\n`;
+}
+
+/** Writes to a stream not yet ended: a heartbeat or a poll may come between its end and its close. */
+function send(stream: Stream, text: string): void {
+  if (!stream.body.writableEnded) stream.body.write(text);
+}
+
+// Node fires a timer of more than 2³¹−1 ms at once: a long wait is taken in steps.
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
+
+/** Calls `then` at epoch ms `at`; returns the cancel. */
+function atTime(at: number, then: () => void): () => void {
+  let timer: NodeJS.Timeout;
+  const wait = () => {
+    const left = at - Date.now();
+    timer = left > LONGEST_TIMER_MS ? setTimeout(wait, LONGEST_TIMER_MS) : setTimeout(then, left);
+  };
+  wait();
+  return () => clearTimeout(timer);
 }
 
 /** Ends a stream, telling an event-stream client why, so that it does not reconnect at once. */

@@ -216,14 +216,19 @@ function registerConnectionMetrics(registry: Registry, connections: ConnectionSt
 }
 
 function registerFollowMetrics(registry: Registry, follow: FollowHub): void {
-  new Gauge({
-    name: "query_service_follow_streams_open",
-    help: "Follow streams open now.",
-    registers: [registry],
-    collect() {
-      this.set(follow.stats().open);
-    },
-  });
+  for (const [stat, name, help] of [
+    ["open", "streams_open", "Follow streams open now."],
+    ["feeds", "feeds", "Follow feeds polling now: one per parameter set, shared by its streams."],
+  ] as const) {
+    new Gauge({
+      name: `query_service_follow_${name}`,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(follow.stats()[stat]);
+      },
+    });
+  }
   for (const [stat, name, help] of [
     ["polls", "polls", "Polls of the engine by follow feeds (one per parameter set and interval)."],
     ["recordsSent", "records_sent", "Records sent on follow streams."],

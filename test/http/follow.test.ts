@@ -228,6 +228,7 @@ describe("a follow stream on BigQuery", () => {
     // Every engine query was one poll of the one feed (a poll in flight may have started since).
     expect(queries).toBeGreaterThan(0);
     expect(Math.abs(queries - polls)).toBeLessThanOrEqual(1);
+    expect(metrics).toMatch(/^query_service_follow_feeds 1$/m);
     expect(metrics).toMatch(/^query_service_follow_streams_open 2$/m);
     expect(metrics).toMatch(/^query_service_follow_records_sent_total 10$/m);
   });

@@ -105,6 +105,17 @@ describe("freshness and cost headers", () => {
       expect(engine.runs).toBe(2);
     });
 
+    it("directives that ask nothing of a held value, or a max-age without a number, are a plain request", async () => {
+      const { service, engine, clock } = await cachedService(NOW, TABLES);
+      await service.get(STATS);
+      clock.ms += 30_000;
+      for (const header of ["max-stale", "max-age=", "max-age=ten", "no-transform"]) {
+        const answer = await service.get(STATS, { "cache-control": header });
+        expect(answer.headers["x-cache"], header).toBe("HIT");
+      }
+      expect(engine.runs).toBe(1);
+    });
+
     it("only-if-cached: 504 not_cached without an entry and never a query; the entry when there is one", async () => {
       const { service, engine } = await cachedService(NOW, TABLES);
       const none = await service.get(STATS, { "cache-control": "only-if-cached" });

@@ -110,7 +110,10 @@ export async function recordedFiles(
 }
 
 /** Whether a record (or an earlier look) still describes the file. */
-export function unchanged(seen: Pick<FileRecord, "size" | "mtimeMs">, stats: Stats): boolean {
+export function unchanged(
+  seen: Pick<FileRecord, "size" | "mtimeMs">,
+  stats: Pick<Stats, "size" | "mtimeMs">,
+): boolean {
   return seen.size === stats.size && seen.mtimeMs === stats.mtimeMs;
 }
 
@@ -171,27 +174,31 @@ export async function loadExport(
   before: Stats,
   afterRead?: () => Promise<void>,
 ): Promise<LoadedFile> {
+  const changed = () => !unchanged(before, statSync(file, { throwIfNoEntry: false }) ?? NO_FILE);
+  let rows: number;
   await connection.run("BEGIN TRANSACTION");
   try {
-    const rows = await loadFile(connection, table, file);
+    rows = await loadFile(connection, table, file);
     await afterRead?.();
-    if (!unchanged(before, statSync(file)))
-      throw new FileChangedError(`${file} changed while it was read`);
+    if (changed()) throw new FileChangedError(`${file} changed while it was read`);
     await record(connection, file, before, { rows });
     await connection.run("COMMIT");
-    // The loaded rows go into the database file now, not left in the write-ahead log for the
-    // queries that follow and for the next start to replay.
-    await connection.run("CHECKPOINT");
-    return { table: table.name, file, rows };
   } catch (error) {
-    await connection.run("ROLLBACK");
+    // A failed COMMIT has ended the transaction already.
+    await connection.run("ROLLBACK").catch(() => {});
     await connection.run("RESET threads");
     if (!(error instanceof DataFileError)) throw error;
-    if (!unchanged(before, statSync(file)))
-      throw new FileChangedError(`${file} changed while it was read`);
+    if (changed()) throw new FileChangedError(`${file} changed while it was read`);
     throw await explained(connection, error);
   }
+  // The loaded rows go into the database file now, not left in the write-ahead log for the
+  // queries that follow and for the next start to replay.
+  await connection.run("CHECKPOINT");
+  return { table: table.name, file, rows };
 }
+
+/** How a file that is gone compares: changed, whatever was recorded. */
+const NO_FILE = { size: -1, mtimeMs: -1 };
 
 /** Records a file as loaded, or as bad with its error. */
 export async function record(
@@ -226,6 +233,7 @@ async function loadFile(connection: DuckDBConnection, table: SourceTable, file: 
   try {
     // One thread reads the file: with two, DuckDB's memory outside its limit took one 10 M-record
     // Parquet file's load to 4.9-5.5 GiB of RSS under a 4GB limit on an idle machine (4.3 with one).
+    // The setting is the database's: queries answered meanwhile (a live export) get one thread too.
     await connection.run("SET threads = 1");
     await connection.run(
       `CREATE OR REPLACE TEMP TABLE ${STAGED} AS SELECT ${bigQueryShapedColumns(table)} FROM ${readFile(table, file)}`,

@@ -17,15 +17,18 @@ export function repeat(
   let busy = false;
   let stopped = false;
   const run = () => {
-    running = running.then(async () => {
-      if (stopped) return;
-      busy = true;
-      try {
-        await work();
-      } finally {
-        busy = false;
-      }
-    });
+    // After the previous run, failed or not: a failure is reported once, by that run's caller.
+    running = running
+      .catch(() => {})
+      .then(async () => {
+        if (stopped) return;
+        busy = true;
+        try {
+          await work();
+        } finally {
+          busy = false;
+        }
+      });
     return running;
   };
   const timer = setInterval(() => {
