@@ -139,10 +139,16 @@ export class SharedResults {
   ): Promise<{ value: SharedValue; fromEngine: boolean }> {
     const deadline = performance.now() + this.#waitMs;
     let pollMs = FIRST_POLL_MS;
+    // What was stored before this call waited: a newer value is the lock holder's, computed for a
+    // caller who asked the same of it, and is taken even if it began just before this request.
+    let before = Number.NEGATIVE_INFINITY;
     for (let waited = false; ; waited = true) {
       const found = await this.get(key);
       if (found === UNAVAILABLE) return { value: await compute(), fromEngine: true };
-      if (found && fresh(found)) return { value: found, fromEngine: waited };
+      if (found && (fresh(found) || (waited && found.computedAt > before))) {
+        return { value: found, fromEngine: waited };
+      }
+      if (!waited) before = found?.computedAt ?? before;
       const token = await this.#lock(key);
       if (token === UNAVAILABLE) return { value: await compute(), fromEngine: true };
       if (token !== undefined) return this.#computeLocked(key, token, fresh, compute, ttlMs);

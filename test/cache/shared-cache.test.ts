@@ -141,6 +141,29 @@ describe("one cache for all replicas", () => {
   });
 });
 
+describe("recomputations a caller asks for, across replicas", () => {
+  it("a no-cache on one replica joins the recomputation another is running: never a second query", async () => {
+    const clock = { ms: 1_000_000 };
+    const [a, b] = await replicas(2, clock);
+    const queries = engine();
+    await a?.cache.get("k", DASHBOARD, queries.loaderFor("k"));
+    clock.ms += 30 * SECOND;
+    const noCache = { maxAgeSeconds: 0, mayRecompute: async () => true };
+    queries.state.hold = true;
+    const first = a?.cache.get("k", DASHBOARD, queries.loaderFor("k"), undefined, noCache);
+    await vi.waitFor(() => expect(queries.total()).toBe(2));
+    // The second caller asks a moment after the recomputation began.
+    clock.ms += 5;
+    const second = b?.cache.get("k", DASHBOARD, queries.loaderFor("k"), undefined, noCache);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    queries.state.hold = false;
+    queries.release();
+    const [one, two] = await Promise.all([first, second]);
+    expect(queries.total()).toBe(2);
+    expect(two?.etag).toBe(one?.etag);
+  });
+});
+
 describe("data identity", () => {
   it("shares values only between replicas that serve the same data", async () => {
     const clock = { ms: 1_000_000 };
