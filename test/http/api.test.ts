@@ -554,6 +554,32 @@ describe("request log", () => {
     expect(output).not.toContain("wrong-key-that-must-not-leak");
   });
 
+  it("writes a request line that stays valid JSON whatever the names in its query string", async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
+    const { get } = await service({ logger });
+    const names = ['pro"ject', "back\\slash", "tab\t", "é€😀"];
+    const query = names.map((name) => `${encodeURIComponent(name)}=1`).join("&");
+    const response = await get(`/api/endpoints/logs.all?${query}`);
+    expect(response.statusCode).toBe(400);
+
+    const [line] = lines
+      .map((text) => JSON.parse(text))
+      .filter((record) => record.msg === "request");
+    expect(line).toMatchObject({
+      level: 30,
+      time: expect.any(Number),
+      pid: process.pid,
+      reqId: response.headers["x-request-id"],
+      method: "GET",
+      path: "/api/endpoints/logs.all",
+      params: names,
+      status: 400,
+      credential: expect.any(String),
+      endpoint: "logs.all",
+    });
+  });
+
   it("logs a failed query's engine message, which the response leaves out", async () => {
     const lines: string[] = [];
     const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
