@@ -2,31 +2,49 @@ import cors from "@fastify/cors";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 
+const EXPOSED_HEADERS = [
+  "X-Cache",
+  "Age",
+  "ETag",
+  "X-Result-Truncated",
+  "X-Bytes-Processed",
+  "Cache-Status",
+  "Server-Timing",
+  "Link",
+  "X-Request-Id",
+  "Retry-After",
+  "RateLimit-Limit",
+  "RateLimit-Remaining",
+  "RateLimit-Reset",
+].join(", ");
+
 /** Dashboards in browsers may call from any origin: keys travel in headers, never in cookies. */
 export const openCors = fp(async (app: FastifyInstance) => {
-  await app.register(cors, {
-    origin: "*",
-    // An OPTIONS without preflight headers gets the same 204; strict, the plugin answers it with a
-    // plain-text 400 outside the error envelope.
-    strictPreflight: false,
-    // What the service serves: HEAD is not routed (a HEAD of logs.all would run its query for nothing).
-    methods: ["GET"],
-    allowedHeaders: ["X-API-KEY", "Authorization", "Content-Type", "If-None-Match", "X-Request-Id"],
-    // Joined once here: given a list, the plugin joins it on every request.
-    exposedHeaders: [
-      "X-Cache",
-      "Age",
-      "ETag",
-      "X-Result-Truncated",
-      "X-Bytes-Processed",
-      "Cache-Status",
-      "Server-Timing",
-      "Link",
-      "X-Request-Id",
-      "Retry-After",
-      "RateLimit-Limit",
-      "RateLimit-Remaining",
-      "RateLimit-Reset",
-    ].join(", "),
+  // Every answer's two headers are the same, so they are set here rather than by @fastify/cors's
+  // hook, which builds its options and Fastify's route options anew for each request: about 1.4 µs
+  // of a 21 µs cached hit (README, bench/cache.ts).
+  app.addHook("onRequest", (_request, reply, done) => {
+    reply
+      .header("access-control-allow-origin", "*")
+      .header("access-control-expose-headers", EXPOSED_HEADERS);
+    done();
+  });
+  // Preflights are the plugin's: its hook, in a scope of its own, runs on its OPTIONS route only.
+  await app.register(async (preflights) => {
+    await preflights.register(cors, {
+      origin: "*",
+      // An OPTIONS without preflight headers gets the same 204; strict, the plugin answers it with a
+      // plain-text 400 outside the error envelope.
+      strictPreflight: false,
+      // What the service serves: HEAD is not routed (a HEAD of logs.all would run its query for nothing).
+      methods: ["GET"],
+      allowedHeaders: [
+        "X-API-KEY",
+        "Authorization",
+        "Content-Type",
+        "If-None-Match",
+        "X-Request-Id",
+      ],
+    });
   });
 });
