@@ -59,6 +59,27 @@ describe("GET /metrics", () => {
     expect(sample(text, "query_service_cache_entries")).toBe(1);
   });
 
+  it("serves request durations as a Prometheus histogram by endpoint", async () => {
+    const { get } = await startService({ now: NOW });
+    await get(USAGE);
+    await get(USAGE);
+    await get("/api/endpoints/no.such-endpoint");
+    const text = (await get("/metrics")).body;
+    const name = "query_service_request_duration_seconds";
+    expect(text).toContain(`# TYPE ${name} histogram`);
+    const usage = 'endpoint="usage.api-counts"';
+    const bounds = ["0.0005", "0.001", "0.005", "0.025", "0.1", "0.5", "2.5", "10", "30", "+Inf"];
+    const buckets = bounds.map((le) => sample(text, `${name}_bucket{le="${le}",${usage}}`));
+    // Cumulative: each bucket holds the ones below it, and +Inf all of them.
+    for (const [i, count] of buckets.entries()) {
+      expect(count).toBeGreaterThanOrEqual(i === 0 ? 0 : (buckets[i - 1] as number));
+    }
+    expect(buckets.at(-1)).toBe(2);
+    expect(sample(text, `${name}_count{${usage}}`)).toBe(2);
+    expect(sample(text, `${name}_sum{${usage}}`)).toBeGreaterThan(0);
+    expect(sample(text, `${name}_count{endpoint="unknown"}`)).toBe(1);
+  });
+
   it("counts refused requests (401) and unknown endpoints (404), without a series per unknown name", async () => {
     const { get } = await startService({ now: NOW });
     await get(USAGE, { "x-api-key": "wrong-key-0123456789" });
