@@ -19,10 +19,13 @@ const LOAD = { connections: 20, seconds: 15 };
 /** Stages by the frame's script (first match wins); frames of no stage pass to their caller. */
 const STAGES: [string, RegExp][] = [
   [
-    "request log line (pino)",
-    /\/src\/http\/request-log\.ts$|\/node_modules\/(pino|sonic-boom|fast-json-stringify)\b/,
+    "request log line (pino's stream)",
+    /\/src\/(logger|http\/(request-log|deferred-child-logger))\.ts$|\/node_modules\/(pino|sonic-boom)\b/,
   ],
-  ["metrics (counter and histogram)", /\/src\/http\/metrics\.ts$|\/node_modules\/prom-client\//],
+  [
+    "metrics (counter and histogram)",
+    /\/src\/http\/(metrics|duration-histogram)\.ts$|\/node_modules\/prom-client\//,
+  ],
   [
     "authentication (SHA-256 of the key, one map lookup)",
     /\/src\/(credentials\/authenticate|http\/auth)\.ts$|^node:internal\/crypto\/hash$/,
@@ -31,7 +34,7 @@ const STAGES: [string, RegExp][] = [
     "per-credential rate limit",
     /\/src\/http\/rate-limit\.ts$|\/node_modules\/(@fastify\/rate-limit|toad-cache)\//,
   ],
-  ["CORS (`@fastify/cors`)", /\/node_modules\/@fastify\/cors\//],
+  ["CORS headers", /\/src\/http\/cors\.ts$|\/node_modules\/@fastify\/cors\//],
   [
     "cache lookup (cache key, runner, LRU get)",
     /\/src\/(cache\/[\w-]+|endpoints\/runner)\.ts$|\/node_modules\/lru-cache\//,
