@@ -6,11 +6,11 @@
 // Run: node bench/hit-profile.ts [--runs N]. Prints markdown for the README.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
+import { freePort } from "../test/support/free-port.ts";
 
 const API_KEY = "bench-key-0123456789abcdef";
 const KEY_PATH = "/api/endpoints/functions.invocation-stats?project=default&interval=1day";
@@ -110,14 +110,6 @@ function chargeStages(profile: Profile, fromUs: number, toUs: number): Map<strin
     charged.set(name, (charged.get(name) ?? 0) + delta);
   }
   return charged;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 async function profileOnce(): Promise<{ stages: Map<string, number>; requests: number }> {

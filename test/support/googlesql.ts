@@ -3,12 +3,12 @@
 // the catalog from queries/schema/*.json, pins CURRENT_TIMESTAMP and binds STRING parameters.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createRequire } from "node:module";
-import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { type SchemaField, sourceTables } from "../../src/schema.ts";
 import { formatDatetime, formatTimestamp, parseIsoTimestamp } from "../../src/time.ts";
+import { freePort } from "./free-port.ts";
 
 const packageDir = dirname(
   createRequire(import.meta.url).resolve("@fivetrandevelopers/zetasql/package.json"),
@@ -72,17 +72,6 @@ export class GoogleSqlServer {
       child.kill("SIGTERM");
     });
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
 }
 
 // ---------------------------------------------------------------------------------------------

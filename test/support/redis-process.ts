@@ -4,7 +4,7 @@
 // answers late. Plain Node, so that bench/ can start one too.
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { createServer } from "node:net";
+import { freePort } from "./free-port.ts";
 
 export interface RedisServer {
   port: number;
@@ -14,14 +14,6 @@ export interface RedisServer {
   /** Stops the process without ending it: connections stay open, nothing is answered. */
   pause(): void;
   resume(): void;
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
 }
 
 /** A redis-server on a free port; start() starts it. */
