@@ -220,10 +220,7 @@ export class ResultCache {
     const now = this.#now();
     const cached = this.#entries.get(key);
     if (cached && now < cached.expiresAt) {
-      const checked =
-        this.#shared && now - cached.checkedAt >= SHARED_CHECK_MS
-          ? await this.#checked(key, cached)
-          : cached;
+      const checked = this.#checkDue(cached, now) ? await this.#checked(key, cached) : cached;
       // A hit asks nothing else: it is answered without another turn of the event loop.
       if (!demand) return this.#hit(key, checked, this.#now(), rendition);
       return this.#held(key, checked, policy, load, rendition, demand);
@@ -250,9 +247,13 @@ export class ResultCache {
   fresh(key: string, rendition?: Rendition): CacheAnswer | undefined {
     const now = this.#now();
     const cached = this.#entries.get(key);
-    if (!cached || now >= cached.expiresAt) return undefined;
-    if (this.#shared && now - cached.checkedAt >= SHARED_CHECK_MS) return undefined;
+    if (!cached || now >= cached.expiresAt || this.#checkDue(cached, now)) return undefined;
     return this.#hit(key, cached, now, rendition);
+  }
+
+  /** With replicas, whether the held value is to be compared with the shared one before answering. */
+  #checkDue(entry: Entry, now: number): boolean {
+    return this.#shared !== undefined && now - entry.checkedAt >= SHARED_CHECK_MS;
   }
 
   stats(): CacheStats {
