@@ -5,6 +5,7 @@
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { DuckDBTimestampTZValue } from "@duckdb/node-api";
 import { appendRecords, BATCH_ROWS, createDerivedTables } from "./derived.ts";
+import { inTransaction } from "./transaction.ts";
 
 /** Project refs of the demo data: `default` (self-hosted setups use it) and a second one. */
 export const DEMO_PROJECTS = ["default", "staging"] as const;
@@ -149,8 +150,7 @@ export async function generateLogs(
       ),
       span_us: span / BigInt(batches),
     };
-    await connection.run("BEGIN TRANSACTION");
-    try {
+    await inTransaction(connection, async () => {
       for (const [table, sql, rows] of [
         ["edge_logs", EDGE_LOGS_SQL, share(options.edgeLogs, batch)],
         ["function_edge_logs", FUNCTION_EDGE_LOGS_SQL, share(options.functionEdgeLogs, batch)],
@@ -159,10 +159,6 @@ export async function generateLogs(
         await appendRecords(connection, table, "staged_demo");
       }
       await connection.run("DROP TABLE staged_demo");
-      await connection.run("COMMIT");
-    } catch (error) {
-      await connection.run("ROLLBACK");
-      throw error;
-    }
+    });
   }
 }

@@ -7,6 +7,7 @@ import type { DuckDbEngine } from "../duckdb.ts";
 import { DEMO_SIZE, generateLogs } from "./demo-data.ts";
 import { dropRecordsBefore } from "./derived.ts";
 import { repeat } from "./repeat.ts";
+import { inTransaction } from "./transaction.ts";
 
 const DAY_US = 86_400_000_000;
 
@@ -45,14 +46,9 @@ export function feedDemoData(engine: DuckDbEngine, options: DemoFeedOptions): De
         functionEdgeLogs: rows(DEMO_SIZE.functionEdgeLogs),
       });
       last = newest;
-      await connection.run("BEGIN TRANSACTION");
-      try {
-        await dropRecordsBefore(connection, newest - BigInt(DEMO_SIZE.days * DAY_US));
-        await connection.run("COMMIT");
-      } catch (error) {
-        await connection.run("ROLLBACK");
-        throw error;
-      }
+      await inTransaction(connection, () =>
+        dropRecordsBefore(connection, newest - BigInt(DEMO_SIZE.days * DAY_US)),
+      );
     } finally {
       connection.closeSync();
     }

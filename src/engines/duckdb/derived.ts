@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { type DuckDBConnection, DuckDBTimestampTZValue } from "@duckdb/node-api";
 import { quoteIdent } from "./tables.ts";
+import { inTransaction } from "./transaction.ts";
 
 const DERIVED_DIR = new URL("../../../queries/duckdb/derived/", import.meta.url);
 const derivedSql = (name: string) => readFileSync(new URL(`${name}.sql`, DERIVED_DIR), "utf8");
@@ -48,19 +49,14 @@ export async function createDerivedTables(connection: DuckDBConnection): Promise
   const missing = DERIVATIONS.some((d) => [d.rows, ...d.hours].some((t) => !existing.has(t)));
   if (!missing) return;
   // One transaction: tables that exist are filled.
-  await connection.run("BEGIN TRANSACTION");
-  try {
+  await inTransaction(connection, async () => {
     await connection.run(derivedSql("tables"));
     for (const derivation of DERIVATIONS) {
       for (const table of [derivation.rows, ...derivation.hours])
         await connection.run(`DELETE FROM ${quoteIdent(table)}`);
       await derive(connection, derivation, derivation.source);
     }
-    await connection.run("COMMIT");
-  } catch (error) {
-    await connection.run("ROLLBACK");
-    throw error;
-  }
+  });
 }
 
 /**

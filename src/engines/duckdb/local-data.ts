@@ -17,6 +17,7 @@ import { type DuckDBConnection, DuckDBTimestampTZValue } from "@duckdb/node-api"
 import { type SourceTable, sourceTables } from "../../schema.ts";
 import { appendRecords, BATCH_ROWS, clearRecords, HOUR } from "./derived.ts";
 import { bigQueryShapedColumns, duckDbType, quoteIdent } from "./tables.ts";
+import { inTransaction } from "./transaction.ts";
 
 export interface LoadedFile {
   table: string;
@@ -176,16 +177,16 @@ export async function loadExport(
 ): Promise<LoadedFile> {
   const changed = () => !unchanged(before, statSync(file, { throwIfNoEntry: false }) ?? NO_FILE);
   let rows: number;
-  await connection.run("BEGIN TRANSACTION");
   try {
-    rows = await loadFile(connection, table, file);
-    await afterRead?.();
-    if (changed()) throw new FileChangedError(`${file} changed while it was read`);
-    await record(connection, file, before, { rows });
-    await connection.run("COMMIT");
+    rows = await inTransaction(connection, async () => {
+      const loaded = await loadFile(connection, table, file);
+      await afterRead?.();
+      if (changed()) throw new FileChangedError(`${file} changed while it was read`);
+      await record(connection, file, before, { rows: loaded });
+      return loaded;
+    });
   } catch (error) {
-    // A failed COMMIT has ended the transaction already.
-    await connection.run("ROLLBACK").catch(() => {});
+    // Rolled back: the thread setting is the database's, not the transaction's.
     await connection.run("RESET threads");
     if (!(error instanceof DataFileError)) throw error;
     if (changed()) throw new FileChangedError(`${file} changed while it was read`);
@@ -230,11 +231,12 @@ const SLICE = "staged_slice";
  * holds them in.
  */
 async function loadFile(connection: DuckDBConnection, table: SourceTable, file: string) {
+  // One thread reads the file: with two, DuckDB's memory outside its limit took one 10 M-record
+  // Parquet file's load to 4.9-5.5 GiB of RSS under a 4GB limit on an idle machine (4.3 with one).
+  // The setting is the database's: queries answered meanwhile (a live export) get one thread too.
+  // Outside the try below: a failing SET is no fault of the file's.
+  await connection.run("SET threads = 1");
   try {
-    // One thread reads the file: with two, DuckDB's memory outside its limit took one 10 M-record
-    // Parquet file's load to 4.9-5.5 GiB of RSS under a 4GB limit on an idle machine (4.3 with one).
-    // The setting is the database's: queries answered meanwhile (a live export) get one thread too.
-    await connection.run("SET threads = 1");
     await connection.run(
       `CREATE OR REPLACE TEMP TABLE ${STAGED} AS SELECT ${bigQueryShapedColumns(table)} FROM ${readFile(table, file)}`,
     );
