@@ -139,11 +139,12 @@ export const catalog: readonly EndpointDefinition[] = [
   },
 ];
 
-/** By UUID or by name; undefined when neither matches. */
+const byName = new Map(catalog.map((endpoint) => [endpoint.name, endpoint]));
+const byId = new Map(catalog.map((endpoint) => [endpoint.id, endpoint]));
+
+/** By name or by UUID (in either case); undefined when neither matches. */
 export function findEndpoint(nameOrId: string): EndpointDefinition | undefined {
-  return catalog.find(
-    (endpoint) => endpoint.id === nameOrId.toLowerCase() || endpoint.name === nameOrId,
-  );
+  return byName.get(nameOrId) ?? byId.get(nameOrId.toLowerCase());
 }
 
 const properties = new WeakMap<EndpointDefinition, Record<string, { format?: string }>>();

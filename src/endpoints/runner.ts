@@ -183,12 +183,9 @@ export function createRunner(deps: {
   };
 }
 
-function answerOf(
-  { payload, ...answer }: CacheAnswer,
-  policy: CachePolicy,
-  execution?: Execution,
-): Answer {
-  return { payload, cache: { ...answer, ttlSeconds: policy.ttlSeconds }, execution };
+function answerOf(found: CacheAnswer, policy: CachePolicy, execution?: Execution): Answer {
+  // A spread of the whole answer, payload too: excluding one key copies property by property.
+  return { payload: found.payload, cache: { ...found, ttlSeconds: policy.ttlSeconds }, execution };
 }
 
 type SpanOptions = Parameters<typeof inSpan>[1];

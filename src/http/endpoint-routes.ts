@@ -61,7 +61,7 @@ export async function endpointRoutes(
       annotateRequestSpan(request, endpoint.name);
       const raw = request.query as RawQuery;
       const query = authorize(request.credential, endpoint, raw);
-      const params = validParams(endpoint, query, query === raw ? request.url : undefined);
+      const params = validParams(endpoint, query);
       // The request is otherwise valid; only now can its Accept be what fails it.
       const format = named ?? negotiated(request, reply);
       if (!format) {
@@ -98,28 +98,38 @@ function respond(request: FastifyRequest, reply: FastifyReply, answer: Answer): 
 const NO_PARAMS = paramsOf({});
 
 // Validated parameters by endpoint and query: dashboards repeat the same few query strings, and
-// validation is a pure function of them. Bounded by count and by the keys' length.
-const validated = new LRUCache<string, SqlParams>({
+// validation is a pure function of them. A request's own query is the same frozen object whenever
+// its text repeats (query-string.ts), so it is found by identity and lives as long as that object;
+// a query with fixed params applied is made anew per request, so it is found by its JSON, in an
+// LRU bounded by count and by the keys' length.
+const validatedByQuery = new WeakMap<RawQuery, Map<EndpointDefinition, SqlParams>>();
+const validatedByJson = new LRUCache<string, SqlParams>({
   max: 1_000,
   maxSize: 4 * 1024 * 1024,
-  sizeCalculation: (_params, key) => key.length || 1,
+  sizeCalculation: (_params, key) => key.length,
 });
 
-/**
- * `parseParams` of the query the endpoint runs with, memoised. When that query is the request's own
- * (no fixed params applied), its key is the raw query string; otherwise its JSON. Failures are not kept.
- */
-function validParams(endpoint: EndpointDefinition, query: RawQuery, url?: string): SqlParams {
-  let key: string;
-  if (url === undefined) key = `${endpoint.id} ${JSON.stringify(query)}`;
-  else {
-    const queryAt = url.indexOf("?");
-    key = `${endpoint.id}?${queryAt === -1 ? "" : url.slice(queryAt + 1)}`;
+/** `parseParams` of the query the endpoint runs with, memoised. Failures are not kept. */
+function validParams(endpoint: EndpointDefinition, query: RawQuery): SqlParams {
+  // Only a frozen object cannot change under its memoised value.
+  if (!Object.isFrozen(query)) {
+    const key = `${endpoint.id} ${JSON.stringify(query)}`;
+    let params = validatedByJson.get(key);
+    if (params === undefined) {
+      params = Object.freeze(parseParams(endpoint.params, query));
+      validatedByJson.set(key, params);
+    }
+    return params;
   }
-  let params = validated.get(key);
+  let byEndpoint = validatedByQuery.get(query);
+  if (byEndpoint === undefined) {
+    byEndpoint = new Map();
+    validatedByQuery.set(query, byEndpoint);
+  }
+  let params = byEndpoint.get(endpoint);
   if (params === undefined) {
     params = Object.freeze(parseParams(endpoint.params, query));
-    validated.set(key, params);
+    byEndpoint.set(endpoint, params);
   }
   return params;
 }

@@ -54,11 +54,9 @@ export function serviceRegistry(sources: MetricSources): Registry {
 
 /** Counts the requests of the enclosing scope into `registry`, and serves it to full-access callers. */
 export const metrics = fp(async (app: FastifyInstance, { registry }: { registry: Registry }) => {
-  // Counted here and handed to prom-client when scraped: inc() with labels hashes them every time.
-  const answered = new Map<
-    string,
-    { labels: { endpoint: string; status: number }; count: number }
-  >();
+  // Counted here, by endpoint then status, and handed to prom-client when scraped: inc() with
+  // labels hashes them every time.
+  const answered = new Map<string, Map<number, number>>();
   new Counter({
     name: "query_service_requests_total",
     help: "Endpoint requests answered, by endpoint (unknown: no such endpoint) and HTTP status.",
@@ -66,7 +64,9 @@ export const metrics = fp(async (app: FastifyInstance, { registry }: { registry:
     registers: [registry],
     collect() {
       this.reset();
-      for (const { labels, count } of answered.values()) this.inc(labels, count);
+      for (const [endpoint, byStatus] of answered) {
+        for (const [status, count] of byStatus) this.inc({ endpoint, status }, count);
+      }
     },
   });
   const duration = new DurationHistogram({
@@ -83,11 +83,12 @@ export const metrics = fp(async (app: FastifyInstance, { registry }: { registry:
     const { nameOrId } = request.params as { nameOrId?: string };
     if (nameOrId !== undefined) {
       const endpoint = request.queryLog.endpoint ?? findEndpoint(nameOrId)?.name ?? "unknown";
-      const status = reply.statusCode;
-      const key = `${status} ${endpoint}`;
-      const seen = answered.get(key);
-      if (seen) seen.count++;
-      else answered.set(key, { labels: { endpoint, status }, count: 1 });
+      let byStatus = answered.get(endpoint);
+      if (byStatus === undefined) {
+        byStatus = new Map();
+        answered.set(endpoint, byStatus);
+      }
+      byStatus.set(reply.statusCode, (byStatus.get(reply.statusCode) ?? 0) + 1);
       duration.observe(endpoint, reply.elapsedTime / 1000);
     }
     done();

@@ -44,8 +44,9 @@ const FORWARDED: Partial<Record<CacheStatus, string>> = {
   REFRESH: "query-service; fwd=request; stored",
 };
 
-// One string per outcome and seconds left: a hit's Cache-Status is built once a second, not per request.
-const cacheStatuses = new Map<string, string>();
+// One string per detail and seconds left: a hit's Cache-Status is built once a second, not per
+// request, and found without building a key.
+const cacheStatuses = new Map<string | undefined, Map<number, string>>();
 function cacheStatus(
   { status, refused }: Pick<CacheAnswer, "status" | "refused">,
   ttlLeft: number,
@@ -53,11 +54,15 @@ function cacheStatus(
   const forwarded = FORWARDED[status];
   if (forwarded) return forwarded;
   const detail = refused ?? (status === "STALE" ? "stale" : undefined);
-  const key = `${ttlLeft} ${detail}`;
-  let value = cacheStatuses.get(key);
+  let byTtlLeft = cacheStatuses.get(detail);
+  if (byTtlLeft === undefined) {
+    byTtlLeft = new Map();
+    cacheStatuses.set(detail, byTtlLeft);
+  }
+  let value = byTtlLeft.get(ttlLeft);
   if (value === undefined) {
     value = `query-service; hit; ttl=${Math.max(0, ttlLeft)}${detail ? `; detail=${detail}` : ""}`;
-    cacheStatuses.set(key, value);
+    byTtlLeft.set(ttlLeft, value);
   }
   return value;
 }

@@ -29,7 +29,8 @@ export const requestShape = fp(async (app: FastifyInstance) => {
     }
     let hosts = 0;
     for (let i = 0; i < raw.rawHeaders.length; i += 2) {
-      if (raw.rawHeaders[i]?.toLowerCase() === "host") hosts++;
+      const name = raw.rawHeaders[i] as string;
+      if (name.length === 4 && name.toLowerCase() === "host") hosts++;
     }
     if (hosts > 1) {
       reply.header("connection", "close");
