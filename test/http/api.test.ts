@@ -1,12 +1,16 @@
 // The service end to end: app.inject → BigQuery engine → official client → HTTP → stand-in →
 // GoogleSQL. Expected rows are worked out by hand from the fixtures below.
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { SignJWT } from "jose";
-import { pino } from "pino";
+import { type Logger, pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { catalog } from "../../src/endpoints/catalog.ts";
 import { loadQueries } from "../../src/endpoints/queries.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
+import { createLogger } from "../../src/logger.ts";
 import {
   edgeLog,
   edgeMetadata,
@@ -554,31 +558,59 @@ describe("request log", () => {
     expect(output).not.toContain("wrong-key-that-must-not-leak");
   });
 
-  it("writes a request line that stays valid JSON whatever the names in its query string", async () => {
-    const lines: string[] = [];
-    const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
-    const { get } = await service({ logger });
-    const names = ['pro"ject', "back\\slash", "tab\t", "é€😀"];
-    const query = names.map((name) => `${encodeURIComponent(name)}=1`).join("&");
-    const response = await get(`/api/endpoints/logs.all?${query}`);
-    expect(response.statusCode).toBe(400);
+  // The line goes out as a string to any pino stream, and as bytes to the service's own destination.
+  const destinations: [string, () => { logger: Logger; lines: () => string[] }][] = [
+    [
+      "a pino stream",
+      () => {
+        const lines: string[] = [];
+        const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
+        return { logger, lines: () => lines };
+      },
+    ],
+    [
+      "the service's destination",
+      () => {
+        const file = join(mkdtempSync(join(tmpdir(), "request-line-")), "service.log");
+        const logger = createLogger({ logLevel: "info", logFormat: "json" }, file);
+        return {
+          logger,
+          lines: () => {
+            logger.flush();
+            return readFileSync(file, "utf8").trimEnd().split("\n");
+          },
+        };
+      },
+    ],
+  ];
 
-    const [line] = lines
-      .map((text) => JSON.parse(text))
-      .filter((record) => record.msg === "request");
-    expect(line).toMatchObject({
-      level: 30,
-      time: expect.any(Number),
-      pid: process.pid,
-      reqId: response.headers["x-request-id"],
-      method: "GET",
-      path: "/api/endpoints/logs.all",
-      params: names,
-      status: 400,
-      credential: expect.any(String),
-      endpoint: "logs.all",
-    });
-  });
+  it.each(destinations)(
+    "writes a request line that stays valid JSON whatever the names in its query string, to %s",
+    async (_, destination) => {
+      const { logger, lines } = destination();
+      const { get } = await service({ logger });
+      const names = ['pro"ject', "back\\slash", "tab\t", "é€😀"];
+      const query = names.map((name) => `${encodeURIComponent(name)}=1`).join("&");
+      const response = await get(`/api/endpoints/logs.all?${query}`);
+      expect(response.statusCode).toBe(400);
+
+      const [line] = lines()
+        .map((text) => JSON.parse(text))
+        .filter((record) => record.msg === "request");
+      expect(line).toMatchObject({
+        level: 30,
+        time: expect.any(Number),
+        pid: process.pid,
+        reqId: response.headers["x-request-id"],
+        method: "GET",
+        path: "/api/endpoints/logs.all",
+        params: names,
+        status: 400,
+        credential: expect.any(String),
+        endpoint: "logs.all",
+      });
+    },
+  );
 
   it("logs a failed query's engine message, which the response leaves out", async () => {
     const lines: string[] = [];
