@@ -4,7 +4,9 @@
 // most half the slots (at least one), so a flood leaves a slot free for everyone else (measured:
 // with both slots of two held by seconds-long queries, another caller's light query waited seconds;
 // DuckDB spreads one query over every core, so the idle slot costs the flood little). A free slot
-// goes to the waiting credential with the fewest running queries.
+// goes to the waiting credential with the fewest running queries; among equals, to the one served
+// longest ago, so a credential waits at most one turn of each other waiting credential, however many
+// keep their queues full.
 // Each query has one deadline from its arrival: waiting counts, and a query whose deadline passes
 // while it waits is never started. Written here rather than with p-queue/p-limit: neither offers
 // per-caller shares, a fair pick across callers, or dropping queued work at shutdown.
@@ -62,8 +64,12 @@ interface Ticket {
 }
 
 export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedEngine {
+  /** Each credential's waiting line, in turn order: the one served longest ago first. */
   const waiting = new Map<string, Ticket[]>();
   const running = new Set<Ticket>();
+  /** Running queries by credential: the pick reads it once for every waiting line. */
+  const runningBy = new Map<string, number>();
+  /** Running + waiting by credential: its share. */
   const held = new Map<string, number>();
   const refused: AdmissionStats["refused"] = {
     overloaded: 0,
@@ -75,36 +81,41 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
   let draining = false;
   const maxRunningEach = Math.max(1, Math.ceil(options.maxConcurrency / 2));
 
-  const hold = (credential: string, delta: number) => {
-    const count = (held.get(credential) ?? 0) + delta;
-    if (count === 0) held.delete(credential);
-    else held.set(credential, count);
+  const count = (counts: Map<string, number>, credential: string, delta: number) => {
+    const total = (counts.get(credential) ?? 0) + delta;
+    if (total === 0) counts.delete(credential);
+    else counts.set(credential, total);
   };
   const release = (ticket: Ticket) => {
-    hold(ticket.credential, -1);
+    count(held, ticket.credential, -1);
     ticket.lease?.release();
   };
   const refuse = (code: AdmissionError["code"], error: AdmissionError) => {
     refused[code]++;
     return Promise.reject(error);
   };
-  const runningOf = (credential: string) =>
-    [...running].filter((ticket) => ticket.credential === credential).length;
-
-  /** Starts waiting work while slots are free: the credential with the fewest running first. */
+  /**
+   * Starts waiting work while slots are free: the credential with the fewest running first, among
+   * equals the first in turn order, which then goes to the back. In turn rather than oldest ticket
+   * first: a credential's wait is bounded by how many others wait, not by how deep their queues are.
+   */
   const pump = () => {
     while (running.size < options.maxConcurrency && queued > 0) {
       let next: string | undefined;
+      let fewest = maxRunningEach;
       for (const credential of waiting.keys()) {
-        const load = runningOf(credential);
-        if (load < maxRunningEach && (next === undefined || load < runningOf(next))) {
+        const load = runningBy.get(credential) ?? 0;
+        if (load < fewest) {
           next = credential;
+          fewest = load;
         }
       }
       if (next === undefined) return;
       const line = waiting.get(next) as Ticket[];
       const ticket = line.shift() as Ticket;
-      if (line.length === 0) waiting.delete(next);
+      // Served: to the back of the turn order.
+      waiting.delete(next);
+      if (line.length > 0) waiting.set(next, line);
       queued--;
       ticket.start();
     }
@@ -121,7 +132,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
   };
 
   async function run(request: QueryRequest): Promise<QueryResult> {
-    // Work nobody's credential caused (warming) shares as one caller of its own.
+    // Work nobody's credential caused (warming, follow polls) shares as one caller per trigger.
     const arrived = Date.now();
     const credential = request.credential ?? `(${request.trigger ?? "unattributed"})`;
     if (draining) {
@@ -155,7 +166,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     }
 
     const deadline = options.timeoutMs === undefined ? undefined : arrived + options.timeoutMs;
-    hold(credential, 1);
+    count(held, credential, 1);
     return new Promise<QueryResult>((resolve, reject) => {
       let settled = false;
       const answer = (settle: () => void) => {
@@ -172,6 +183,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
         refuse: (error) => answer(() => reject(error)),
         start: () => {
           running.add(ticket);
+          count(runningBy, credential, 1);
           engine
             .run({ ...request, deadline, signal: ticket.controller.signal })
             .then(
@@ -181,6 +193,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
             .finally(() => {
               // The slot is free once the engine's work is, not when the caller was answered.
               running.delete(ticket);
+              count(runningBy, credential, -1);
               release(ticket);
               pump();
             });
@@ -204,7 +217,9 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
           );
         }, deadline - arrived);
       }
-      waiting.set(credential, [...(waiting.get(credential) ?? []), ticket]);
+      const line = waiting.get(credential);
+      if (line) line.push(ticket);
+      else waiting.set(credential, [ticket]);
       queued++;
       pump();
     });

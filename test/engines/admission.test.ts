@@ -1,7 +1,12 @@
 // The admission gate's bounds, fair pick, deadlines and shutdown, over an engine whose queries end
 // when the test says: the timing faults the real engines produce only by chance.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { type AdmissionError, type AdmissionOptions, admit } from "../../src/engines/admission.ts";
+import {
+  type AdmissionError,
+  type AdmissionOptions,
+  type AdmittedEngine,
+  admit,
+} from "../../src/engines/admission.ts";
 import { EngineError, type QueryEngine, type QueryRequest } from "../../src/engines/engine.ts";
 
 interface Held {
@@ -45,6 +50,44 @@ const query = (credential: string, name = credential): QueryRequest => ({
   maxRows: 10,
   credential,
 });
+
+/** Lets every settled promise's callbacks run: the gate's bookkeeping, the callers' answers. */
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Credentials flooding the gate: each tops its share back up after every answer, so their lines
+ * never empty. `step()` ends the longest-running query, as the engine would, and lets the gate start
+ * the next; tests count starts, not time.
+ */
+function flood(
+  gate: AdmittedEngine,
+  started: Held[],
+  flooders: string[],
+  share: number,
+): { step: () => Promise<void> } {
+  const outstanding = new Map(flooders.map((name) => [name, 0]));
+  const topUp = () => {
+    for (const name of flooders) {
+      while ((outstanding.get(name) ?? 0) < share) {
+        outstanding.set(name, (outstanding.get(name) ?? 0) + 1);
+        void gate
+          .run(query(name))
+          .catch(() => {})
+          .finally(() => outstanding.set(name, (outstanding.get(name) ?? 0) - 1));
+      }
+    }
+  };
+  topUp();
+  let ended = 0;
+  return {
+    async step() {
+      started[ended++]?.finish();
+      await settle();
+      topUp();
+      await settle();
+    },
+  };
+}
 
 /** What a promise came to: its result's endpoint, or its error's code. */
 const outcome = (promise: Promise<{ rows: { endpoint?: unknown }[] }>) =>
@@ -104,6 +147,32 @@ describe("admission", () => {
     await vi.waitFor(() => expect(started).toHaveLength(6));
     expect(started[5]?.request.endpoint).toBe("other3");
   });
+
+  it.each([2, 3])(
+    "serves credentials with equal running work in turn: %i flooding credentials cannot starve another",
+    async (flooders) => {
+      const { engine, started } = heldEngine();
+      const gate = admit(engine, { maxConcurrency: 2, maxQueue: 20, maxPerCredential: 4 });
+      const names = ["a", "b", "c"].slice(0, flooders);
+      const { step } = flood(gate, started, names, 4);
+      // A dashboard asks six times, each when the last has answered, while the flooders hold both
+      // slots and keep their lines full.
+      const waits: number[] = [];
+      for (let i = 1; i <= 6; i++) {
+        const name = `victim${i}`;
+        const arrival = started.length;
+        let answer: string | undefined;
+        void outcome(gate.run(query("victim", name))).then((result) => {
+          answer = result;
+        });
+        for (let steps = 0; answer === undefined && steps < 50; steps++) await step();
+        expect(answer, name).toBe(`ok:${name}`);
+        // Starts of others between its arrival and its own: at most one turn of each flooder.
+        waits.push(started.findIndex((held) => held.request.endpoint === name) - arrival);
+      }
+      expect(Math.max(...waits)).toBeLessThanOrEqual(flooders);
+    },
+  );
 
   it("answers a query whose deadline passes while queued with 504, and never starts it", async () => {
     vi.useFakeTimers();
