@@ -7,6 +7,9 @@
 // goes to the waiting credential with the fewest running queries; among equals, to the one served
 // longest ago, so a credential waits at most one turn of each other waiting credential, however many
 // keep their queues full.
+// Work no credential caused (cache warming, follow polls: each trigger shares as one caller of its
+// own) keeps a slot: while any of it waits, callers' work holds at most `maxConcurrency` − 1 slots
+// (when there are two or more), so warmed results and follow streams do not go stale behind a flood.
 // Each query has one deadline from its arrival: waiting counts, and a query whose deadline passes
 // while it waits is never started. Written here rather than with p-queue/p-limit: neither offers
 // per-caller shares, a fair pick across callers, or dropping queued work at shutdown.
@@ -55,6 +58,8 @@ export interface AdmittedEngine extends QueryEngine {
 
 interface Ticket {
   credential: string;
+  /** Work no credential caused: it keeps a slot of its own. */
+  background: boolean;
   /** Its place in the credential's share across replicas, when counted there. */
   lease: Lease | undefined;
   start: () => void;
@@ -78,8 +83,13 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     expired: 0,
   };
   let queued = 0;
+  let backgroundWaiting = 0;
+  let backgroundRunning = 0;
   let draining = false;
   const maxRunningEach = Math.max(1, Math.ceil(options.maxConcurrency / 2));
+  // With one slot, keeping it for background work would hand it all of it.
+  const maxRunningCallers =
+    options.maxConcurrency >= 2 ? options.maxConcurrency - 1 : options.maxConcurrency;
 
   const count = (counts: Map<string, number>, credential: string, delta: number) => {
     const total = (counts.get(credential) ?? 0) + delta;
@@ -89,6 +99,10 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
   const release = (ticket: Ticket) => {
     count(held, ticket.credential, -1);
     ticket.lease?.release();
+  };
+  const leaveQueue = (ticket: Ticket) => {
+    queued--;
+    if (ticket.background) backgroundWaiting--;
   };
   const refuse = (code: AdmissionError["code"], error: AdmissionError) => {
     refused[code]++;
@@ -101,11 +115,13 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
    */
   const pump = () => {
     while (running.size < options.maxConcurrency && queued > 0) {
+      const callersMayStart =
+        backgroundWaiting === 0 || running.size - backgroundRunning < maxRunningCallers;
       let next: string | undefined;
       let fewest = maxRunningEach;
-      for (const credential of waiting.keys()) {
+      for (const [credential, line] of waiting) {
         const load = runningBy.get(credential) ?? 0;
-        if (load < fewest) {
+        if (load < fewest && (callersMayStart || line[0]?.background)) {
           next = credential;
           fewest = load;
         }
@@ -116,7 +132,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
       // Served: to the back of the turn order.
       waiting.delete(next);
       if (line.length > 0) waiting.set(next, line);
-      queued--;
+      leaveQueue(ticket);
       ticket.start();
     }
   };
@@ -127,7 +143,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     if (!line || index < 0) return false;
     line.splice(index, 1);
     if (line.length === 0) waiting.delete(ticket.credential);
-    queued--;
+    leaveQueue(ticket);
     return true;
   };
 
@@ -177,6 +193,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
       };
       const ticket: Ticket = {
         credential,
+        background: request.credential === undefined,
         lease: lease || undefined,
         controller: new AbortController(),
         timer: undefined,
@@ -184,6 +201,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
         start: () => {
           running.add(ticket);
           count(runningBy, credential, 1);
+          if (ticket.background) backgroundRunning++;
           engine
             .run({ ...request, deadline, signal: ticket.controller.signal })
             .then(
@@ -194,6 +212,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
               // The slot is free once the engine's work is, not when the caller was answered.
               running.delete(ticket);
               count(runningBy, credential, -1);
+              if (ticket.background) backgroundRunning--;
               release(ticket);
               pump();
             });
@@ -221,6 +240,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
       if (line) line.push(ticket);
       else waiting.set(credential, [ticket]);
       queued++;
+      if (ticket.background) backgroundWaiting++;
       pump();
     });
   }
@@ -248,6 +268,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
       }
       waiting.clear();
       queued = 0;
+      backgroundWaiting = 0;
     },
     abortRunning() {
       for (const ticket of running) {
