@@ -1,6 +1,6 @@
 // API_KEYS_FILE: named keys with scopes, stored as the SHA-256 of each key (the file never holds a
-// key). Reloaded on SIGHUP and when the file changes; a bad file on reload keeps the previous set
-// and logs one error line, so a typo locks nobody out.
+// key). Reloaded when the file changes and on demand (the process asks on SIGHUP); a bad file on
+// reload keeps the previous set and logs one error line, so a typo locks nobody out.
 import { type FSWatcher, readFileSync, watch } from "node:fs";
 import { basename, dirname } from "node:path";
 import { z } from "zod";
@@ -119,7 +119,7 @@ export class KeysFile {
     }
   }
 
-  /** Reloads on SIGHUP and when the file changes (watching its folder: editors replace files). */
+  /** Reloads when the file changes (watching its folder: editors replace files). */
   watch(log: ReloadLog): void {
     let timer: NodeJS.Timeout | undefined;
     const soon = () => {
@@ -130,12 +130,9 @@ export class KeysFile {
     const watcher: FSWatcher = watch(dirname(this.path), (_event, file) => {
       if (file === basename(this.path)) soon();
     });
-    const onHangup = () => this.reload(log);
-    process.on("SIGHUP", onHangup);
     this.#stop = () => {
       clearTimeout(timer);
       watcher.close();
-      process.off("SIGHUP", onHangup);
     };
   }
 

@@ -182,13 +182,4 @@ describe("API_KEYS_FILE", () => {
     expect(file.lookup(sha256Hex(ACME_KEY))?.credential.name).toBe("acme");
     expect(file.lookup(sha256Hex(GLOBEX_KEY))?.credential.name).toBe("globex");
   });
-
-  it("reloads on SIGHUP", async () => {
-    const { path, file } = watchedAcmeFile();
-    writeFileSync(path, JSON.stringify({ keys: [entry("globex", GLOBEX_KEY)] }));
-    // Synchronously after the signal: before the folder watcher's debounced reload could run.
-    process.emit("SIGHUP", "SIGHUP");
-    expect(file.lookup(sha256Hex(GLOBEX_KEY))?.credential.name).toBe("globex");
-    expect(file.lookup(sha256Hex(ACME_KEY))).toBeUndefined();
-  });
 });
