@@ -100,6 +100,7 @@ export class KeysFile {
   /** The text last read, taken or refused: reading it again changes nothing and logs nothing. */
   #text: string;
   #identity: string | undefined;
+  readonly #listeners = new Set<() => void>();
   #stop: (() => void) | undefined;
 
   /** Reads the file now; a bad file throws KeysFileError naming the file, the key and the problem. */
@@ -116,6 +117,12 @@ export class KeysFile {
 
   get size(): number {
     return this.#keys.size;
+  }
+
+  /** Calls `listener` after each reload that took the file's keys; returns what unsubscribes it. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /** Reads the file again; a bad file keeps the previous keys. */
@@ -154,6 +161,14 @@ export class KeysFile {
       return;
     }
     log.info({ keys: this.#keys.size }, "API_KEYS_FILE reloaded");
+    for (const listener of this.#listeners) {
+      // One failing listener neither stops the others nor, from a signal or a timer, the process.
+      try {
+        listener();
+      } catch (error) {
+        log.error({ err: error }, "API_KEYS_FILE change listener failed");
+      }
+    }
   }
 }
 

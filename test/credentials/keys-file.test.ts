@@ -246,4 +246,41 @@ describe("API_KEYS_FILE", () => {
       expect(file.lookup(sha256Hex(GLOBEX_KEY))?.credential.name).toBe("ajax"),
     );
   });
+
+  it("tells onChange listeners after each reload that took, until they unsubscribe", () => {
+    const { path, file, log } = watchedAcmeFile();
+    const calls: string[] = [];
+    const unsubscribe = file.onChange(() => calls.push("first"));
+    file.onChange(() => calls.push("second"));
+
+    writeFileSync(path, JSON.stringify({ keys: [entry("globex", GLOBEX_KEY)] }));
+    file.reload(log);
+    expect(calls).toEqual(["first", "second"]);
+
+    writeFileSync(path, "{keys: [");
+    file.reload(log);
+    expect(calls).toEqual(["first", "second"]);
+
+    unsubscribe();
+    writeFileSync(path, JSON.stringify({ keys: [entry("acme", ACME_KEY)] }));
+    file.reload(log);
+    expect(calls).toEqual(["first", "second", "second"]);
+  });
+
+  it("still calls the other onChange listeners when one throws, and logs it", () => {
+    const { file, log } = watchedAcmeFile();
+    file.onChange(() => {
+      throw new Error("listener bug");
+    });
+    let called = false;
+    file.onChange(() => {
+      called = true;
+    });
+    file.reload(log);
+    expect(called).toBe(true);
+    expect(log.lines.at(-1)).toEqual({
+      level: "error",
+      message: "API_KEYS_FILE change listener failed",
+    });
+  });
 });
