@@ -1,4 +1,5 @@
-// Process entry: config → engine → app → listen; closes gracefully on SIGTERM/SIGINT.
+// Process entry: config → engine → app → listen; closes gracefully on SIGTERM/SIGINT; SIGHUP
+// reads API_KEYS_FILE again.
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import closeWithGrace from "close-with-grace";
@@ -79,6 +80,11 @@ if (apiKeys.length === 0 && !keysFile && !tokens) {
   log.info("generated an API key for this process (printed above, once)");
 }
 keysFile?.watch(log);
+// For the life of the process, so a SIGHUP never stops it (closeWithGrace skips SIGHUP below).
+process.on("SIGHUP", () => {
+  if (keysFile) keysFile.reload(log);
+  else log.info("SIGHUP: no API_KEYS_FILE to read again");
+});
 
 // Before the app: Fastify's instrumentation hooks every instance created after it.
 const stopTracing = await startTracing();
@@ -123,7 +129,7 @@ const management =
     ? undefined
     : await buildManagementApp({ engine, registry: app.metricsRegistry, logger: log });
 
-closeWithGrace({ delay: config.shutdownGraceMs }, async ({ signal, err }) => {
+closeWithGrace({ delay: config.shutdownGraceMs, skip: ["SIGHUP"] }, async ({ signal, err }) => {
   if (err) log.error({ err }, "closing after an uncaught error");
   else log.info({ signal }, "closing");
   keysFile?.close();

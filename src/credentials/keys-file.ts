@@ -1,8 +1,7 @@
 // API_KEYS_FILE: named keys with scopes, stored as the SHA-256 of each key (the file never holds a
-// key). Reloaded on SIGHUP and when the file changes; a bad file on reload keeps the previous set
-// and logs one error line, so a typo locks nobody out.
-import { type FSWatcher, readFileSync, watch } from "node:fs";
-import { basename, dirname } from "node:path";
+// key). Reloaded when the file changes and on demand (the process asks on SIGHUP); a bad file on
+// reload keeps the previous set and logs one error line, so a typo locks nobody out.
+import { readFileSync, statSync } from "node:fs";
 import { z } from "zod";
 import { type Credential, credentialName, scopesSchema } from "./credential.ts";
 
@@ -89,16 +88,27 @@ export interface ReloadLog {
   error(fields: object, message: string): void;
 }
 
+/** How often `watch` looks: the longest a change waits, however often the file is rewritten. */
+const POLL_MS = 250;
+/** Coarser than any file system clock (FAT: 2 s): a stamp this near now may be a later write's. */
+const RECENT_STAMP_MS = 2_000;
+
 /** The file's current keys; `watch` keeps them current until `close`. */
 export class KeysFile {
   readonly path: string;
   #keys: Map<string, KeyEntry>;
+  /** The text last read, taken or refused: reading it again changes nothing and logs nothing. */
+  #text: string;
+  #identity: string | undefined;
+  readonly #listeners = new Set<() => void>();
   #stop: (() => void) | undefined;
 
   /** Reads the file now; a bad file throws KeysFileError naming the file, the key and the problem. */
   constructor(path: string) {
     this.path = path;
-    this.#keys = parseKeysFile(path, readText(path));
+    this.#identity = identityOf(path);
+    this.#text = readText(path);
+    this.#keys = parseKeysFile(path, this.#text);
   }
 
   lookup(digestHex: string): KeyEntry | undefined {
@@ -109,38 +119,71 @@ export class KeysFile {
     return this.#keys.size;
   }
 
-  /** Reads the file again; a bad file keeps the previous keys. */
-  reload(log: ReloadLog): void {
-    try {
-      this.#keys = parseKeysFile(this.path, readText(this.path));
-      log.info({ keys: this.#keys.size }, "API_KEYS_FILE reloaded");
-    } catch (error) {
-      log.error({}, `${(error as Error).message}; keeping the previous keys`);
-    }
+  /** Calls `listener` after each reload that took the file's keys; returns what unsubscribes it. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
-  /** Reloads on SIGHUP and when the file changes (watching its folder: editors replace files). */
+  /** Reads the file again; a bad file keeps the previous keys. */
+  reload(log: ReloadLog): void {
+    this.#read(log, identityOf(this.path), true);
+  }
+
+  /**
+   * Reloads when the file behind the path changes. Polled, not watched: kubelet updates a mounted
+   * ConfigMap or Secret by swapping the `..data` symlink the file's own symlink goes through, which
+   * no event names the file for; a poll also keeps a file rewritten without pause from postponing
+   * a reload.
+   */
   watch(log: ReloadLog): void {
-    let timer: NodeJS.Timeout | undefined;
-    const soon = () => {
-      clearTimeout(timer);
-      // Editors write in several steps; one reload once they are done.
-      timer = setTimeout(() => this.reload(log), 50);
-    };
-    const watcher: FSWatcher = watch(dirname(this.path), (_event, file) => {
-      if (file === basename(this.path)) soon();
-    });
-    const onHangup = () => this.reload(log);
-    process.on("SIGHUP", onHangup);
-    this.#stop = () => {
-      clearTimeout(timer);
-      watcher.close();
-      process.off("SIGHUP", onHangup);
-    };
+    const poll = setInterval(() => {
+      const identity = identityOf(this.path);
+      if (identity === undefined || identity !== this.#identity) this.#read(log, identity, false);
+    }, POLL_MS).unref();
+    this.#stop = () => clearInterval(poll);
   }
 
   close(): void {
     this.#stop?.();
+  }
+
+  /** Takes the file's keys if its text changed, or always; `identity`: the file's before reading. */
+  #read(log: ReloadLog, identity: string | undefined, always: boolean): void {
+    this.#identity = identity;
+    try {
+      const text = readText(this.path);
+      if (text === this.#text && !always) return;
+      this.#text = text;
+      this.#keys = parseKeysFile(this.path, text);
+    } catch (error) {
+      log.error({}, `${(error as Error).message}; keeping the previous keys`);
+      return;
+    }
+    log.info({ keys: this.#keys.size }, "API_KEYS_FILE reloaded");
+    for (const listener of this.#listeners) {
+      // One failing listener neither stops the others nor, from a signal or a timer, the process.
+      try {
+        listener();
+      } catch (error) {
+        log.error({ err: error }, "API_KEYS_FILE change listener failed");
+      }
+    }
+  }
+}
+
+/**
+ * The file the path leads to (through any symlinks), its size and stamp, or why it cannot be had.
+ * Undefined while the stamp is recent: a second write within the same clock tick leaves all of
+ * them as they were, so until then the text is compared.
+ */
+function identityOf(path: string): string | undefined {
+  try {
+    const { dev, ino, size, mtimeNs } = statSync(path, { bigint: true });
+    if (Math.abs(Date.now() - Number(mtimeNs / 1_000_000n)) < RECENT_STAMP_MS) return undefined;
+    return `${dev}:${ino}:${size}:${mtimeNs}`;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code;
   }
 }
 

@@ -1,6 +1,16 @@
 // API_KEYS_FILE: what a good file grants, how a bad one is refused at startup (one line naming the
 // file, the key entry and the problem), and reloads that never lock anyone out.
-import { renameSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
+import { dirname, join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile, KeysFileError } from "../../src/credentials/keys-file.ts";
@@ -183,12 +193,94 @@ describe("API_KEYS_FILE", () => {
     expect(file.lookup(sha256Hex(GLOBEX_KEY))?.credential.name).toBe("globex");
   });
 
-  it("reloads on SIGHUP", async () => {
-    const { path, file } = watchedAcmeFile();
-    writeFileSync(path, JSON.stringify({ keys: [entry("globex", GLOBEX_KEY)] }));
-    // Synchronously after the signal: before the folder watcher's debounced reload could run.
-    process.emit("SIGHUP", "SIGHUP");
+  it("reloads when kubelet swaps a mounted ConfigMap's or Secret's ..data symlink", async () => {
+    // kubelet's layout: keys.json -> ..data/keys.json, ..data -> a timestamped folder. An update
+    // writes a new folder, points ..data_tmp at it, renames ..data_tmp over ..data and removes
+    // the old folder: nothing named keys.json is ever written.
+    const mount = dirname(keysFileWith({ keys: [] }));
+    const writeVersion = (stamp: string, content: unknown) => {
+      mkdirSync(join(mount, stamp));
+      writeFileSync(join(mount, stamp, "keys.json"), JSON.stringify(content));
+      symlinkSync(stamp, join(mount, "..data_tmp"));
+      renameSync(join(mount, "..data_tmp"), join(mount, "..data"));
+    };
+    rmSync(join(mount, "keys.json"));
+    writeVersion("..2026_11_25_10_00_00.000000001", { keys: [entry("acme", ACME_KEY)] });
+    symlinkSync("..data/keys.json", join(mount, "keys.json"));
+    const file = new KeysFile(join(mount, "keys.json"));
+    open.push(file);
+    file.watch(recordingLog());
+
+    writeVersion("..2026_11_25_10_05_00.000000002", { keys: [entry("globex", GLOBEX_KEY)] });
+    rmSync(join(mount, "..2026_11_25_10_00_00.000000001"), { recursive: true });
+
+    await vi.waitFor(() => expect(file.lookup(sha256Hex(ACME_KEY))).toBeUndefined());
     expect(file.lookup(sha256Hex(GLOBEX_KEY))?.credential.name).toBe("globex");
+  });
+
+  it("takes a revocation while the file is still being rewritten every 30 ms", async () => {
+    const { path, file } = watchedAcmeFile();
+    // A reload that waits for the writes to settle would wait for all 100 of them (3 s).
+    let rewrites = 0;
+    while (rewrites < 100 && file.lookup(sha256Hex(ACME_KEY))) {
+      replace(path, { keys: [entry("globex", GLOBEX_KEY)] });
+      rewrites++;
+      await sleep(30);
+    }
     expect(file.lookup(sha256Hex(ACME_KEY))).toBeUndefined();
+    expect(rewrites).toBeLessThan(100);
+  });
+
+  it("takes a same-size rewrite that left the recent stamp as it was, as a coarse clock does", async () => {
+    const { path, file } = watchedAcmeFile();
+    // A whole second, so the stamp put back below is the same to the nanosecond; the next one, so
+    // it stays recent however slowly the test runs.
+    const stamp = Math.ceil(Date.now() / 1000);
+    utimesSync(path, stamp, stamp);
+    await sleep(300);
+    const ajax = { keys: [entry("ajax", GLOBEX_KEY)] };
+    expect(JSON.stringify(ajax).length).toBe(readFileSync(path, "utf8").length);
+    writeFileSync(path, JSON.stringify(ajax));
+    utimesSync(path, stamp, stamp);
+    await vi.waitFor(() =>
+      expect(file.lookup(sha256Hex(GLOBEX_KEY))?.credential.name).toBe("ajax"),
+    );
+  });
+
+  it("tells onChange listeners after each reload that took, until they unsubscribe", () => {
+    const { path, file, log } = watchedAcmeFile();
+    const calls: string[] = [];
+    const unsubscribe = file.onChange(() => calls.push("first"));
+    file.onChange(() => calls.push("second"));
+
+    writeFileSync(path, JSON.stringify({ keys: [entry("globex", GLOBEX_KEY)] }));
+    file.reload(log);
+    expect(calls).toEqual(["first", "second"]);
+
+    writeFileSync(path, "{keys: [");
+    file.reload(log);
+    expect(calls).toEqual(["first", "second"]);
+
+    unsubscribe();
+    writeFileSync(path, JSON.stringify({ keys: [entry("acme", ACME_KEY)] }));
+    file.reload(log);
+    expect(calls).toEqual(["first", "second", "second"]);
+  });
+
+  it("still calls the other onChange listeners when one throws, and logs it", () => {
+    const { file, log } = watchedAcmeFile();
+    file.onChange(() => {
+      throw new Error("listener bug");
+    });
+    let called = false;
+    file.onChange(() => {
+      called = true;
+    });
+    file.reload(log);
+    expect(called).toBe(true);
+    expect(log.lines.at(-1)).toEqual({
+      level: "error",
+      message: "API_KEYS_FILE change listener failed",
+    });
   });
 });
