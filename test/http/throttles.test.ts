@@ -1,0 +1,100 @@
+// What each throttle counts, and for whom: failed authentications per client address (which a valid
+// key passes, and a burst of tokens cannot outrun), the client address behind trusted proxies, the
+// per-credential limit however many credentials are counted, and the anonymous pages' own limit.
+import { SignJWT } from "jose";
+import { describe, expect, it } from "vitest";
+import { createTokenVerifier, type TokenVerifier } from "../../src/credentials/tokens.ts";
+import { API_KEY, type ServiceOptions, startService } from "../support/service.ts";
+
+const NOW = "2026-11-21T05:17:42.123456Z";
+const SECRET = "an-hs256-secret-of-at-least-32-bytes!";
+const LISTING = "/api/endpoints";
+
+const service = (options: Partial<ServiceOptions> = {}) => startService({ now: NOW, ...options });
+
+/** The real verifier, counting the verifications it is asked for. */
+function countedVerifier() {
+  const verify = createTokenVerifier({ secret: SECRET, maxLifetimeSeconds: 600 });
+  const counted = { calls: 0 };
+  const tokens: TokenVerifier = (token) => {
+    counted.calls += 1;
+    return verify(token);
+  };
+  return { tokens, counted };
+}
+
+const token = (secret = SECRET) =>
+  new SignJWT({ scopes: [{ endpoint: "*" }] })
+    .setProtectedHeader({ alg: "HS256" })
+    .setSubject("dashboard")
+    .setExpirationTime("5m")
+    .sign(new TextEncoder().encode(secret));
+const FORGED_WITH = "a-wrong-secret-of-at-least-32-bytes";
+
+const errorOf = (response: { body: string }) =>
+  (JSON.parse(response.body) as { error: { code: string; message: string } }).error;
+
+describe("the failed-authentication throttle", () => {
+  it("lets a valid API key through from an address over its failures, and nothing else", async () => {
+    const { tokens } = countedVerifier();
+    const { app } = await service({ authFailuresPerMinute: 3, tokens });
+    const from = (headers: Record<string, string>) =>
+      app.inject({ url: LISTING, remoteAddress: "203.0.113.7", headers });
+    for (let guess = 0; guess < 3; guess++) {
+      expect((await from({ "x-api-key": `guess-${guess}-0123456789abcdef` })).statusCode).toBe(401);
+    }
+    // Everyone behind one proxy shares the address: its failures lock out no one holding a key.
+    expect((await from({ "x-api-key": API_KEY })).statusCode).toBe(200);
+    expect((await from({ authorization: `Bearer ${API_KEY}` })).statusCode).toBe(200);
+    const guess = await from({ "x-api-key": "guess-3-0123456789abcdef" });
+    expect(guess.statusCode).toBe(429);
+    expect(errorOf(guess).code).toBe("rate_limited");
+    expect(Number(guess.headers["retry-after"])).toBeGreaterThan(0);
+    // A token costs a signature verification, which the throttle exists to bound: even a good one waits.
+    const good = await from({ authorization: `Bearer ${await token()}` });
+    expect(good.statusCode).toBe(429);
+    expect(Number(good.headers["retry-after"])).toBeGreaterThan(0);
+  });
+
+  it("counts concurrent bad tokens as they arrive: at most the limit reach the verifier", async () => {
+    const { tokens, counted } = countedVerifier();
+    const limit = 10;
+    const { app } = await service({ authFailuresPerMinute: limit, tokens });
+    const forged = await token(FORGED_WITH);
+    const answers = await Promise.all(
+      Array.from({ length: 300 }, () =>
+        app.inject({
+          url: LISTING,
+          remoteAddress: "203.0.113.9",
+          headers: { authorization: `Bearer ${forged}` },
+        }),
+      ),
+    );
+    const statuses = answers.map((answer) => answer.statusCode);
+    expect(counted.calls).toBeLessThanOrEqual(limit);
+    expect(statuses.filter((status) => status === 401)).toHaveLength(counted.calls);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(300 - counted.calls);
+  });
+
+  it("gives back what a verification counted once its token passes", async () => {
+    const { tokens, counted } = countedVerifier();
+    const { app } = await service({ authFailuresPerMinute: 2, tokens });
+    const good = await token();
+    const answers = await Promise.all(
+      Array.from({ length: 2 }, () =>
+        app.inject({ url: LISTING, headers: { authorization: `Bearer ${good}` } }),
+      ),
+    );
+    expect(answers.map((answer) => answer.statusCode)).toEqual([200, 200]);
+    // Two good tokens in flight used the whole budget for a moment; passing, they gave it back.
+    const forged = await token(FORGED_WITH);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const refused = await app.inject({
+        url: LISTING,
+        headers: { authorization: `Bearer ${forged}` },
+      });
+      expect(refused.statusCode).toBe(401);
+    }
+    expect(counted.calls).toBe(4);
+  });
+});
