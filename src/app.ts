@@ -53,6 +53,8 @@ export interface AppDeps {
   tokens?: TokenVerifier;
   /** Failed authentications a minute per client address before 429; default 30. */
   authFailuresPerMinute?: number;
+  /** Proxies (addresses, CIDR ranges) whose X-Forwarded-For names the client address; default none. */
+  trustProxy?: string[];
   /** Result cache bounds and clock; absent turns caching off. */
   cache?: ResultCacheOptions;
   rateLimitPerMinute?: number;
@@ -102,6 +104,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const given = request.headers["x-request-id"];
       return typeof given === "string" && REQUEST_ID.test(given) ? given : newRequestId();
     },
+    // The client address every per-address count uses: the peer's, or the one trusted proxies name.
+    trustProxy: deps.trustProxy,
     frameworkErrors: frameworkError,
     clientErrorHandler: clientError,
     bodyLimit: 1024,

@@ -104,6 +104,7 @@ const app = await buildApp({
   keysFile,
   tokens,
   authFailuresPerMinute: config.auth.failuresPerMinute,
+  trustProxy: config.trustProxy,
   admission: config.admission,
   shutdownGraceMs: config.shutdownGraceMs,
   http: config.http,

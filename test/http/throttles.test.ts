@@ -3,6 +3,7 @@
 // per-credential limit however many credentials are counted, and the anonymous pages' own limit.
 import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../src/config.ts";
 import { createTokenVerifier, type TokenVerifier } from "../../src/credentials/tokens.ts";
 import { API_KEY, type ServiceOptions, startService } from "../support/service.ts";
 
@@ -96,5 +97,54 @@ describe("the failed-authentication throttle", () => {
       expect(refused.statusCode).toBe(401);
     }
     expect(counted.calls).toBe(4);
+  });
+});
+
+describe("TRUST_PROXY: whose address the per-address counts use", () => {
+  /** Three bad keys from the client `forwarded` names, through a proxy on loopback. */
+  async function throttleThroughProxy(trustProxy: string[] | undefined) {
+    const { app } = await service({ authFailuresPerMinute: 3, trustProxy });
+    const through = (forwardedFor: string) =>
+      app.inject({
+        url: LISTING,
+        remoteAddress: "127.0.0.1",
+        headers: { "x-api-key": "guess-0123456789abcdef", "x-forwarded-for": forwardedFor },
+      });
+    for (let guess = 0; guess < 3; guess++) {
+      expect((await through("198.51.100.1")).statusCode).toBe(401);
+    }
+    return through;
+  }
+
+  it.each([
+    ["its address", ["127.0.0.1"]],
+    ["its range", ["127.0.0.0/8", "10.0.0.0/8"]],
+  ])("counts each client behind a proxy trusted by %s apart", async (_by, trustProxy) => {
+    const through = await throttleThroughProxy(trustProxy);
+    expect((await through("198.51.100.1")).statusCode).toBe(429);
+    expect((await through("198.51.100.2")).statusCode).toBe(401);
+    // What the client itself claims, left of the proxy's entry, is not believed.
+    expect((await through("198.51.100.2, 198.51.100.1")).statusCode).toBe(429);
+  });
+
+  it("ignores X-Forwarded-For unless TRUST_PROXY is set: no client writes its way out", async () => {
+    const through = await throttleThroughProxy(undefined);
+    expect((await through("198.51.100.2")).statusCode).toBe(429);
+    expect((await through("198.51.100.3")).statusCode).toBe(429);
+  });
+
+  it("reads TRUST_PROXY as addresses and CIDR ranges; a bad one stops startup naming it", () => {
+    expect(loadConfig({}).trustProxy).toBeUndefined();
+    expect(
+      loadConfig({ TRUST_PROXY: " 172.30.80.2, 10.0.0.0/8,fd00::/8 ,::1" }).trustProxy,
+    ).toEqual(["172.30.80.2", "10.0.0.0/8", "fd00::/8", "::1"]);
+    for (const bad of ["10.0.0.0/33", "fd00::/129", "10.0.0/8", "proxy.internal", "10.0.0.0/8/8"]) {
+      expect(() => loadConfig({ TRUST_PROXY: `127.0.0.1,${bad}` })).toThrow(
+        new ConfigError(
+          `TRUST_PROXY: ${JSON.stringify(bad)} is not an address or CIDR range (such as 10.0.0.0/8 or fd00::/8)`,
+        ),
+      );
+    }
+    expect(() => loadConfig({ TRUST_PROXY: " , " })).toThrow(/^TRUST_PROXY: holds no address/);
   });
 });
