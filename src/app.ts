@@ -179,6 +179,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
     await api.register(perKeyRateLimit, {
       perMinute: deps.rateLimitPerMinute ?? 600,
+      credentials: (deps.apiKeys?.length ?? 0) + (deps.keysFile?.size ?? 0),
       redis: deps.redis,
     });
     await api.register(metrics, { registry });

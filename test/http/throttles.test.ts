@@ -148,3 +148,16 @@ describe("TRUST_PROXY: whose address the per-address counts use", () => {
     expect(() => loadConfig({ TRUST_PROXY: " , " })).toThrow(/^TRUST_PROXY: holds no address/);
   });
 });
+
+describe("the per-credential rate limit", () => {
+  it("keeps a limited key's count however many other credentials are counted after it", async () => {
+    const others = Array.from({ length: 5_001 }, (_, i) => `other-key-${i}-0123456789abcdef`);
+    const { app } = await service({ rateLimitPerMinute: 1, apiKeys: [API_KEY, ...others] });
+    const as = async (key: string) =>
+      (await app.inject({ url: LISTING, headers: { "x-api-key": key } })).statusCode;
+    expect(await as(API_KEY)).toBe(200);
+    expect(await as(API_KEY)).toBe(429);
+    for (const key of others) expect(await as(key)).toBe(200);
+    expect(await as(API_KEY)).toBe(429);
+  });
+});
