@@ -15,6 +15,7 @@ import { loadQueries } from "./endpoints/queries.ts";
 import { createRunner } from "./endpoints/runner.ts";
 import { type AdmissionOptions, admit } from "./engines/admission.ts";
 import type { QueryEngine } from "./engines/engine.ts";
+import { anonymousLimit } from "./http/anonymous-limit.ts";
 import { requireCredential } from "./http/auth.ts";
 import { connectionCap } from "./http/connection-cap.ts";
 import { openCors } from "./http/cors.ts";
@@ -58,6 +59,8 @@ export interface AppDeps {
   /** Result cache bounds and clock; absent turns caching off. */
   cache?: ResultCacheOptions;
   rateLimitPerMinute?: number;
+  /** Requests a minute per client address to /docs, /openapi.json without a credential and the explorer; default 120. */
+  anonymousRateLimitPerMinute?: number;
   /** Recomputations a credential may force a minute (Cache-Control: no-cache, max-age); default 6. */
   forcedRefreshPerMinute?: number;
   /** Shares the cache and the rate limit with other replicas (REDIS_URL); its owner closes it. */
@@ -170,8 +173,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(openCors);
   await app.register(refuseBadlyEncodedQuery);
   await app.register(healthRoutes, { engine: deps.engine });
-  await app.register(apiReference);
-  await app.register(explorerPage);
+  const limit = anonymousLimit({
+    perMinute: deps.anonymousRateLimitPerMinute ?? 120,
+    redis: deps.redis,
+  });
+  await app.register(apiReference, { limit });
+  await app.register(explorerPage, { limit });
   await app.register(async (api) => {
     await api.register(requireCredential, {
       authenticate,
@@ -192,7 +199,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       maxPerCredential: follow.maxPerCredential,
       places: budgets?.places("follow-streams"),
     });
-    await api.register(openApiRoute);
+    await api.register(openApiRoute, { limit });
   });
   return app;
 }

@@ -112,6 +112,7 @@ const app = await buildApp({
   maxConnections: config.http.maxConnections,
   cache: config.cache,
   rateLimitPerMinute: config.rateLimitPerMinute,
+  anonymousRateLimitPerMinute: config.anonymousRateLimitPerMinute,
   forcedRefreshPerMinute: config.forcedRefreshPerMinute,
   follow: config.follow,
   redis,

@@ -1,15 +1,22 @@
 // What each throttle counts, and for whom: failed authentications per client address (which a valid
 // key passes, and a burst of tokens cannot outrun), the client address behind trusted proxies, the
 // per-credential limit however many credentials are counted, and the anonymous pages' own limit.
+import { readFileSync } from "node:fs";
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.ts";
 import { createTokenVerifier, type TokenVerifier } from "../../src/credentials/tokens.ts";
+import { RedisLink } from "../../src/redis/link.ts";
+import { redisServer } from "../support/redis-server.ts";
 import { API_KEY, type ServiceOptions, startService } from "../support/service.ts";
+import { start } from "../support/service-process.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 const SECRET = "an-hs256-secret-of-at-least-32-bytes!";
 const LISTING = "/api/endpoints";
+
+const redis = redisServer();
 
 const service = (options: Partial<ServiceOptions> = {}) => startService({ now: NOW, ...options });
 
@@ -159,5 +166,159 @@ describe("the per-credential rate limit", () => {
     expect(await as(API_KEY)).toBe(429);
     for (const key of others) expect(await as(key)).toBe(200);
     expect(await as(API_KEY)).toBe(429);
+  });
+});
+
+describe("what is served without a credential", () => {
+  const SWAGGER_UI = new URL("../../node_modules/@fastify/swagger-ui/static/", import.meta.url);
+  const BROWSER = { "accept-encoding": "gzip, deflate, br, zstd" };
+
+  it("counts /docs, its assets, /openapi.json and the explorer per client address", async () => {
+    const { app } = await service({ anonymousRateLimitPerMinute: 3 });
+    const from = (remoteAddress: string, url: string, headers: Record<string, string> = {}) =>
+      app.inject({ url, remoteAddress, headers });
+    for (const url of ["/docs", "/openapi.json", "/"]) {
+      expect((await from("203.0.113.7", url)).statusCode, url).toBe(200);
+    }
+    const limited = await from("203.0.113.7", "/docs/static/swagger-ui.css");
+    expect(limited.statusCode).toBe(429);
+    expect(errorOf(limited)).toEqual({
+      code: "rate_limited",
+      message: expect.stringMatching(
+        /^More than 3 requests a minute from this address without a credential; retry in \d+ seconds\.$/,
+      ),
+    });
+    expect(Number(limited.headers["retry-after"])).toBeGreaterThan(0);
+    expect((await from("203.0.113.7", "/explorer/main.js")).statusCode).toBe(429);
+    expect((await from("203.0.113.7", "/openapi.json")).statusCode).toBe(429);
+    // A credential's requests are its own: counted by the credential, or (the document) not at all.
+    const key = { "x-api-key": API_KEY };
+    expect((await from("203.0.113.7", "/openapi.json", key)).statusCode).toBe(200);
+    expect((await from("203.0.113.7", LISTING, key)).statusCode).toBe(200);
+    expect((await from("203.0.113.8", "/docs/static/swagger-ui.css")).statusCode).toBe(200);
+  });
+
+  it("counts an address once across replicas that share Redis", async () => {
+    // Generous: this machine is shared, and a late answer would make the count per replica.
+    const link = new RedisLink({
+      url: redis.url,
+      prefix: `throttles-${process.pid}:`,
+      timeoutMs: 1_000,
+    });
+    try {
+      expect(await link.waitUntilUp(5_000)).toBe(true);
+      const replicas = [
+        await service({ anonymousRateLimitPerMinute: 3, redis: link }),
+        await service({ anonymousRateLimitPerMinute: 3, redis: link }),
+      ];
+      const statusOn = async (replica: number) =>
+        (
+          await replicas[replica]?.app.inject({
+            url: "/openapi.json",
+            remoteAddress: "203.0.113.5",
+          })
+        )?.statusCode;
+      expect([await statusOn(0), await statusOn(1), await statusOn(0)]).toEqual([200, 200, 200]);
+      expect([await statusOn(1), await statusOn(0)]).toEqual([429, 429]);
+    } finally {
+      await link.close();
+    }
+  });
+
+  it("serves the docs page's assets compressed, under a path naming their version, cached for good", async () => {
+    const { app } = await service();
+    const page = await app.inject({ url: "/docs" });
+    const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map(
+      ([, url]) => new URL(url as string, "http://localhost/docs").pathname,
+    );
+    const bundle = assets.find((url) => url.endsWith("/swagger-ui-bundle.js")) as string;
+    expect(bundle).toMatch(/^\/docs\/static\/[0-9a-f]{16}\/swagger-ui-bundle\.js$/);
+    expect(assets.filter((url) => url.startsWith(bundle.replace(/[^/]+$/, "")))).toHaveLength(6);
+    const file = readFileSync(new URL("swagger-ui-bundle.js", SWAGGER_UI));
+    const decoders: Record<string, (body: Buffer) => Buffer> = {
+      br: brotliDecompressSync,
+      gzip: gunzipSync,
+      identity: (body) => body,
+    };
+    const etags = new Set<string>();
+    for (const [acceptEncoding, encoding] of [
+      [BROWSER["accept-encoding"], "br"],
+      ["gzip", "gzip"],
+      ["br;q=0, gzip", "gzip"],
+      ["", "identity"],
+    ] as const) {
+      const response = await app.inject({
+        url: bundle,
+        headers: { "accept-encoding": acceptEncoding },
+      });
+      expect(response.statusCode).toBe(200);
+      expect(response.headers["content-encoding"]).toBe(
+        encoding === "identity" ? undefined : encoding,
+      );
+      expect(response.headers["cache-control"]).toBe("public, max-age=31536000, immutable");
+      expect(response.headers.vary).toBe("Accept-Encoding");
+      expect(response.headers["content-security-policy"]).toMatch(/^default-src 'self';/);
+      expect(decoders[encoding]?.(response.rawPayload).equals(file)).toBe(true);
+      etags.add(response.headers.etag as string);
+      if (encoding === "br") expect(response.rawPayload.length).toBeLessThan(file.length / 3);
+    }
+    expect(etags.size).toBe(3);
+  });
+
+  it("serves /openapi.json compressed, with an ETag and a short max-age", async () => {
+    const { app } = await service();
+    const plain = await app.inject({ url: "/openapi.json" });
+    const compressed = await app.inject({ url: "/openapi.json", headers: BROWSER });
+    expect(compressed.headers["content-encoding"]).toBe("br");
+    expect(brotliDecompressSync(compressed.rawPayload).toString()).toBe(plain.body);
+    expect(compressed.headers["cache-control"]).toBe("public, max-age=60");
+    expect(compressed.headers.vary).toBe("X-API-KEY, Authorization, Accept-Encoding");
+    const etag = compressed.headers.etag as string;
+    expect(etag).toMatch(/^"[\w-]+"$/);
+    const current = await app.inject({
+      url: "/openapi.json",
+      headers: { ...BROWSER, "if-none-match": etag },
+    });
+    expect(current.statusCode).toBe(304);
+    expect(current.body).toBe("");
+    const keyed = await app.inject({
+      url: "/openapi.json",
+      headers: { ...BROWSER, "x-api-key": API_KEY },
+    });
+    expect(keyed.headers["cache-control"]).toBe("private, max-age=60");
+    expect(brotliDecompressSync(keyed.rawPayload).toString()).toBe(plain.body);
+  });
+
+  it("serves the explorer's files compressed, revalidated on every load", async () => {
+    const { app } = await service();
+    for (const url of ["/", "/explorer/main.js", "/explorer/uPlot.iife.min.js"]) {
+      const plain = await app.inject({ url });
+      const compressed = await app.inject({ url, headers: { "accept-encoding": "gzip" } });
+      expect(compressed.headers["content-encoding"], url).toBe("gzip");
+      expect(gunzipSync(compressed.rawPayload).toString()).toBe(plain.body);
+      expect(compressed.headers["cache-control"]).toBe("no-cache");
+      const etag = compressed.headers.etag as string;
+      expect(etag).not.toBe(plain.headers.etag);
+      const current = await app.inject({
+        url,
+        headers: { "accept-encoding": "gzip", "if-none-match": etag },
+      });
+      expect(current.statusCode).toBe(304);
+    }
+  });
+});
+
+describe("the service process", () => {
+  it("reads TRUST_PROXY and ANONYMOUS_RATE_LIMIT_PER_MINUTE from its environment", async () => {
+    const { baseUrl } = await start({
+      API_KEYS: API_KEY,
+      TRUST_PROXY: "127.0.0.1",
+      ANONYMOUS_RATE_LIMIT_PER_MINUTE: "2",
+    });
+    const statusFor = async (client: string) =>
+      (await fetch(`${baseUrl}/openapi.json`, { headers: { "x-forwarded-for": client } })).status;
+    expect([await statusFor("198.51.100.1"), await statusFor("198.51.100.1")]).toEqual([200, 200]);
+    expect(await statusFor("198.51.100.1")).toBe(429);
+    expect(await statusFor("198.51.100.2")).toBe(200);
   });
 });
