@@ -15,6 +15,7 @@ import { loadQueries } from "./endpoints/queries.ts";
 import { createRunner } from "./endpoints/runner.ts";
 import { type AdmissionOptions, admit } from "./engines/admission.ts";
 import type { QueryEngine } from "./engines/engine.ts";
+import { anonymousLimit } from "./http/anonymous-limit.ts";
 import { requireCredential } from "./http/auth.ts";
 import { connectionCap } from "./http/connection-cap.ts";
 import { openCors } from "./http/cors.ts";
@@ -53,9 +54,13 @@ export interface AppDeps {
   tokens?: TokenVerifier;
   /** Failed authentications a minute per client address before 429; default 30. */
   authFailuresPerMinute?: number;
+  /** Proxies (addresses, CIDR ranges) whose X-Forwarded-For names the client address; default none. */
+  trustProxy?: string[];
   /** Result cache bounds and clock; absent turns caching off. */
   cache?: ResultCacheOptions;
   rateLimitPerMinute?: number;
+  /** Requests a minute per client address to /docs, /openapi.json without a credential and the explorer; default 120. */
+  anonymousRateLimitPerMinute?: number;
   /** Recomputations a credential may force a minute (Cache-Control: no-cache, max-age); default 6. */
   forcedRefreshPerMinute?: number;
   /** Shares the cache and the rate limit with other replicas (REDIS_URL); its owner closes it. */
@@ -102,6 +107,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const given = request.headers["x-request-id"];
       return typeof given === "string" && REQUEST_ID.test(given) ? given : newRequestId();
     },
+    // The client address every per-address count uses: the peer's, or the one trusted proxies name.
+    trustProxy: deps.trustProxy,
     frameworkErrors: frameworkError,
     clientErrorHandler: clientError,
     bodyLimit: 1024,
@@ -166,8 +173,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(openCors);
   await app.register(refuseBadlyEncodedQuery);
   await app.register(healthRoutes, { engine: deps.engine });
-  await app.register(apiReference);
-  await app.register(explorerPage);
+  const limit = anonymousLimit({
+    perMinute: deps.anonymousRateLimitPerMinute ?? 120,
+    redis: deps.redis,
+  });
+  await app.register(apiReference, { limit });
+  await app.register(explorerPage, { limit });
   await app.register(async (api) => {
     await api.register(requireCredential, {
       authenticate,
@@ -175,6 +186,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
     await api.register(perKeyRateLimit, {
       perMinute: deps.rateLimitPerMinute ?? 600,
+      credentials: (deps.apiKeys?.length ?? 0) + (deps.keysFile?.size ?? 0),
       redis: deps.redis,
     });
     await api.register(metrics, { registry });
@@ -187,7 +199,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       maxPerCredential: follow.maxPerCredential,
       places: budgets?.places("follow-streams"),
     });
-    await api.register(openApiRoute);
+    await api.register(openApiRoute, { limit });
   });
   return app;
 }

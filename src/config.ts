@@ -1,5 +1,6 @@
 // The environment, read once into a typed config. A bad setting stops startup with one line
 // naming the variable and what it expects.
+import { isIP } from "node:net";
 import { availableParallelism } from "node:os";
 import { z } from "zod";
 import type { TokenOptions } from "./credentials/tokens.ts";
@@ -20,6 +21,24 @@ const positiveInt = (fallback: number) => wholePositive.default(fallback);
 
 const text = z.string().trim().min(1, "must not be empty");
 
+const commaSeparated = z.string().transform((value) =>
+  value
+    .split(",")
+    .map((item) => item.trim())
+    .filter(Boolean),
+);
+
+/** An IPv4 or IPv6 address, or a CIDR range of them: what proxy-addr (Fastify's trustProxy) takes. */
+function isAddressOrRange(entry: string): boolean {
+  const [address = "", prefix, ...rest] = entry.split("/");
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0 || address.includes("%")) return false;
+  return (
+    prefix === undefined ||
+    (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))
+  );
+}
+
 const environment = z.object({
   PORT: z.coerce
     .number({ error: "expects a port number" })
@@ -28,14 +47,7 @@ const environment = z.object({
     .max(65535, "expects a port number (0-65535)")
     .default(3000),
   HOST: text.default("127.0.0.1"),
-  API_KEYS: z
-    .string()
-    .transform((value) =>
-      value
-        .split(",")
-        .map((key) => key.trim())
-        .filter(Boolean),
-    )
+  API_KEYS: commaSeparated
     .pipe(
       z
         .array(z.string().min(16, "each key needs at least 16 characters"))
@@ -52,6 +64,19 @@ const environment = z.object({
   JWT_AUDIENCE: text.optional(),
   JWT_ISSUER: text.optional(),
   AUTH_FAILURES_PER_MINUTE: positiveInt(30),
+  TRUST_PROXY: commaSeparated
+    .pipe(
+      z
+        .array(
+          z.string().refine(isAddressOrRange, {
+            error: (issue) =>
+              `${JSON.stringify(issue.input)} is not an address or CIDR range (such as 10.0.0.0/8 or fd00::/8)`,
+          }),
+        )
+        .min(1, "holds no address; list proxy addresses or CIDR ranges separated by commas"),
+    )
+    .optional(),
+  ANONYMOUS_RATE_LIMIT_PER_MINUTE: positiveInt(120),
   ENGINE_MAX_CONCURRENCY: wholePositive.optional(),
   ENGINE_MAX_QUEUE: positiveInt(100),
   ENGINE_MAX_PER_CREDENTIAL: wholePositive.optional(),
@@ -186,6 +211,10 @@ export interface Config {
   engine: BigQuerySettings | DuckDbSettings;
   cache: { maxEntries: number; maxBytes: number; maxWarmKeys: number };
   rateLimitPerMinute: number;
+  /** Requests a minute per client address to the pages and documents served without a credential. */
+  anonymousRateLimitPerMinute: number;
+  /** Proxies whose X-Forwarded-For names the client (addresses, CIDR ranges); absent: none. */
+  trustProxy?: string[];
   /** Recomputations one credential may force a minute (Cache-Control on a request). */
   forcedRefreshPerMinute: number;
   follow: FollowSettings;
@@ -261,6 +290,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       maxWarmKeys: e.CACHE_MAX_WARM_KEYS,
     },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    anonymousRateLimitPerMinute: e.ANONYMOUS_RATE_LIMIT_PER_MINUTE,
+    trustProxy: e.TRUST_PROXY,
     forcedRefreshPerMinute: e.CACHE_FORCED_REFRESH_PER_MINUTE,
     follow: {
       intervalMs: e.LOGS_FOLLOW_INTERVAL_SECONDS * 1000,

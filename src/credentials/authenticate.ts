@@ -20,8 +20,14 @@ export class AuthenticationError extends Error {
   override name = "AuthenticationError";
 }
 
-/** An API key is answered at once (no promise on a cached hit's path); a token once verified. */
-export type Authenticate = (secret: string) => Credential | Promise<Credential>;
+/** A token's signature verification, not yet begun. */
+export type TokenCheck = () => Promise<Credential>;
+
+/**
+ * An API key is answered at once (no promise on a cached hit's path); a token with its verification,
+ * which costs a signature check, for the caller to start only if it may.
+ */
+export type Authenticate = (secret: string) => Credential | TokenCheck;
 
 const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 
@@ -42,12 +48,13 @@ export function createAuthenticator(sources: CredentialSources): Authenticate {
 
   return (secret) => {
     if (tokens && JWT_SHAPE.test(secret)) {
-      return tokens(secret).catch((error: unknown) => {
-        if (error instanceof TokenError) {
-          throw new AuthenticationError(`Invalid access token: ${error.message}.`);
-        }
-        throw error;
-      });
+      return () =>
+        tokens(secret).catch((error: unknown) => {
+          if (error instanceof TokenError) {
+            throw new AuthenticationError(`Invalid access token: ${error.message}.`);
+          }
+          throw error;
+        });
     }
     const digest = sha256Hex(secret);
     const full = fullAccess.get(digest);

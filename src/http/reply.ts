@@ -95,7 +95,7 @@ function cacheControl(ttlSeconds: number): string {
 }
 
 // If-None-Match compares weakly (RFC 9110 §13.1.2): a W/ prefix does not prevent a match.
-function matchesEtag(header: string | undefined, etag: string): boolean {
+export function matchesEtag(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   return header.split(",").some((tag) => {
     const candidate = tag.trim();

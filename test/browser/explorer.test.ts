@@ -148,7 +148,7 @@ describe("the explorer page", () => {
       weight += sizes.responseHeadersSize + sizes.responseBodySize;
     }
     console.log(`explorer page weight: ${weight} bytes`);
-    expect(weight).toBeGreaterThan(50_000);
+    expect(weight).toBeGreaterThan(20_000);
     expect(weight).toBeLessThan(300_000);
 
     await page.screenshot({ path: `${ARTIFACTS}explorer.png`, fullPage: true });

@@ -352,15 +352,18 @@ describe("credentials that are forged, stale, misplaced or mixed", () => {
     expect((await app.inject({ url: "/metrics" })).statusCode).toBe(401);
   });
 
-  it("locks an address out after too many failures, even for a valid key", async () => {
+  it("locks an address out of guessing after too many failures; a valid key still passes", async () => {
     const { app } = await attackedService({ authFailuresPerMinute: 3 });
     for (let attempt = 0; attempt < 3; attempt += 1) {
       const response = await app.inject({ url, headers: { "x-api-key": `guess-${attempt}` } });
       expect(response.statusCode).toBe(401);
     }
-    const locked = await app.inject({ url, headers: { "x-api-key": ACME_KEY } });
+    const locked = await app.inject({ url, headers: { "x-api-key": "guess-3" } });
     expect(locked.statusCode).toBe(429);
     expect(locked.headers["retry-after"]).toBeDefined();
+    // Authenticated, then refused by its scope: the throttle does not stand between a key and its checks.
+    const valid = await app.inject({ url, headers: { "x-api-key": ACME_KEY } });
+    expect(valid.statusCode).toBe(403);
   });
 
   it("keeps keys and tokens out of every log line", async () => {

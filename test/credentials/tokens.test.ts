@@ -15,7 +15,11 @@ import {
   SignJWT,
 } from "jose";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { AuthenticationError, createAuthenticator } from "../../src/credentials/authenticate.ts";
+import {
+  AuthenticationError,
+  createAuthenticator,
+  type TokenCheck,
+} from "../../src/credentials/authenticate.ts";
 import type { Scope } from "../../src/credentials/credential.ts";
 import {
   createTokenVerifier,
@@ -327,7 +331,7 @@ describe("the authenticator with tokens", () => {
   it("answers a bad token with an AuthenticationError that does not echo it", async () => {
     const authenticate = createAuthenticator({ tokens: verifier() });
     const token = await hs256(claims({ exp: now - 60 }));
-    const error = await Promise.resolve(authenticate(token)).then(
+    const error = await (authenticate(token) as TokenCheck)().then(
       () => undefined,
       (thrown: unknown) => thrown,
     );
@@ -339,7 +343,7 @@ describe("the authenticator with tokens", () => {
 
   it("still answers a valid token with its credential", async () => {
     const authenticate = createAuthenticator({ tokens: verifier() });
-    expect(await authenticate(await hs256())).toEqual({
+    expect(await (authenticate(await hs256()) as TokenCheck)()).toEqual({
       name: "acme",
       scopes: SCOPES,
       expiresAt: (now + 600) * 1000,

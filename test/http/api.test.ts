@@ -234,8 +234,8 @@ describe("authentication", () => {
     for (let guess = 0; guess < 3; guess++) {
       expect((await from("203.0.113.7", `guess-${guess}-0123456789abcdef`)).statusCode).toBe(401);
     }
-    // Once over, even the right key from that address waits for the window to end.
-    const limited = await from("203.0.113.7", API_KEY);
+    // Once over, more guesses from that address wait for the window to end; the right key does not.
+    const limited = await from("203.0.113.7", "guess-3-0123456789abcdef");
     expect(limited.statusCode).toBe(429);
     expect(json(limited.body)).toEqual({
       error: {
@@ -246,7 +246,8 @@ describe("authentication", () => {
       },
     });
     expect(Number(limited.headers["retry-after"])).toBeGreaterThan(0);
-    expect((await from("203.0.113.8", API_KEY)).statusCode).toBe(200);
+    expect((await from("203.0.113.7", API_KEY)).statusCode).toBe(200);
+    expect((await from("203.0.113.8", "guess-4-0123456789abcdef")).statusCode).toBe(401);
   });
 
   it("serves /health and /ready without a key", async () => {

@@ -1,12 +1,14 @@
 // GET /, the explorer page, and its assets under /explorer/: the hand-written ES modules and CSS of
 // page/ (no build step) and uPlot's own minified build from node_modules. The files are read once at
 // startup into a fixed set of routes, so no request path ever reaches the file system. They need no
-// credential: the page asks for the key and sends it as a header on its API calls.
+// credential (the page asks for the key and sends it as a header on its API calls), so they are
+// counted per client address instead.
 import { readdir, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { extname } from "node:path";
 import type { FastifyInstance } from "fastify";
-import { strongEtag } from "../../cache/etag.ts";
+import type { AnonymousLimit } from "../anonymous-limit.ts";
+import { FixedBody } from "../fixed-body.ts";
 
 const PAGE = new URL("page/", import.meta.url).pathname;
 const fromPackage = createRequire(import.meta.url).resolve;
@@ -35,23 +37,22 @@ const CONTENT_SECURITY_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
   "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-export async function explorerPage(app: FastifyInstance) {
+/** The page and its files, counted by `limit` (they need no credential) and sent compressed. */
+export async function explorerPage(app: FastifyInstance, { limit }: { limit: AnonymousLimit }) {
+  app.addHook("onRequest", limit);
   for (const [path, file] of await files()) {
     const type = TYPES[extname(file)];
     if (type === undefined) throw new Error(`No media type for ${file}`);
-    const body = await readFile(file);
-    const etag = strongEtag(body.toString("latin1"), { "content-type": type });
+    const body = new FixedBody(await readFile(file), type);
     app.get(path, async (request, reply) => {
       reply
-        .header("content-type", type)
         .header("content-security-policy", CONTENT_SECURITY_POLICY)
         .header("x-content-type-options", "nosniff")
         .header("referrer-policy", "no-referrer")
-        // Revalidated on every load, so a new version of the service is seen at once.
-        .header("cache-control", "no-cache")
-        .header("etag", etag);
-      if (request.headers["if-none-match"] === etag) return reply.code(304).send();
-      return reply.send(body);
+        // Revalidated on every load, so a new version of the service is seen at once: the page
+        // imports its modules by names that do not change.
+        .header("cache-control", "no-cache");
+      return body.send(request, reply);
     });
   }
 }
