@@ -22,7 +22,7 @@ import { endpointRoutes } from "./http/endpoint-routes.ts";
 import { clientError, errorEnvelope, frameworkError, newRequestId } from "./http/errors.ts";
 import { explorerPage } from "./http/explorer/routes.ts";
 import { followRoutes } from "./http/follow-routes.ts";
-import { serializeResult } from "./http/formats/json.ts";
+import { isSerializedResult, serializeResult } from "./http/formats/json.ts";
 import { healthRoutes } from "./http/health-routes.ts";
 import { loadShedding, type PressureLimits } from "./http/load-shedding.ts";
 import { metrics, serviceRegistry } from "./http/metrics.ts";
@@ -133,7 +133,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // A replica waits for another's query at most as long as for its own.
   const shared =
     deps.redis &&
-    new SharedResults(deps.redis, { waitMs: limits.timeoutMs, dataIdentity: deps.dataIdentity });
+    new SharedResults(deps.redis, {
+      waitMs: limits.timeoutMs,
+      dataIdentity: deps.dataIdentity,
+      isPayload: isSerializedResult,
+      now: deps.cache?.now,
+      logger: app.log,
+    });
   const cache = deps.cache && new ResultCache({ logger: app.log, shared, ...deps.cache });
   app.addHook("onClose", async () => cache?.close());
   const queries = deps.queries ?? loadQueries(deps.engine.dialect, catalog);
