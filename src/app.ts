@@ -1,5 +1,6 @@
 // The HTTP service: plugins and routes over an injected engine. Data flows one way:
 // route → credential/scope → params → cache → engine → rows → JSON.
+import { randomBytes } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type { Registry } from "prom-client";
 import { RefreshBudget } from "./cache/refresh-budget.ts";
@@ -10,6 +11,7 @@ import { createAuthenticator } from "./credentials/authenticate.ts";
 import type { KeysFile } from "./credentials/keys-file.ts";
 import type { TokenVerifier } from "./credentials/tokens.ts";
 import { catalog } from "./endpoints/catalog.ts";
+import { cursorCodec } from "./endpoints/cursor.ts";
 import { FollowHub } from "./endpoints/follow.ts";
 import { loadQueries } from "./endpoints/queries.ts";
 import { createRunner } from "./endpoints/runner.ts";
@@ -23,7 +25,7 @@ import { endpointRoutes } from "./http/endpoint-routes.ts";
 import { clientError, errorEnvelope, frameworkError, newRequestId } from "./http/errors.ts";
 import { explorerPage } from "./http/explorer/routes.ts";
 import { followRoutes } from "./http/follow-routes.ts";
-import { serializeResult } from "./http/formats/json.ts";
+import { isSerializedResult, serializeResult } from "./http/formats/json.ts";
 import { healthRoutes } from "./http/health-routes.ts";
 import { loadShedding, type PressureLimits } from "./http/load-shedding.ts";
 import { metrics, serviceRegistry } from "./http/metrics.ts";
@@ -81,6 +83,8 @@ export interface AppDeps {
   shutdownGraceMs?: number;
   /** Follow streams; default: a poll every 5 s, 60 s of lag, 4 streams per credential. */
   follow?: Partial<FollowSettings> & { clock?: () => bigint };
+  /** Signs page cursors and event ids (CURSOR_SECRET): replicas that share it take each other's. */
+  cursorSecret?: string;
   /** Absent: no logging (tests). */
   logger?: FastifyBaseLogger;
 }
@@ -140,10 +144,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // A replica waits for another's query at most as long as for its own.
   const shared =
     deps.redis &&
-    new SharedResults(deps.redis, { waitMs: limits.timeoutMs, dataIdentity: deps.dataIdentity });
+    new SharedResults(deps.redis, {
+      waitMs: limits.timeoutMs,
+      dataIdentity: deps.dataIdentity,
+      isPayload: isSerializedResult,
+      now: deps.cache?.now,
+      logger: app.log,
+    });
   const cache = deps.cache && new ResultCache({ logger: app.log, shared, ...deps.cache });
   app.addHook("onClose", async () => cache?.close());
   const queries = deps.queries ?? loadQueries(deps.engine.dialect, catalog);
+  // Without a secret of its own, this process's cursors are good in this process only.
+  const cursors = cursorCodec(deps.cursorSecret ?? randomBytes(32));
   const run = createRunner({
     engine,
     endpoints: catalog,
@@ -151,9 +163,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     cache,
     serialize: serializeResult,
     log: app.log,
+    cursors,
   });
   const follow = { ...DEFAULT_FOLLOW, ...deps.follow };
-  const followHub = new FollowHub(engine, queries, { ...follow, log: app.log });
+  const followHub = new FollowHub(engine, queries, { ...follow, log: app.log, cursors });
 
   await app.register(connectionCap, { max: deps.maxConnections ?? 10_000 });
   const registry = serviceRegistry({
@@ -193,6 +206,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await api.register(endpointRoutes, {
       run,
       refreshBudget: new RefreshBudget(deps.forcedRefreshPerMinute ?? 6, budgets),
+      cursors,
     });
     await api.register(followRoutes, {
       hub: followHub,

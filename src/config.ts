@@ -140,6 +140,7 @@ const environment = z.object({
     .min(1, "expects 1 to 50 ms")
     .max(50, "expects 1 to 50 ms: a slower Redis must not hold up cached answers")
     .default(50),
+  CURSOR_SECRET: z.string().min(32, "needs at least 32 characters").optional(),
   LOG_FORMAT: z.enum(["json", "pretty"], { error: "expects json or pretty" }).default("json"),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `expects one of ${LOG_LEVELS.join(", ")}` })
@@ -222,6 +223,8 @@ export interface Config {
   metricsMaxCredentials: number;
   /** Shared cache, lock, leases and rate limit across replicas (REDIS_URL); absent: this process only. */
   redis?: RedisSettings;
+  /** Signs page cursors and event ids; absent: a secret of this process's own. Never log it. */
+  cursorSecret?: string;
   logLevel: (typeof LOG_LEVELS)[number];
   /** JSON lines (production), or pino-pretty's readable lines (`npm run dev`). */
   logFormat: "json" | "pretty";
@@ -302,6 +305,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     ...(e.REDIS_URL !== undefined && {
       redis: { url: e.REDIS_URL, prefix: e.REDIS_PREFIX, timeoutMs: e.REDIS_TIMEOUT_MS },
     }),
+    cursorSecret: e.CURSOR_SECRET,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
   };

@@ -104,6 +104,11 @@ async function dataIdentity(): Promise<string | undefined> {
 
 // Connects in the background: until Redis answers, this replica works alone (logged once).
 const redis = config.redis && new RedisLink({ ...config.redis, logger: log });
+if (redis && config.cursorSecret === undefined) {
+  log.warn(
+    "CURSOR_SECRET is not set: this replica signs page cursors and event ids with a secret of its own, so the other replicas refuse them; give every replica the same CURSOR_SECRET",
+  );
+}
 const app = await buildApp({
   engine,
   apiKeys,
@@ -123,6 +128,7 @@ const app = await buildApp({
   follow: config.follow,
   redis,
   dataIdentity: redis && (await dataIdentity()),
+  cursorSecret: config.cursorSecret,
   logger: log,
 });
 

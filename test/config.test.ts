@@ -61,6 +61,15 @@ describe("loadConfig", () => {
     );
   });
 
+  it("takes a CURSOR_SECRET of 32 characters or more", () => {
+    expect(loadConfig({}).cursorSecret).toBeUndefined();
+    const secret = "c".repeat(32);
+    expect(loadConfig({ CURSOR_SECRET: secret }).cursorSecret).toBe(secret);
+    expect(() => loadConfig({ CURSOR_SECRET: "c".repeat(31) })).toThrow(
+      "CURSOR_SECRET: needs at least 32 characters",
+    );
+  });
+
   it("refuses an API_KEYS that holds no key, rather than generating one", () => {
     expect(() => loadConfig({ API_KEYS: ",,," })).toThrow(
       "API_KEYS: holds no key; list keys separated by commas, or leave it unset",

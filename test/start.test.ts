@@ -221,6 +221,19 @@ describe("npm start", () => {
     });
   });
 
+  it("warns at start with REDIS_URL but no CURSOR_SECRET, and never logs the secret", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "start-exports-"));
+    writeFileSync(join(folder, "edge_logs-0.ndjson"), "");
+    // Nothing listens there: the replica works alone, which is all this needs.
+    const replica = { API_KEYS: KEY, LOCAL_DATA: folder, REDIS_URL: "redis://127.0.0.1:1" };
+    const warning = "CURSOR_SECRET is not set";
+    expect((await start(replica)).stdout()).toContain(warning);
+    const secret = "cursor-secret-of-the-start-test-0123";
+    const shared = await start({ ...replica, CURSOR_SECRET: secret });
+    expect(shared.stdout()).not.toContain(warning);
+    expect(shared.stdout() + shared.stderr()).not.toContain(secret);
+  });
+
   it("has written every request's log line when it exits, though it writes lines in batches", async () => {
     const { child, baseUrl, stdout } = await start({ API_KEYS: KEY });
     const closed = new Promise((resolve) => child.once("close", resolve));

@@ -13,12 +13,17 @@
 // - warm:<h>:<computedAt>:<tick>  the warming lease: whoever sets it refreshes that value at that tick.
 // Times in the hashes are the replicas' clocks (epoch ms); Redis expiries are real time and only
 // collect garbage: whether a value is still fresh is decided from its computedAt.
+// Whatever can write to Redis can write anything there: a value read back is served only when it is
+// one a replica could have written (see `#problemOf`), else it is deleted and counts as absent, and
+// the scripts take a field that is not a number as none.
 import { createHash, randomBytes } from "node:crypto";
 import { clearInterval, setInterval, setTimeout } from "node:timers";
 import type { Redis } from "ioredis";
 import { EngineError } from "../engines/engine.ts";
 import { type RedisLink, UNAVAILABLE } from "../redis/link.ts";
-import type { Payload } from "./result-cache.ts";
+import { cacheEntryId } from "./cache-key.ts";
+import { strongEtag } from "./etag.ts";
+import type { CacheLogger, Payload } from "./result-cache.ts";
 
 /** A value as every replica sees it. */
 export interface SharedValue {
@@ -39,40 +44,64 @@ export interface SharedResultsOptions {
   lockMs?: number;
   /** Longest wait for a value another replica computes: the engine's timeout. Default 30 s. */
   waitMs?: number;
+  /** What a stored payload must be to be served (the service's own, see json.ts); default: any. */
+  isPayload?: (payload: Payload) => boolean;
+  /** The replicas' clock in epoch ms, the one computedAt is read on; default Date.now. */
+  now?: () => number;
+  /** Where a stored value found bad is reported, once. */
+  logger?: CacheLogger;
 }
 
 // A write may carry a large body: longer than the hit path's reads are allowed.
 const WRITE_TIMEOUT_MS = 1_000;
 const FIRST_POLL_MS = 10;
 const LAST_POLL_MS = 100;
+/** How far ahead of this replica's clock another's may be: a value computed later is not believed. */
+const MAX_CLOCK_SKEW_MS = 60_000;
+// What Node sends as a header (RFC 9110 §5.1, §5.5): lower-case names, since they are stored so.
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
+const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+const MS = /^\d{1,16}(\.\d+)?$/;
 
 const SCRIPTS = {
   // Stores a value unless the one there is as new or newer.
   putResult: {
     numberOfKeys: 1,
     lua: `
-      local stored = tonumber(redis.call('HGET', KEYS[1], 'computedAt') or '-1')
+      local stored = tonumber(redis.call('HGET', KEYS[1], 'computedAt') or '') or -1
       if stored >= tonumber(ARGV[4]) then return 0 end
       redis.call('HSET', KEYS[1], 'body', ARGV[1], 'headers', ARGV[2], 'etag', ARGV[3], 'computedAt', ARGV[4])
       redis.call('PEXPIRE', KEYS[1], ARGV[5])
       return 1`,
   },
-  // The value when newer than ARGV[1]; 1 when not; 0 when there is none.
+  // The value when newer than ARGV[1] (or its computedAt is no number: the caller finds it bad); 1
+  // when not; 0 when there is none.
   newerResult: {
     numberOfKeys: 1,
     lua: `
       local stored = redis.call('HGET', KEYS[1], 'computedAt')
       if not stored then return 0 end
-      if tonumber(stored) <= tonumber(ARGV[1]) then return 1 end
+      local at = tonumber(stored)
+      if at and at <= tonumber(ARGV[1]) then return 1 end
       return redis.call('HGETALL', KEYS[1])`,
+  },
+  // Deletes a value found bad, unless another replica replaced it meanwhile.
+  dropResult: {
+    numberOfKeys: 1,
+    lua: `
+      local found = redis.call('HMGET', KEYS[1], 'etag', 'computedAt')
+      if (found[1] or '') == ARGV[1] and (found[2] or '') == ARGV[2] then
+        return redis.call('DEL', KEYS[1])
+      end
+      return 0`,
   },
   // Merges a replica's two latest requests into the key's, keeping the two latest distinct times.
   reportUses: {
     numberOfKeys: 1,
     lua: `
       local times = {
-        tonumber(redis.call('HGET', KEYS[1], 'last') or '-1'),
-        tonumber(redis.call('HGET', KEYS[1], 'previous') or '-1'),
+        tonumber(redis.call('HGET', KEYS[1], 'last') or '') or -1,
+        tonumber(redis.call('HGET', KEYS[1], 'previous') or '') or -1,
         tonumber(ARGV[1]), tonumber(ARGV[2]) }
       table.sort(times, function(a, b) return a > b end)
       local previous = -1
@@ -100,6 +129,7 @@ const SCRIPTS = {
 type Scripted = Redis & {
   putResult(key: string, ...args: (string | number)[]): Promise<number>;
   newerResult(key: string, computedAt: number): Promise<0 | 1 | string[]>;
+  dropResult(key: string, etag: string, computedAt: string): Promise<number>;
   reportUses(key: string, last: number, previous: number, ttlMs: number): Promise<string[]>;
   extendLock(key: string, token: string, ms: number): Promise<number>;
   releaseLock(key: string, token: string): Promise<number>;
@@ -110,12 +140,18 @@ export class SharedResults {
   readonly #lockMs: number;
   readonly #waitMs: number;
   readonly #namespace: string;
+  readonly #isPayload: (payload: Payload) => boolean;
+  readonly #now: () => number;
+  readonly #logger: CacheLogger | undefined;
 
   constructor(link: RedisLink, options: SharedResultsOptions = {}) {
     this.#link = link;
     this.#namespace = options.dataIdentity === undefined ? "" : `data-${options.dataIdentity}:`;
     this.#lockMs = options.lockMs ?? 5_000;
     this.#waitMs = options.waitMs ?? 30_000;
+    this.#isPayload = options.isPayload ?? (() => true);
+    this.#now = options.now ?? Date.now;
+    this.#logger = options.logger;
     for (const [name, script] of Object.entries(SCRIPTS)) {
       if (!(name in link.client)) link.client.defineCommand(name, script);
     }
@@ -168,7 +204,7 @@ export class SharedResults {
   async get(key: string): Promise<SharedValue | undefined | typeof UNAVAILABLE> {
     const fields = await this.#link.run((redis) => redis.hgetall(this.#key("result", key)));
     if (fields === UNAVAILABLE) return UNAVAILABLE;
-    return fields.computedAt === undefined ? undefined : fromFields(fields);
+    return fields.computedAt === undefined ? undefined : this.#valueOf(key, fields);
   }
 
   /** The shared value when newer than `computedAt`; "same" when not; "absent" when there is none. */
@@ -185,7 +221,7 @@ export class SharedResults {
     const fields: Record<string, string> = {};
     for (let i = 0; i + 1 < answer.length; i += 2)
       fields[answer[i] as string] = answer[i + 1] as string;
-    return fromFields(fields);
+    return (await this.#valueOf(key, fields)) ?? "absent";
   }
 
   /** Stores a value for every replica, unless a newer one is there. */
@@ -226,6 +262,45 @@ export class SharedResults {
       redis.set(`${this.#key("warm", key)}:${computedAt}:${tick}`, "1", "PX", Math.ceil(ms), "NX"),
     );
     return taken === UNAVAILABLE ? UNAVAILABLE : taken === "OK";
+  }
+
+  /** The stored value, when it is one a replica could have written; else deleted, and undefined. */
+  async #valueOf(key: string, fields: Record<string, string>): Promise<SharedValue | undefined> {
+    const value = parsed(fields);
+    const problem =
+      value === undefined ? "fields that do not parse" : this.#problemOf(value, fields);
+    if (problem === undefined) return value;
+    const dropped = await this.#link.run((redis) =>
+      (redis as Scripted).dropResult(
+        this.#key("result", key),
+        fields.etag ?? "",
+        fields.computedAt ?? "",
+      ),
+    );
+    // Reported by the reader that deleted it (or could not tell): one line per bad value, however
+    // many replicas read it.
+    if (dropped !== 0) {
+      this.#logger?.warn(
+        { entry: cacheEntryId(key), problem },
+        "a value in Redis is not one a replica wrote; deleted, and computed afresh",
+      );
+    }
+    return undefined;
+  }
+
+  /** What makes a parsed value one no replica wrote; undefined when there is nothing. */
+  #problemOf(value: SharedValue, fields: Record<string, string>): string | undefined {
+    const { payload, etag, computedAt } = value;
+    if (!MS.test(fields.computedAt ?? "")) return "a computedAt that is not a time";
+    if (computedAt > this.#now() + MAX_CLOCK_SKEW_MS) return "a computedAt in the future";
+    for (const [name, text] of Object.entries(payload.headers)) {
+      if (typeof text !== "string" || !HEADER_NAME.test(name) || !HEADER_VALUE.test(text)) {
+        return "a header that cannot be sent";
+      }
+    }
+    if (etag !== strongEtag(payload.body, payload.headers)) return "an ETag not of its bytes";
+    if (!this.#isPayload(payload)) return "a payload not of the service's form";
+    return undefined;
   }
 
   /** The Redis key of `kind` for a cache key. */
@@ -273,10 +348,20 @@ function hashed(key: string): string {
   return createHash("sha256").update(key).digest("base64url");
 }
 
-function fromFields(fields: Record<string, string>): SharedValue {
+/** The fields as a value, checked only for their types; undefined when they have none. */
+function parsed(fields: Record<string, string>): SharedValue | undefined {
+  let headers: unknown;
+  try {
+    headers = JSON.parse(fields.headers ?? "");
+  } catch {
+    return undefined;
+  }
+  const { body, etag } = fields;
+  if (typeof headers !== "object" || headers === null || Array.isArray(headers)) return undefined;
+  if (body === undefined || etag === undefined) return undefined;
   return {
-    payload: { body: fields.body ?? "", headers: JSON.parse(fields.headers ?? "{}") },
-    etag: fields.etag ?? "",
+    payload: { body, headers: headers as Record<string, string> },
+    etag,
     computedAt: Number(fields.computedAt),
   };
 }

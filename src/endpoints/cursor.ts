@@ -1,8 +1,10 @@
-// A page cursor: the position of a record in a paged endpoint's order (timestamp, then id), opaque to
-// callers. It is base64url of a check tag, the timestamp in microseconds and the id. The tag catches
-// a cursor that was cut or edited; it is not a secret, since a cursor only narrows an answer that
-// every other filter and the caller's scope still bound.
-import { createHash } from "node:crypto";
+// A page cursor (and a follow stream's event id): the position of a record in a paged endpoint's
+// order (timestamp, then id), opaque to callers. It is base64url of a tag, the timestamp in
+// microseconds and the id. The tag is an HMAC under the service's secret (CURSOR_SECRET), so that
+// only the service makes cursors: one cut, edited or made up is refused, whoever knows the format.
+// The position itself is no secret: a cursor only narrows an answer that every other filter and the
+// caller's scope still bound.
+import { createHmac, timingSafeEqual } from "node:crypto";
 import type { Row } from "../engines/engine.ts";
 import { formatTimestamp, inTimestampRange, parseIsoTimestamp } from "../time.ts";
 
@@ -13,35 +15,40 @@ export interface RecordPosition {
   id: string;
 }
 
-const TAG_BYTES = 6;
+/** Cursors under one secret: made once per service, shared by everything that makes or reads them. */
+export interface CursorCodec {
+  encode(position: RecordPosition): string;
+  /** The position a cursor names; undefined for anything not made under this secret. */
+  decode(cursor: string): RecordPosition | undefined;
+  /** The cursor of the page after `row`, the last of a full page (or the event id of `row`). */
+  after(row: Row): string;
+}
+
+// 128 bits: past guessing, and a cursor stays short enough for a URL.
+const TAG_BYTES = 16;
 const BODY = /^(-?\d{1,18}):([\s\S]*)$/;
 
-function tag(body: string): Buffer {
-  return createHash("sha256").update(body).digest().subarray(0, TAG_BYTES);
-}
-
-export function encodeCursor(position: RecordPosition): string {
-  const body = `${parseIsoTimestamp(position.timestamp)}:${position.id}`;
-  return Buffer.concat([tag(body), Buffer.from(body)]).toString("base64url");
-}
-
-/** The cursor of the page after `row`, the last of a full page. */
-export function cursorAfter(row: Row): string {
-  return encodeCursor({
-    timestamp: String(row.timestamp),
-    id: typeof row.id === "string" ? row.id : "",
-  });
-}
-
-/** The position a cursor names; undefined for anything this service did not make. */
-export function decodeCursor(cursor: string): RecordPosition | undefined {
-  if (!/^[\w-]+$/.test(cursor)) return undefined;
-  const bytes = Buffer.from(cursor, "base64url");
-  if (bytes.length <= TAG_BYTES) return undefined;
-  const body = bytes.subarray(TAG_BYTES).toString();
-  if (!bytes.subarray(0, TAG_BYTES).equals(tag(body))) return undefined;
-  const [, digits, id] = BODY.exec(body) ?? [];
-  if (digits === undefined || id === undefined) return undefined;
-  const micros = BigInt(digits);
-  return inTimestampRange(micros) ? { timestamp: formatTimestamp(micros), id } : undefined;
+export function cursorCodec(secret: string | Buffer): CursorCodec {
+  const tag = (body: Buffer) =>
+    createHmac("sha256", secret).update(body).digest().subarray(0, TAG_BYTES);
+  const encode = (position: RecordPosition) => {
+    const body = Buffer.from(`${parseIsoTimestamp(position.timestamp)}:${position.id}`);
+    return Buffer.concat([tag(body), body]).toString("base64url");
+  };
+  return {
+    encode,
+    decode(cursor) {
+      if (!/^[\w-]+$/.test(cursor)) return undefined;
+      const bytes = Buffer.from(cursor, "base64url");
+      if (bytes.length <= TAG_BYTES) return undefined;
+      const body = bytes.subarray(TAG_BYTES);
+      if (!timingSafeEqual(bytes.subarray(0, TAG_BYTES), tag(body))) return undefined;
+      const [, digits, id] = BODY.exec(body.toString()) ?? [];
+      if (digits === undefined || id === undefined) return undefined;
+      const micros = BigInt(digits);
+      return inTimestampRange(micros) ? { timestamp: formatTimestamp(micros), id } : undefined;
+    },
+    after: (row) =>
+      encode({ timestamp: String(row.timestamp), id: typeof row.id === "string" ? row.id : "" }),
+  };
 }

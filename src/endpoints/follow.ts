@@ -6,7 +6,7 @@ import { cacheKey } from "../cache/cache-key.ts";
 import type { QueryEngine, Row } from "../engines/engine.ts";
 import { dateToMicros, formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import type { EndpointDefinition } from "./catalog.ts";
-import { cursorAfter } from "./cursor.ts";
+import type { CursorCodec } from "./cursor.ts";
 import type { SqlParams } from "./params.ts";
 
 export interface FollowOptions {
@@ -17,6 +17,8 @@ export interface FollowOptions {
   clock?: () => bigint;
   /** Where failed polls are reported; the feed tries again at its next interval. */
   log?: { warn(fields: object, message: string): void };
+  /** Makes each record's event id. */
+  cursors: CursorCodec;
 }
 
 /** Where a follower starts: after this record, or after every record at `micros` when `id` is absent. */
@@ -273,7 +275,7 @@ class Subscription {
   offer(rows: Row[]): void {
     for (const { row, position } of ascending(rows)) {
       if (compare(position, this.from) <= 0 || !this.sent.add(position)) continue;
-      this.follower.deliver(row, cursorAfter(row));
+      this.follower.deliver(row, this.hub.options.cursors.after(row));
       this.hub.countSent();
     }
     this.sent.prune();

@@ -2,7 +2,7 @@
 // and every failure becomes one detail naming the parameter.
 import { z } from "zod";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
-import { decodeCursor, type RecordPosition } from "./cursor.ts";
+import type { CursorCodec, RecordPosition } from "./cursor.ts";
 import { re2PatternProblem } from "./re2-pattern.ts";
 
 /** Validated parameters as the SQL binds them: every declared name, null when absent. */
@@ -112,13 +112,16 @@ export function paramsOf<T extends z.ZodRawShape>(shape: T) {
   });
 }
 
-/** A position from a previous answer's `Link: rel="next"`; empty = absent. */
-function pageCursor() {
+/**
+ * A position from a previous answer's `Link: rel="next"`; empty = absent. Without `cursors` every
+ * cursor is refused.
+ */
+function pageCursor(cursors?: CursorCodec) {
   return optionalText(
     "the next page: from the previous answer's Link rel=next URL, which carries it",
   ).transform((value, ctx) => {
     if (value === null) return null;
-    const position = decodeCursor(value);
+    const position = cursors?.decode(value);
     if (position) return position;
     ctx.addIssue({
       code: "custom",
@@ -134,7 +137,13 @@ function pageCursor() {
  * binds as `cursor_timestamp` and `cursor_id` (both null without a cursor).
  */
 export function pagedParamsOf<T extends z.ZodRawShape>(shape: T) {
-  return paramsOf({ ...shape, cursor: pageCursor() }).transform((parsed) => {
+  const schema = pagedSchema(shape);
+  keyedBuilds.set(schema, (cursors) => pagedSchema(shape, cursors));
+  return schema;
+}
+
+function pagedSchema<T extends z.ZodRawShape>(shape: T, cursors?: CursorCodec) {
+  return paramsOf({ ...shape, cursor: pageCursor(cursors) }).transform((parsed) => {
     const { cursor, ...params } = parsed as Record<string, string | null> & {
       cursor: RecordPosition | null;
     };
@@ -146,9 +155,38 @@ export function pagedParamsOf<T extends z.ZodRawShape>(shape: T) {
   });
 }
 
-/** Validates a parsed query string; throws InvalidParamsError with one detail per parameter. */
-export function parseParams(schema: ParamsSchema, query: unknown): SqlParams {
-  const result = schema.safeParse(query ?? {});
+// A paged schema as a service parses it: built again with the service's cursor codec (zod hands a
+// parse nothing but its input, and only the service holds the secret that opens its cursors), once
+// per codec and schema.
+const keyedBuilds = new WeakMap<ParamsSchema, (cursors: CursorCodec) => ParamsSchema>();
+const keyedSchemas = new WeakMap<CursorCodec, Map<ParamsSchema, ParamsSchema>>();
+
+function keyedBy(schema: ParamsSchema, cursors: CursorCodec): ParamsSchema {
+  const build = keyedBuilds.get(schema);
+  if (!build) return schema;
+  let schemas = keyedSchemas.get(cursors);
+  if (!schemas) {
+    schemas = new Map();
+    keyedSchemas.set(cursors, schemas);
+  }
+  let keyed = schemas.get(schema);
+  if (!keyed) {
+    keyed = build(cursors);
+    schemas.set(schema, keyed);
+  }
+  return keyed;
+}
+
+/**
+ * Validates a parsed query string; throws InvalidParamsError with one detail per parameter. A
+ * `cursor` is taken only when `cursors` opens it.
+ */
+export function parseParams(
+  schema: ParamsSchema,
+  query: unknown,
+  cursors?: CursorCodec,
+): SqlParams {
+  const result = (cursors ? keyedBy(schema, cursors) : schema).safeParse(query ?? {});
   if (result.success) return result.data;
   const details = result.error.issues.flatMap((issue): ParamIssue[] =>
     issue.code === "unrecognized_keys"

@@ -12,7 +12,7 @@ import {
 import type { QueryEngine, QueryRequest, QueryResult } from "../engines/engine.ts";
 import { inSpan, isTracing } from "../telemetry/tracing.ts";
 import type { EndpointDefinition } from "./catalog.ts";
-import { cursorAfter } from "./cursor.ts";
+import type { CursorCodec } from "./cursor.ts";
 import type { SqlParams } from "./params.ts";
 
 /** What the engine did for this request, for the request log; absent when the cache answered. */
@@ -55,8 +55,10 @@ export function createRunner(deps: {
   serialize: (result: QueryResult) => Payload;
   /** Where background refreshes report their engine work; a request's is in its own log line. */
   log?: { info(fields: object, message: string): void };
+  /** Makes a full page's next cursor. */
+  cursors: CursorCodec;
 }): RunEndpoint {
-  const { engine, queries, cache, serialize, log } = deps;
+  const { engine, queries, cache, serialize, log, cursors } = deps;
   const missing = deps.endpoints.filter((endpoint) => !queries.has(endpoint.name));
   if (missing.length > 0) throw new Error(`no SQL for ${missing.map((e) => e.name).join(", ")}`);
 
@@ -124,7 +126,7 @@ export function createRunner(deps: {
     return {
       payload: rendition ? rendition.render(payload) : payload,
       execution,
-      ...(last && rows.length === endpoint.pageSize && { nextCursor: cursorAfter(last) }),
+      ...(last && rows.length === endpoint.pageSize && { nextCursor: cursors.after(last) }),
     };
   }
 

@@ -12,6 +12,7 @@ import {
   type EndpointDefinition,
   findEndpoint,
 } from "../endpoints/catalog.ts";
+import type { CursorCodec } from "../endpoints/cursor.ts";
 import { paramsOf, parseParams, type SqlParams } from "../endpoints/params.ts";
 import type { Answer, RunEndpoint } from "../endpoints/runner.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
@@ -22,8 +23,13 @@ import { sendAnswer } from "./reply.ts";
 
 export async function endpointRoutes(
   app: FastifyInstance,
-  { run, refreshBudget }: { run: RunEndpoint; refreshBudget: RefreshBudget },
+  {
+    run,
+    refreshBudget,
+    cursors,
+  }: { run: RunEndpoint; refreshBudget: RefreshBudget; cursors: CursorCodec },
 ) {
+  const validParams = paramsValidator(cursors);
   const descriptions = new Map(catalog.map((endpoint) => [endpoint, describeEndpoint(endpoint)]));
   // One listing per credential, built on its first request: credentials are few and long-lived.
   const listings = new WeakMap<Credential, string>();
@@ -97,41 +103,44 @@ function respond(request: FastifyRequest, reply: FastifyReply, answer: Answer): 
 
 const NO_PARAMS = paramsOf({});
 
-// Validated parameters by endpoint and query: dashboards repeat the same few query strings, and
-// validation is a pure function of them. A request's own query is the same frozen object whenever
-// its text repeats (query-string.ts), so it is found by identity and lives as long as that object;
-// a query with fixed params applied is made anew per request, so it is found by its JSON, in an
-// LRU bounded by count and by the keys' length.
-const validatedByQuery = new WeakMap<RawQuery, Map<EndpointDefinition, SqlParams>>();
-const validatedByJson = new LRUCache<string, SqlParams>({
-  max: 1_000,
-  maxSize: 4 * 1024 * 1024,
-  sizeCalculation: (_params, key) => key.length,
-});
-
-/** `parseParams` of the query the endpoint runs with, memoised. Failures are not kept. */
-function validParams(endpoint: EndpointDefinition, query: RawQuery): SqlParams {
-  // Only a frozen object cannot change under its memoised value.
-  if (!Object.isFrozen(query)) {
-    const key = `${endpoint.id} ${JSON.stringify(query)}`;
-    let params = validatedByJson.get(key);
+/**
+ * `parseParams` of the query the endpoint runs with, memoised per service (a cursor one service
+ * takes, another with a different secret refuses). Failures are not kept. Dashboards repeat the same
+ * few query strings, and validation is a pure function of them. A request's own query is the same
+ * frozen object whenever its text repeats (query-string.ts), so it is found by identity and lives as
+ * long as that object; a query with fixed params applied is made anew per request, so it is found
+ * by its JSON, in an LRU bounded by count and by the keys' length.
+ */
+function paramsValidator(cursors: CursorCodec) {
+  const validatedByQuery = new WeakMap<RawQuery, Map<EndpointDefinition, SqlParams>>();
+  const validatedByJson = new LRUCache<string, SqlParams>({
+    max: 1_000,
+    maxSize: 4 * 1024 * 1024,
+    sizeCalculation: (_params, key) => key.length,
+  });
+  return (endpoint: EndpointDefinition, query: RawQuery): SqlParams => {
+    // Only a frozen object cannot change under its memoised value.
+    if (!Object.isFrozen(query)) {
+      const key = `${endpoint.id} ${JSON.stringify(query)}`;
+      let params = validatedByJson.get(key);
+      if (params === undefined) {
+        params = Object.freeze(parseParams(endpoint.params, query, cursors));
+        validatedByJson.set(key, params);
+      }
+      return params;
+    }
+    let byEndpoint = validatedByQuery.get(query);
+    if (byEndpoint === undefined) {
+      byEndpoint = new Map();
+      validatedByQuery.set(query, byEndpoint);
+    }
+    let params = byEndpoint.get(endpoint);
     if (params === undefined) {
-      params = Object.freeze(parseParams(endpoint.params, query));
-      validatedByJson.set(key, params);
+      params = Object.freeze(parseParams(endpoint.params, query, cursors));
+      byEndpoint.set(endpoint, params);
     }
     return params;
-  }
-  let byEndpoint = validatedByQuery.get(query);
-  if (byEndpoint === undefined) {
-    byEndpoint = new Map();
-    validatedByQuery.set(query, byEndpoint);
-  }
-  let params = byEndpoint.get(endpoint);
-  if (params === undefined) {
-    params = Object.freeze(parseParams(endpoint.params, query));
-    byEndpoint.set(endpoint, params);
-  }
-  return params;
+  };
 }
 
 /**

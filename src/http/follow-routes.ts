@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import Negotiator from "negotiator";
 import { authorize, type RawQuery } from "../credentials/scope-rule.ts";
 import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
-import { decodeCursor } from "../endpoints/cursor.ts";
+import type { CursorCodec } from "../endpoints/cursor.ts";
 import type { FollowHub, StartingPoint } from "../endpoints/follow.ts";
 import { InvalidParamsError, parseParams } from "../endpoints/params.ts";
 import type { SharedPlaces } from "../redis/shared-budgets.ts";
@@ -51,7 +51,7 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       const raw = request.query as RawQuery;
       refuseNotFollowed(raw);
       const params = parseParams(endpoint.params, authorize(request.credential, endpoint, raw));
-      const from = startingPoint(request, params.iso_timestamp_start);
+      const from = startingPoint(request, params.iso_timestamp_start, hub.options.cursors);
       const contentType = new Negotiator(request).mediaType([EVENT_STREAM, NDJSON]);
       if (!contentType) {
         return sendError(
@@ -177,10 +177,11 @@ function refuseNotFollowed(query: RawQuery): void {
 function startingPoint(
   request: FastifyRequest,
   start: string | null | undefined,
+  cursors: CursorCodec,
 ): StartingPoint | undefined {
   const lastEventId = request.headers["last-event-id"];
   if (typeof lastEventId === "string" && lastEventId !== "") {
-    const position = decodeCursor(lastEventId);
+    const position = cursors.decode(lastEventId);
     if (!position) {
       throw new HttpError(
         400,

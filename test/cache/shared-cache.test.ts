@@ -1,7 +1,9 @@
 // Replicas sharing one result cache through a real redis-server. Each "replica" is a ResultCache with
 // its own connection; they share the clock (`now`), as replicas share wall time. Redis's own
 // expiries are real time but decide nothing here: freshness is read from the values' computedAt.
+import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { strongEtag } from "../../src/cache/etag.ts";
 import {
   type CachePolicy,
   type CacheStatus,
@@ -128,14 +130,15 @@ describe("one cache for all replicas", () => {
     const shared = new SharedResults(a?.link as RedisLink);
     clock.ms += SECOND / 2;
     const newer = { body: '{"newer":true}', headers: {} };
-    await shared.put("k", { payload: newer, etag: '"newer"', computedAt: clock.ms }, 900 * SECOND);
+    const etag = strongEtag(newer.body, newer.headers);
+    await shared.put("k", { payload: newer, etag, computedAt: clock.ms }, 900 * SECOND);
 
     clock.ms += SECOND / 2 - 1;
     const within = await b?.cache.get("k", DASHBOARD, queries.loaderFor("k"));
     expect(within?.etag).toBe(first?.etag);
     clock.ms += 1;
     const after = await b?.cache.get("k", DASHBOARD, queries.loaderFor("k"));
-    expect(after).toMatchObject({ status: "HIT", etag: '"newer"', ageSeconds: 0 });
+    expect(after).toMatchObject({ status: "HIT", etag, ageSeconds: 0 });
     expect(after?.payload.body).toBe(newer.body);
     expect(queries.total()).toBe(1);
   });
@@ -161,6 +164,45 @@ describe("recomputations a caller asks for, across replicas", () => {
     const [one, two] = await Promise.all([first, second]);
     expect(queries.total()).toBe(2);
     expect(two?.etag).toBe(one?.etag);
+  });
+});
+
+describe("fields in Redis that no replica wrote", () => {
+  it("are taken as none by the scripts, so the link stays up, and a bad value is deleted and reported once", async () => {
+    const clock = { ms: 1_000_000 };
+    const [replica] = await replicas(1, clock);
+    const { client } = (replica as { link: RedisLink }).link;
+    const hashed = createHash("sha256").update("k").digest("base64url");
+    const warnings: unknown[] = [];
+    const shared = new SharedResults((replica as { link: RedisLink }).link, {
+      now: () => clock.ms,
+      logger: { warn: (fields) => warnings.push(fields) },
+    });
+
+    await client.hset(`uses:${hashed}`, { last: "later", previous: "never" });
+    const uses = await shared.reportUses("k", { last: clock.ms, previous: -1 }, 900 * SECOND);
+    expect(uses).toEqual({ last: clock.ms, previous: Number.NEGATIVE_INFINITY });
+
+    const payload = { body: "{}", headers: {} };
+    const etag = strongEtag(payload.body, payload.headers);
+    await client.hset(`result:${hashed}`, { ...payload, headers: "{}", etag, computedAt: "soon" });
+    const reads = await Promise.all([
+      shared.newer("k", clock.ms),
+      shared.get("k"),
+      shared.get("k"),
+    ]);
+    expect(reads).toEqual(["absent", undefined, undefined]);
+    expect(await client.exists(`result:${hashed}`)).toBe(0);
+    expect(warnings).toEqual([
+      { entry: expect.any(String), problem: "a computedAt that is not a time" },
+    ]);
+
+    // A value is stored over a computedAt that is not a number.
+    await client.hset(`result:${hashed}`, { computedAt: "soon" });
+    await shared.put("k", { payload, etag, computedAt: clock.ms }, 900 * SECOND);
+    expect(await shared.get("k")).toEqual({ payload, etag, computedAt: clock.ms });
+    expect(replica?.link.up).toBe(true);
+    expect(linkWarnings).toBe(0);
   });
 });
 

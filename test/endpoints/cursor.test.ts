@@ -1,8 +1,12 @@
-// The page cursor round-trips any position and refuses what it did not make.
+// The page cursor round-trips any position and refuses what it did not make under its secret.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decodeCursor, encodeCursor } from "../../src/endpoints/cursor.ts";
+import { cursorCodec } from "../../src/endpoints/cursor.ts";
 import { formatTimestamp } from "../../src/time.ts";
+import { unkeyedCursor } from "../support/unkeyed-cursor.ts";
+
+const SECRET = "cursor-secret-of-this-test-0123456789";
+const cursors = cursorCodec(SECRET);
 
 const position = fc.record({
   // BigQuery's TIMESTAMP range in µs.
@@ -16,30 +20,50 @@ describe("page cursor", () => {
   it("names the position it was made from, whatever the id holds", () => {
     fc.assert(
       fc.property(position, (p) => {
-        const cursor = encodeCursor(p);
+        const cursor = cursors.encode(p);
         expect(cursor).toMatch(/^[\w-]+$/);
-        expect(decodeCursor(cursor)).toEqual(p);
+        expect(cursors.decode(cursor)).toEqual(p);
       }),
     );
+  });
+
+  it("is the position after a row: its timestamp and id, a missing id as the empty string", () => {
+    const timestamp = "2026-11-21T05:17:42.123456Z";
+    expect(cursors.decode(cursors.after({ timestamp, id: "rec-1" }))).toEqual({
+      timestamp,
+      id: "rec-1",
+    });
+    expect(cursors.decode(cursors.after({ timestamp, id: null }))).toEqual({ timestamp, id: "" });
   });
 
   it("refuses any single-character edit of a cursor it made", () => {
     fc.assert(
       fc.property(position, fc.nat(), fc.constantFrom(..."AQgw_-09z"), (p, at, replacement) => {
-        const cursor = encodeCursor(p);
+        const cursor = cursors.encode(p);
         const i = at % cursor.length;
         const edited = cursor.slice(0, i) + replacement + cursor.slice(i + 1);
         // Base64url's last character may carry unused bits, so an edit there can leave the bytes.
         if (Buffer.from(edited, "base64url").equals(Buffer.from(cursor, "base64url"))) return;
-        expect(decodeCursor(edited)).toBeUndefined();
+        expect(cursors.decode(edited)).toBeUndefined();
       }),
     );
   });
 
-  it.each(["", "abc", "not a cursor", "%%%", "AAAAAAAAAAAA", "a".repeat(2000)])(
+  it("refuses a cursor made up with the unkeyed tag of earlier versions, or under another secret", () => {
+    const other = cursorCodec("another-secret-of-this-test-0123456789");
+    fc.assert(
+      fc.property(position, (p) => {
+        expect(cursors.decode(unkeyedCursor(p))).toBeUndefined();
+        expect(cursors.decode(other.encode(p))).toBeUndefined();
+        expect(cursorCodec(SECRET).decode(cursors.encode(p))).toEqual(p);
+      }),
+    );
+  });
+
+  it.each(["", "abc", "not a cursor", "%%%", "A".repeat(22), "A".repeat(40), "a".repeat(2000)])(
     "refuses %j",
     (text) => {
-      expect(decodeCursor(text)).toBeUndefined();
+      expect(cursors.decode(text)).toBeUndefined();
     },
   );
 });

@@ -163,6 +163,41 @@ describe("CSV", () => {
   });
 });
 
+describe("CSV opened in a spreadsheet", () => {
+  it("writes a text cell a spreadsheet would run as a formula with a ' before it; numbers as they are", async () => {
+    const formulas = [
+      '=HYPERLINK("https://evil.example","x")',
+      "+1+2",
+      "-1+2",
+      "@SUM(A1)",
+      "\t=1",
+      "\r=1",
+    ];
+    const harmless = ["GET | 200 | a=1", "'quoted already"];
+    const { get } = await startService({
+      now: NOW,
+      tables: {
+        edge_logs: [...formulas, ...harmless].map((message, i) =>
+          edgeLog(shift(NOW, -BigInt(i + 1) * MINUTE), { message }),
+        ),
+        function_edge_logs: [functionCall(shift(NOW, -MINUTE), { ms: -7 })],
+      },
+    });
+    const logs = parse((await get(LOGS, { accept: "text/csv" })).body, {
+      columns: true,
+    }) as Record<string, string>[];
+    expect(logs.map((record) => record.event_message)).toEqual([
+      ...formulas.map((message) => `'${message}`),
+      ...harmless,
+    ]);
+    // A negative number is a number to a spreadsheet, not a formula: it keeps its sign and type.
+    const stats = await get(STATS, { accept: "text/csv" });
+    const [bucket] = parse(stats.body, { columns: true }) as Record<string, string>[];
+    expect(bucket).toMatchObject({ min_execution_time: "-7", max_execution_time: "-7" });
+    expect(rowsOf((await get(STATS)).body)[0]).toMatchObject({ min_execution_time: -7 });
+  });
+});
+
 describe("NDJSON", () => {
   it.each(Object.entries(ENDPOINTS))(
     "%s: one line per row, each the JSON row",

@@ -3,9 +3,11 @@
 // 5xx while Redis is down. The replicas share one real DuckDB engine over demo data (replicas sharing a
 // cache serve the same data); each has its own cache, admission gate, metrics and Redis connection.
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { type AppDeps, buildApp } from "../../src/app.ts";
+import { strongEtag } from "../../src/cache/etag.ts";
 import { loadData } from "../../src/engines/duckdb/data.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
@@ -30,6 +32,10 @@ interface Replica {
   link: RedisLink;
   /** Log lines about Redis, as the replica wrote them. */
   redisLog: string[];
+  /** Its warnings' fields and messages. */
+  warnings: Record<string, unknown>[];
+  /** The Redis namespace the replicas share. */
+  prefix: string;
 }
 
 const opened: Replica[] = [];
@@ -55,12 +61,14 @@ async function replicas(
   const made: Replica[] = [];
   for (let i = 0; i < 3; i++) {
     const redisLog: string[] = [];
+    const warnings: Record<string, unknown>[] = [];
     const logger = pino(
       { level: "info" },
       {
         write: (line: string) => {
-          const { msg, redis: state } = JSON.parse(line);
-          if (state) redisLog.push(msg);
+          const fields = JSON.parse(line);
+          if (fields.redis) redisLog.push(fields.msg);
+          if (fields.level === 40) warnings.push(fields);
         },
       },
     );
@@ -78,7 +86,7 @@ async function replicas(
       logger,
       ...options.deps,
     });
-    made.push({ app, link, redisLog });
+    made.push({ app, link, redisLog, warnings, prefix });
   }
   opened.push(...made);
   return made;
@@ -264,6 +272,103 @@ describe("every other per-credential budget, once across replicas", () => {
     expect((await holding).statusCode).toBe(200);
     expect((await get(second, usage("hourly"))).statusCode).toBe(200);
   });
+});
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** Fields that make a stored value one the service did not write (stored over the good fields). */
+const sealed = (body: string, headers: Record<string, string>) => ({
+  body,
+  headers: JSON.stringify(headers),
+  etag: strongEtag(body, headers),
+});
+const TAMPERED: [string, (good: Record<string, string>) => Record<string, string>][] = [
+  ["headers that are not JSON", () => ({ headers: "{not json" })],
+  [
+    "a Content-Type of another kind",
+    (good) => sealed(good.body ?? "", { "content-type": "text/html" }),
+  ],
+  [
+    "a Set-Cookie",
+    (good) =>
+      sealed(good.body ?? "", { "content-type": JSON_TYPE, "set-cookie": "session=stolen" }),
+  ],
+  [
+    "a header with a line break",
+    (good) =>
+      sealed(good.body ?? "", { "content-type": JSON_TYPE, "x-result-truncated": "true\r\nx: y" }),
+  ],
+  ["a body its ETag is not of", () => ({ body: '{"result":[{"forged":true}]}' })],
+  [
+    "a body not of the service's form",
+    () => sealed('{"result":"forged"}', { "content-type": JSON_TYPE }),
+  ],
+  ["a computedAt that is not a number", () => ({ computedAt: "soon" })],
+  [
+    "a computedAt a day ahead",
+    (good) => ({ computedAt: String(Number(good.computedAt) + 86_400_000) }),
+  ],
+];
+
+/** An answer as the service makes it: its own headers, an ETag of its bytes. */
+function expectServiceMade(answer: LightMyRequestResponse) {
+  expect(answer.statusCode, answer.body).toBe(200);
+  expect(answer.headers["content-type"]).toBe(JSON_TYPE);
+  expect(answer.headers["set-cookie"]).toBeUndefined();
+  expect(JSON.parse(answer.body).result).toEqual(expect.any(Array));
+  expect(answer.headers.etag).toBe(strongEtag(answer.body, { "content-type": JSON_TYPE }));
+}
+
+describe("a value in Redis that no replica wrote", () => {
+  it.each(TAMPERED)(
+    "with %s: never served, deleted, reported once, computed afresh; the link stays up",
+    async (_, tamper) => {
+      const clock = { ms: Date.now() };
+      const cache = { maxEntries: 100, maxBytes: 10_000_000, now: () => clock.ms };
+      const [holder, cold] = (await replicas({ deps: { cache } })) as [Replica, Replica];
+      const held = await get(holder, STATS);
+      const redisClient = new Redis(redis.url);
+      try {
+        const [key] = await redisClient.keys(`${holder.prefix}result:*`);
+        const good = await redisClient.hgetall(key as string);
+
+        // A replica holding nothing reads it.
+        await redisClient.hset(key as string, tamper(good));
+        const fresh = await get(cold, STATS);
+        expectServiceMade(fresh);
+        expect(fresh.headers["x-cache"]).toBe("MISS");
+        expect(await redisClient.hgetall(key as string)).toMatchObject({
+          body: fresh.body,
+          etag: fresh.headers.etag,
+        });
+
+        // The replica holding a copy compares it with a newer one in Redis, a second later.
+        await redisClient.hset(key as string, {
+          computedAt: String(Number(good.computedAt) + 1),
+          ...tamper(good),
+        });
+        clock.ms += 2_000;
+        const again = await get(holder, STATS);
+        expectServiceMade(again);
+        expect(again.body).toBe(held.body);
+        await vi.waitFor(async () =>
+          expect(await redisClient.hmget(key as string, "etag", "computedAt")).toEqual([
+            held.headers.etag,
+            good.computedAt,
+          ]),
+        );
+      } finally {
+        redisClient.disconnect();
+      }
+      const reports = [holder, cold].flatMap((replica) => replica.warnings);
+      expect(reports.map((fields) => fields.msg)).toEqual([
+        expect.stringContaining("not one a replica wrote"),
+        expect.stringContaining("not one a replica wrote"),
+      ]);
+      for (const replica of [holder, cold])
+        expect(replica.redisLog).toEqual([expect.stringContaining("Redis answers")]);
+    },
+  );
 });
 
 describe("Redis down and back", () => {
