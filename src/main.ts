@@ -113,6 +113,7 @@ const app = await buildApp({
   rateLimitPerMinute: config.rateLimitPerMinute,
   forcedRefreshPerMinute: config.forcedRefreshPerMinute,
   follow: config.follow,
+  streams: config.streams,
   redis,
   dataIdentity: redis && (await dataIdentity()),
   logger: log,

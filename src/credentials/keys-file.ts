@@ -94,6 +94,7 @@ export class KeysFile {
   readonly path: string;
   #keys: Map<string, KeyEntry>;
   #stop: (() => void) | undefined;
+  readonly #listeners = new Set<() => void>();
 
   /** Reads the file now; a bad file throws KeysFileError naming the file, the key and the problem. */
   constructor(path: string) {
@@ -109,11 +110,18 @@ export class KeysFile {
     return this.#keys.size;
   }
 
+  /** Calls `listener` after each reload that took; returns the unsubscribe. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
   /** Reads the file again; a bad file keeps the previous keys. */
   reload(log: ReloadLog): void {
     try {
       this.#keys = parseKeysFile(this.path, readText(this.path));
       log.info({ keys: this.#keys.size }, "API_KEYS_FILE reloaded");
+      for (const listener of this.#listeners) listener();
     } catch (error) {
       log.error({}, `${(error as Error).message}; keeping the previous keys`);
     }
