@@ -32,7 +32,7 @@ import { perKeyRateLimit } from "./http/rate-limit.ts";
 import { requestLog } from "./http/request-log.ts";
 import { requestShape } from "./http/request-shape.ts";
 import { shutdown } from "./http/shutdown.ts";
-import type { StreamLimits } from "./http/streams/outbound-stream.ts";
+import type { StreamEnds, StreamLimits } from "./http/streams/outbound-stream.ts";
 import { defaultMaxStreams, StreamCaps } from "./http/streams/stream-caps.ts";
 import type { RedisLink } from "./redis/link.ts";
 import { SharedBudgets } from "./redis/shared-budgets.ts";
@@ -180,12 +180,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       perCredential: budgets.places("follow-streams"),
     },
   });
+  const streamEnds: StreamEnds = new Map();
   const registry = serviceRegistry({
     cache,
     engine,
     usage: observed.usage,
     connections: app.connections,
     follow: followHub,
+    streamEnds,
     redis: deps.redis,
   });
   app.decorate("metricsRegistry", registry);
@@ -217,6 +219,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       hub: followHub,
       caps: streamCaps,
       limits: { ...DEFAULT_STREAM_LIMITS, ...deps.streams },
+      ends: streamEnds,
       keysFile: deps.keysFile,
     });
     await api.register(openApiRoute);

@@ -257,7 +257,6 @@ export class FollowHub {
         const next = await this.oldest(endpoint, params, after, now, attribution);
         if (next === undefined) return;
         if (next - 1n > after) after = next - 1n;
-        width = FIRST_WINDOW_US;
       }
       const until = after + width < now ? after + width : now;
       const rows = await this.records(endpoint, params, after, until, attribution);

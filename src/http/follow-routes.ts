@@ -14,13 +14,15 @@ import { parseIsoTimestamp } from "../time.ts";
 import { presentedSecret } from "./auth.ts";
 import { HttpError, sendError } from "./errors.ts";
 import { watchCredential } from "./streams/credential-watch.ts";
-import { OutboundStream, type StreamLimits } from "./streams/outbound-stream.ts";
+import { OutboundStream, type StreamEnds, type StreamLimits } from "./streams/outbound-stream.ts";
 import type { StreamCaps } from "./streams/stream-caps.ts";
 
 export interface FollowRouteOptions {
   hub: FollowHub;
   caps: StreamCaps;
   limits: StreamLimits;
+  /** Counted as streams end. */
+  ends: StreamEnds;
   /** Where keys-file keys are revoked: a stream a key opened ends with it. */
   keysFile?: KeysFile;
 }
@@ -31,7 +33,7 @@ const NDJSON = "application/x-ndjson";
 const NOT_FOLLOWED = ["iso_timestamp_end", "cursor"];
 
 export async function followRoutes(app: FastifyInstance, options: FollowRouteOptions) {
-  const { hub, caps, limits, keysFile } = options;
+  const { hub, caps, limits, ends, keysFile } = options;
   const streams = new Set<OutboundStream>();
 
   app.addHook("preClose", (done) => {
@@ -65,7 +67,7 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       const { credential } = request;
       const release = await caps.take(request.ip, credential.name);
 
-      const stream = new OutboundStream(reply, contentType === EVENT_STREAM, limits);
+      const stream = new OutboundStream(reply, contentType === EVENT_STREAM, limits, ends);
       streams.add(stream);
       const stopWatching = watchCredential(
         credential,

@@ -6,6 +6,9 @@ import type { FastifyReply } from "fastify";
 /** Why a stream ended, as its last event tells a client (and so whether to reconnect at once). */
 export type EndReason = "shutting_down" | "token_expired" | "revoked" | "too_slow" | "error";
 
+/** Streams ended so far, by reason (a client leaving on its own is not counted). */
+export type StreamEnds = Map<EndReason, number>;
+
 export interface StreamLimits {
   /** Bytes a stream may hold unsent when more is written; past that its client is too slow. */
   maxUnsentBytes: number;
@@ -22,11 +25,15 @@ export class OutboundStream {
   private readonly reply: FastifyReply;
   private readonly limits: StreamLimits;
   private readonly heartbeat: NodeJS.Timeout | undefined;
+  private readonly ends: StreamEnds;
+  /** Bytes written in this turn of the event loop, which the connection has had no chance to take. */
+  private writtenThisTurn = 0;
 
-  constructor(reply: FastifyReply, events: boolean, limits: StreamLimits) {
+  constructor(reply: FastifyReply, events: boolean, limits: StreamLimits, ends: StreamEnds) {
     this.reply = reply;
     this.events = events;
     this.limits = limits;
+    this.ends = ends;
     this.heartbeat = events
       ? setInterval(() => this.write(": keep-alive\n\n"), limits.heartbeatMs)
       : undefined;
@@ -63,6 +70,7 @@ export class OutboundStream {
    */
   end(reason: EndReason, options: { cut?: boolean } = {}): void {
     if (this.ended) return;
+    this.ends.set(reason, (this.ends.get(reason) ?? 0) + 1);
     if (this.events) this.body.write(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
     this.body.end();
     const raw = this.reply.raw;
@@ -80,12 +88,23 @@ export class OutboundStream {
     return this.body.writableNeedDrain || this.reply.raw.writableNeedDrain;
   }
 
+  /**
+   * Writes unless the client has left more than the bound unread from earlier turns: a burst of
+   * records written at once (one poll's) is not held against it, a backlog it does not read is.
+   * A client that stops reading is found out at the next write, a heartbeat at the latest.
+   */
   private write(text: string): boolean {
     if (this.ended) return false;
-    if (this.unsent() > this.limits.maxUnsentBytes) {
+    if (this.unsent() - this.writtenThisTurn > this.limits.maxUnsentBytes) {
       this.end("too_slow");
       return false;
     }
+    if (this.writtenThisTurn === 0) {
+      setImmediate(() => {
+        this.writtenThisTurn = 0;
+      });
+    }
+    this.writtenThisTurn += Buffer.byteLength(text);
     this.body.write(text);
     return true;
   }
