@@ -6,7 +6,7 @@ import type { Registry } from "prom-client";
 import { RefreshBudget } from "./cache/refresh-budget.ts";
 import { ResultCache, type ResultCacheOptions } from "./cache/result-cache.ts";
 import { SharedResults } from "./cache/shared-results.ts";
-import type { FollowSettings, HttpSettings } from "./config.ts";
+import type { FollowSettings, HttpSettings, StreamSettings } from "./config.ts";
 import { createAuthenticator } from "./credentials/authenticate.ts";
 import type { KeysFile } from "./credentials/keys-file.ts";
 import type { TokenVerifier } from "./credentials/tokens.ts";
@@ -35,6 +35,8 @@ import { perKeyRateLimit } from "./http/rate-limit.ts";
 import { requestLog } from "./http/request-log.ts";
 import { requestShape } from "./http/request-shape.ts";
 import { shutdown } from "./http/shutdown.ts";
+import type { StreamEnds, StreamLimits } from "./http/streams/outbound-stream.ts";
+import { defaultMaxStreams, StreamCaps } from "./http/streams/stream-caps.ts";
 import type { RedisLink } from "./redis/link.ts";
 import { SharedBudgets } from "./redis/shared-budgets.ts";
 import { observeEngine } from "./telemetry/observed-engine.ts";
@@ -85,12 +87,20 @@ export interface AppDeps {
   follow?: Partial<FollowSettings> & { clock?: () => bigint };
   /** Signs page cursors and event ids (CURSOR_SECRET): replicas that share it take each other's. */
   cursorSecret?: string;
+  /** Caps and buffering of streams; default: half the connection cap (at most 1 000), 16 per address. */
+  streams?: Partial<StreamSettings & StreamLimits>;
   /** Absent: no logging (tests). */
   logger?: FastifyBaseLogger;
 }
 
 const DEFAULT_ADMISSION = { maxConcurrency: 4, maxQueue: 100 };
 const DEFAULT_FOLLOW = { intervalMs: 5_000, lagMs: 60_000, maxPerCredential: 4 };
+const DEFAULT_STREAM_LIMITS: StreamLimits = {
+  // Several windows of a catch-up's records: a client that reads keeps far below it.
+  maxUnsentBytes: 4 * 1024 * 1024,
+  endGraceMs: 5_000,
+  heartbeatMs: 15_000,
+};
 const DEFAULT_TIMEOUTS = {
   requestTimeoutMs: 30_000,
   headersTimeoutMs: 10_000,
@@ -166,15 +176,38 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     cursors,
   });
   const follow = { ...DEFAULT_FOLLOW, ...deps.follow };
-  const followHub = new FollowHub(engine, queries, { ...follow, log: app.log, cursors });
+  const followHub = new FollowHub(
+    engine,
+    {
+      queries,
+      seeks: loadQueries(
+        deps.engine.dialect,
+        catalog.filter((e) => e.follow),
+        "seek",
+      ),
+    },
+    { ...follow, log: app.log, cursors },
+  );
 
-  await app.register(connectionCap, { max: deps.maxConnections ?? 10_000 });
+  const maxConnections = deps.maxConnections ?? 10_000;
+  await app.register(connectionCap, { max: maxConnections });
+  const streamCaps = new StreamCaps({
+    maxOpen: deps.streams?.maxOpen ?? defaultMaxStreams(maxConnections),
+    maxPerAddress: deps.streams?.maxPerAddress ?? 16,
+    maxPerCredential: follow.maxPerCredential,
+    shared: budgets && {
+      perAddress: budgets.places("streams-per-address"),
+      perCredential: budgets.places("follow-streams"),
+    },
+  });
+  const streamEnds: StreamEnds = new Map();
   const registry = serviceRegistry({
     cache,
     engine,
     usage: observed.usage,
     connections: app.connections,
     follow: followHub,
+    streamEnds,
     redis: deps.redis,
   });
   app.decorate("metricsRegistry", registry);
@@ -210,8 +243,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
     await api.register(followRoutes, {
       hub: followHub,
-      maxPerCredential: follow.maxPerCredential,
-      places: budgets?.places("follow-streams"),
+      caps: streamCaps,
+      limits: { ...DEFAULT_STREAM_LIMITS, ...deps.streams },
+      ends: streamEnds,
+      keysFile: deps.keysFile,
     });
     await api.register(openApiRoute, { limit });
   });

@@ -6,6 +6,7 @@ import { z } from "zod";
 import type { TokenOptions } from "./credentials/tokens.ts";
 import type { AdmissionOptions } from "./engines/admission.ts";
 import type { BigQueryEngineOptions } from "./engines/bigquery.ts";
+import { defaultMaxStreams } from "./http/streams/stream-caps.ts";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
@@ -126,6 +127,8 @@ const environment = z.object({
   LOGS_FOLLOW_INTERVAL_SECONDS: positiveInt(5),
   LOGS_FOLLOW_LAG_SECONDS: positiveInt(60),
   LOGS_FOLLOW_MAX_PER_CREDENTIAL: positiveInt(4),
+  STREAMS_MAX_OPEN: wholePositive.optional(),
+  STREAMS_MAX_PER_ADDRESS: positiveInt(16),
   METRICS_MAX_CREDENTIALS: positiveInt(200),
   REDIS_URL: z
     .url({
@@ -185,6 +188,13 @@ export interface FollowSettings {
   maxPerCredential: number;
 }
 
+export interface StreamSettings {
+  /** Open streams in this process at most, below its connection cap. */
+  maxOpen: number;
+  /** Open streams per client address at most, across replicas while Redis answers. */
+  maxPerAddress: number;
+}
+
 export interface HttpSettings {
   requestTimeoutMs: number;
   headersTimeoutMs: number;
@@ -219,6 +229,7 @@ export interface Config {
   /** Recomputations one credential may force a minute (Cache-Control on a request). */
   forcedRefreshPerMinute: number;
   follow: FollowSettings;
+  streams: StreamSettings;
   /** Distinct credential labels per process on metrics, job labels and spans; the rest are `other`. */
   metricsMaxCredentials: number;
   /** Shared cache, lock, leases and rate limit across replicas (REDIS_URL); absent: this process only. */
@@ -301,6 +312,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       lagMs: e.LOGS_FOLLOW_LAG_SECONDS * 1000,
       maxPerCredential: e.LOGS_FOLLOW_MAX_PER_CREDENTIAL,
     },
+    streams: streamSettings(e),
     metricsMaxCredentials: e.METRICS_MAX_CREDENTIALS,
     ...(e.REDIS_URL !== undefined && {
       redis: { url: e.REDIS_URL, prefix: e.REDIS_PREFIX, timeoutMs: e.REDIS_TIMEOUT_MS },
@@ -309,6 +321,17 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
   };
+}
+
+/** Streams stay below the connection cap: /health and ordinary queries keep connections of their own. */
+function streamSettings(e: z.infer<typeof environment>): StreamSettings {
+  const maxOpen = e.STREAMS_MAX_OPEN ?? defaultMaxStreams(e.HTTP_MAX_CONNECTIONS);
+  if (maxOpen >= e.HTTP_MAX_CONNECTIONS) {
+    throw new ConfigError(
+      `STREAMS_MAX_OPEN: expects fewer than HTTP_MAX_CONNECTIONS (${e.HTTP_MAX_CONNECTIONS}), so that streams never take every connection`,
+    );
+  }
+  return { maxOpen, maxPerAddress: e.STREAMS_MAX_PER_ADDRESS };
 }
 
 /**

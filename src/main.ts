@@ -126,6 +126,7 @@ const app = await buildApp({
   anonymousRateLimitPerMinute: config.anonymousRateLimitPerMinute,
   forcedRefreshPerMinute: config.forcedRefreshPerMinute,
   follow: config.follow,
+  streams: config.streams,
   redis,
   dataIdentity: redis && (await dataIdentity()),
   cursorSecret: config.cursorSecret,

@@ -5,6 +5,7 @@
 //   run to run), so it is compared to a relative 1e-12.
 // - p95/p99: both are the value of rank floor(i·(n−1)/100) among the n sorted non-null values,
 //   the rule of the reference engine's exact APPROX_QUANTILES: compared exactly.
+// - seek/logs.all (a follow stream's start): the oldest record logs.all would return, compared exactly.
 // - logs.all: records with equal timestamps may come in either order, and at the LIMIT 100 cut
 //   either of them may be returned: compared as sets within each timestamp.
 import { readFileSync } from "node:fs";
@@ -140,6 +141,12 @@ const logsCase = (
       cursor_timestamp: cursor?.timestamp ?? null,
       cursor_id: cursor?.id ?? null,
     },
+  ] as [string, Params];
+
+const seekCase = (project: string, tier: string, start: string | null, end: string | null) =>
+  [
+    "seek/logs.all",
+    { project, project_tier: tier, iso_timestamp_start: start, iso_timestamp_end: end },
   ] as [string, Params];
 
 // ---------------------------------------------------------------------------------------------
@@ -314,6 +321,9 @@ function casesArb(nowMicros: bigint, tables: Tables) {
         cursor,
       })
       .map((c) => logsCase(c.project, c.tier, c.start, c.end, c.cursor)),
+    fc
+      .record({ project: fc.constantFrom(P, OTHER), tier: fc.constantFrom(...TIERS), start: bound })
+      .map((c) => seekCase(c.project, c.tier, c.start, null)),
   );
 }
 
@@ -427,6 +437,10 @@ describe("DuckDB SQL gives the BigQuery SQL's rows", () => {
         logsCase(OTHER, tier, formatTimestamp(nowMicros - 2n * DAY), `${start.slice(0, -1)}+02:00`),
         logsCase(P, tier, null, null, { timestamp: start, id: "" }),
         logsCase(P, tier, null, null, { timestamp: stamps[3] as string, id: "e3" }),
+        seekCase(P, tier, null, null),
+        seekCase(P, tier, "0001-01-01T00:00:00Z", null),
+        seekCase(P, tier, start, null),
+        seekCase(OTHER, tier, null, start),
       ]),
     ]);
   });
@@ -437,6 +451,7 @@ describe("DuckDB SQL gives the BigQuery SQL's rows", () => {
       invocationCase(P, "1day", null),
       usageCase(P, "daily"),
       logsCase(P, "PRO", null, null),
+      seekCase(P, "PRO", null, null),
     ]);
   });
 

@@ -2,6 +2,9 @@
 // Followers with the same parameters share one feed, which asks the engine every interval for the
 // records since its newest one minus the lag (so that a record arriving late is still found), paging
 // past full pages; each follower skips what is not after its starting point or was already sent.
+// A follower's catch-up over history is its own work: one query at a time, under its credential,
+// waiting while its stream is full, and stopped when its stream goes.
+import { BurstWarning } from "../burst-warning.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { QueryEngine, Row } from "../engines/engine.ts";
 import { dateToMicros, formatTimestamp, parseIsoTimestamp } from "../time.ts";
@@ -15,7 +18,7 @@ export interface FollowOptions {
   lagMs: number;
   /** Epoch µs now; default: the system clock. */
   clock?: () => bigint;
-  /** Where failed polls are reported; the feed tries again at its next interval. */
+  /** Where failed polls are reported (a line per burst); the feed tries again at its next interval. */
   log?: { warn(fields: object, message: string): void };
   /** Makes each record's event id. */
   cursors: CursorCodec;
@@ -30,8 +33,10 @@ export interface StartingPoint {
 export interface Follower {
   /** Credential name: catch-up queries are its work; a feed's polls are nobody's. */
   credential: string;
-  /** The next record, and its cursor (where a reconnect resumes). */
-  deliver(record: Row, cursor: string): void;
+  /** Writes the next record, with its cursor (where a reconnect resumes); false when the stream is gone. */
+  deliver(record: Row, cursor: string): boolean;
+  /** Resolves once the stream has room for more (its client read what it was sent) or is gone. */
+  ready(): Promise<void>;
   /** Catching up failed; the stream should end with this error. */
   fail(error: unknown): void;
 }
@@ -57,10 +62,12 @@ const ascending = (rows: Row[]) =>
     .map((row) => ({ row, position: positionOf(row) }))
     .sort((a, b) => compare(a.position, b.position));
 
-// A catch-up reads history in windows, wider while they are sparse: few queries over quiet days,
-// bounded memory over busy minutes.
+// A catch-up reads history in windows, wider while they are sparse: few queries over quiet hours,
+// bounded memory over busy minutes. A stretch without records costs one seek, however long.
 const FIRST_WINDOW_US = 60_000_000n;
 const WIDEST_WINDOW_US = 86_400_000_000n;
+// Failed polls after this long without one start a new burst, which gets its own log line.
+const POLL_FAILURE_GAP_MS = 10_000;
 
 export class FollowHub {
   private readonly feeds = new Map<string, Feed>();
@@ -68,18 +75,32 @@ export class FollowHub {
   private readonly counts = { open: 0, polls: 0, recordsSent: 0 };
   private readonly engine: QueryEngine;
   private readonly queries: ReadonlyMap<string, string>;
+  private readonly seeks: ReadonlyMap<string, string>;
+  private readonly schedule: PollSchedule;
+  private readonly pollFailures = new BurstWarning(POLL_FAILURE_GAP_MS);
   readonly options: FollowOptions;
 
-  constructor(engine: QueryEngine, queries: ReadonlyMap<string, string>, options: FollowOptions) {
+  /**
+   * `queries` are the endpoints' SQL; `seeks` their seek SQL (queries/<dialect>/seek/): the oldest
+   * record the endpoint's query would return after a point, where a catch-up starts reading.
+   */
+  constructor(
+    engine: QueryEngine,
+    sql: { queries: ReadonlyMap<string, string>; seeks: ReadonlyMap<string, string> },
+    options: FollowOptions,
+  ) {
     this.engine = engine;
-    this.queries = queries;
+    this.queries = sql.queries;
+    this.seeks = sql.seeks;
     this.options = options;
     this.clock = options.clock ?? (() => dateToMicros(new Date()));
+    this.schedule = new PollSchedule(options.intervalMs);
   }
 
   /**
    * Streams the endpoint's records for these validated parameters to `follower`: first every record
-   * after `from` (when given) up to now, then live from its feed. Returns the function that stops it.
+   * after `from` (when given) up to now, then live from its feed. Returns the function that stops it,
+   * and with it any query of its catch-up.
    */
   follow(
     endpoint: EndpointDefinition,
@@ -90,29 +111,30 @@ export class FollowHub {
     const live = { ...params, iso_timestamp_start: null };
     const subscription = new Subscription(follower, from ?? { micros: this.clock() }, this);
     const key = cacheKey(endpoint.id, live);
-    let stopped = false;
+    const stopped = new AbortController();
     this.counts.open++;
     const join = () => {
-      if (stopped) return;
+      if (stopped.signal.aborted) return;
       let feed = this.feeds.get(key);
       if (!feed) {
         feed = new Feed(endpoint, live, this);
         this.feeds.set(key, feed);
+        this.schedule.add(feed);
       }
       feed.subscribers.add(subscription);
     };
     if (from) {
-      this.catchUp(endpoint, live, subscription, from).then(join, (error) => {
-        if (!stopped) follower.fail(error);
+      this.catchUp(endpoint, live, subscription, from, stopped.signal).then(join, (error) => {
+        if (!stopped.signal.aborted) follower.fail(error);
       });
     } else join();
     return () => {
-      if (stopped) return;
-      stopped = true;
+      if (stopped.signal.aborted) return;
+      stopped.abort();
       this.counts.open--;
       const feed = this.feeds.get(key);
       if (!feed?.subscribers.delete(subscription) || feed.subscribers.size > 0) return;
-      feed.stop();
+      this.schedule.delete(feed);
       this.feeds.delete(key);
     };
   }
@@ -122,7 +144,7 @@ export class FollowHub {
   }
 
   close(): void {
-    for (const feed of this.feeds.values()) feed.stop();
+    this.schedule.clear();
     this.feeds.clear();
   }
 
@@ -138,31 +160,38 @@ export class FollowHub {
     this.counts.polls++;
   }
 
+  /** One line for the first failed poll of a burst; the rest of the burst only counted in the next. */
+  pollFailed(endpoint: EndpointDefinition, error: unknown): void {
+    const unsaid = this.pollFailures.occur();
+    if (unsaid === undefined) return;
+    this.options.log?.warn(
+      { endpoint: endpoint.name, err: error, failedSinceLastLine: unsaid },
+      "follow poll failed; feeds try again at their next interval (further failures in this burst are only counted)",
+    );
+  }
+
   /** Every record in (after, until], newest first, through as many pages as it takes. */
   async records(
     endpoint: EndpointDefinition,
     params: SqlParams,
     after: bigint,
     until: bigint | undefined,
-    options: { credential?: string; morePages?: (page: Row[]) => boolean } = {},
+    options: {
+      credential?: string;
+      signal?: AbortSignal;
+      morePages?: (page: Row[]) => boolean;
+    } = {},
   ): Promise<Row[]> {
-    const { credential, morePages = () => true } = options;
+    const { morePages = () => true, ...attribution } = options;
     const rows: Row[] = [];
     let cursor: Position | undefined;
     for (;;) {
-      const { rows: page } = await this.engine.run({
-        endpoint: endpoint.name,
-        sql: this.queries.get(endpoint.name) as string,
-        params: {
-          ...params,
-          iso_timestamp_start: formatTimestamp(after),
-          iso_timestamp_end: until === undefined ? null : formatTimestamp(until),
-          cursor_timestamp: cursor ? formatTimestamp(cursor.micros) : null,
-          cursor_id: cursor?.id ?? null,
-        },
-        maxRows: endpoint.maxRows,
-        trigger: "follow",
-        ...(credential !== undefined && { credential }),
+      const page = await this.query(this.queries, endpoint, attribution, {
+        ...params,
+        iso_timestamp_start: formatTimestamp(after),
+        iso_timestamp_end: until === undefined ? null : formatTimestamp(until),
+        cursor_timestamp: cursor ? formatTimestamp(cursor.micros) : null,
+        cursor_id: cursor?.id ?? null,
       });
       rows.push(...page);
       const last = page.at(-1);
@@ -172,28 +201,123 @@ export class FollowHub {
     }
   }
 
+  /** The time of the oldest record in (after, until], or undefined when there is none. */
+  private async oldest(
+    endpoint: EndpointDefinition,
+    params: SqlParams,
+    after: bigint,
+    until: bigint,
+    attribution: { credential: string; signal: AbortSignal },
+  ): Promise<bigint | undefined> {
+    const [first] = await this.query(this.seeks, endpoint, attribution, {
+      ...params,
+      iso_timestamp_start: formatTimestamp(after),
+      iso_timestamp_end: formatTimestamp(until),
+    });
+    return first && positionOf(first).micros;
+  }
+
+  private async query(
+    sql: ReadonlyMap<string, string>,
+    endpoint: EndpointDefinition,
+    attribution: { credential?: string; signal?: AbortSignal },
+    params: SqlParams,
+  ): Promise<Row[]> {
+    const { rows } = await this.engine.run({
+      endpoint: endpoint.name,
+      sql: sql.get(endpoint.name) as string,
+      params,
+      maxRows: endpoint.maxRows,
+      trigger: "follow",
+      ...(attribution.credential !== undefined && { credential: attribution.credential }),
+      ...(attribution.signal && { signal: attribution.signal }),
+    });
+    return rows;
+  }
+
+  /**
+   * Delivers every record after `from` up to now, window by window, one query at a time. A window
+   * found empty is followed by one seek to the next record, so empty history (a start years back,
+   * or beyond the tier's retention, which the SQL applies) costs one query, not one per window.
+   */
   private async catchUp(
     endpoint: EndpointDefinition,
     params: SqlParams,
     subscription: Subscription,
     from: StartingPoint,
+    signal: AbortSignal,
   ): Promise<void> {
+    const attribution = { credential: subscription.credential, signal };
     // The start is exclusive in the SQL; one µs earlier keeps the records at `from` after its id.
     let after = from.micros - 1n;
     let width = FIRST_WINDOW_US;
-    for (;;) {
+    let seek = true;
+    while (!signal.aborted) {
       const now = this.clock();
+      if (after >= now) return;
+      if (seek) {
+        const next = await this.oldest(endpoint, params, after, now, attribution);
+        if (next === undefined) return;
+        if (next - 1n > after) after = next - 1n;
+      }
       const until = after + width < now ? after + width : now;
-      const rows = await this.records(endpoint, params, after, until, {
-        credential: subscription.credential,
-      });
-      subscription.offer(rows);
-      if (until >= now) return;
+      const rows = await this.records(endpoint, params, after, until, attribution);
+      await subscription.offerPaced(rows, signal);
       after = until;
+      seek = rows.length === 0;
       const pages = rows.length / (endpoint.pageSize ?? Number.POSITIVE_INFINITY);
       if (pages <= 1 && width < WIDEST_WINDOW_US) width *= 2n;
       else if (pages > 10 && width > 1_000_000n) width /= 2n;
     }
+  }
+}
+
+/**
+ * Every feed polls once per interval, at a phase of its own drawn at random, from one timer: feeds
+ * made together do not all query the engine at the same instant.
+ */
+class PollSchedule {
+  private readonly due = new Map<Feed, number>();
+  private readonly intervalMs: number;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(intervalMs: number) {
+    this.intervalMs = intervalMs;
+  }
+
+  add(feed: Feed): void {
+    this.due.set(feed, Date.now() + Math.random() * this.intervalMs);
+    this.arm();
+  }
+
+  delete(feed: Feed): void {
+    this.due.delete(feed);
+    if (this.due.size === 0) this.clear();
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.due.clear();
+  }
+
+  private arm(): void {
+    clearTimeout(this.timer);
+    let next = Number.POSITIVE_INFINITY;
+    for (const at of this.due.values()) next = Math.min(next, at);
+    if (next === Number.POSITIVE_INFINITY) return;
+    this.timer = setTimeout(() => this.tick(), Math.max(0, next - Date.now()));
+  }
+
+  private tick(): void {
+    const now = Date.now();
+    for (const [feed, at] of this.due) {
+      if (at > now) continue;
+      // A late tick is not made up for: the next poll is an interval from now.
+      this.due.set(feed, Math.max(at + this.intervalMs, now));
+      void feed.poll();
+    }
+    this.arm();
   }
 }
 
@@ -203,7 +327,6 @@ class Feed {
   private readonly seen: Seen;
   private sweptAt = Date.now();
   private polling = false;
-  private readonly timer: NodeJS.Timeout;
   private readonly endpoint: EndpointDefinition;
   private readonly params: SqlParams;
   private readonly hub: FollowHub;
@@ -213,11 +336,6 @@ class Feed {
     this.params = params;
     this.hub = hub;
     this.seen = new Seen(hub.now(), hub.options.lagMs);
-    this.timer = setInterval(() => this.poll(), hub.options.intervalMs);
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
   }
 
   /**
@@ -225,7 +343,7 @@ class Feed {
    * quiet interval, one more per 100 new records. Once per lag it reads the whole window, which
    * finds a late record however many newer ones arrived with it.
    */
-  private async poll(): Promise<void> {
+  async poll(): Promise<void> {
     if (this.polling) return;
     this.polling = true;
     this.hub.countPoll();
@@ -244,10 +362,7 @@ class Feed {
       this.seen.prune();
       for (const subscription of this.subscribers) subscription.offer(rows);
     } catch (error) {
-      this.hub.options.log?.warn(
-        { endpoint: this.endpoint.name, err: error },
-        "follow poll failed; trying again at the next interval",
-      );
+      this.hub.pollFailed(this.endpoint, error);
     } finally {
       this.polling = false;
     }
@@ -272,13 +387,32 @@ class Subscription {
     return this.follower.credential;
   }
 
+  /** Delivers what the follower has not had yet, oldest first, all at once (a feed's poll). */
   offer(rows: Row[]): void {
-    for (const { row, position } of ascending(rows)) {
-      if (compare(position, this.from) <= 0 || !this.sent.add(position)) continue;
-      this.follower.deliver(row, this.hub.options.cursors.after(row));
-      this.hub.countSent();
+    for (const row of this.unsent(rows)) this.deliver(row);
+    this.sent.prune();
+  }
+
+  /** As offer, waiting whenever the follower's stream is full (a catch-up, which can wait). */
+  async offerPaced(rows: Row[], signal: AbortSignal): Promise<void> {
+    for (const row of this.unsent(rows)) {
+      if (signal.aborted) return;
+      this.deliver(row);
+      await this.follower.ready();
     }
     this.sent.prune();
+  }
+
+  /** The rows after the starting point not sent before, oldest first, each taken as sent. */
+  private *unsent(rows: Row[]) {
+    for (const { row, position } of ascending(rows)) {
+      if (compare(position, this.from) > 0 && this.sent.add(position)) yield row;
+    }
+  }
+
+  private deliver(row: Row): void {
+    // Counted only when written: a stream that has gone takes nothing.
+    if (this.follower.deliver(row, this.hub.options.cursors.after(row))) this.hub.countSent();
   }
 }
 

@@ -181,6 +181,10 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
       );
     }
 
+    if (request.signal?.aborted) {
+      if (lease) lease.release();
+      return Promise.reject(request.signal.reason);
+    }
     const deadline = options.timeoutMs === undefined ? undefined : arrived + options.timeoutMs;
     count(held, credential, 1);
     return new Promise<QueryResult>((resolve, reject) => {
@@ -189,7 +193,14 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
         if (settled) return;
         settled = true;
         clearTimeout(ticket.timer);
+        request.signal?.removeEventListener("abort", withdraw);
         settle();
+      };
+      // The caller stopped waiting (a follow stream closed): its query leaves the line, or stops.
+      const withdraw = () => {
+        if (unqueue(ticket)) release(ticket);
+        ticket.controller.abort();
+        ticket.refuse(request.signal?.reason);
       };
       const ticket: Ticket = {
         credential,
@@ -236,6 +247,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
           );
         }, deadline - arrived);
       }
+      request.signal?.addEventListener("abort", withdraw, { once: true });
       const line = waiting.get(credential);
       if (line) line.push(ticket);
       else waiting.set(credential, [ticket]);

@@ -28,7 +28,8 @@ declare module "fastify" {
 
 const WINDOW_MS = 60_000;
 
-function presentedSecret(request: FastifyRequest): string | undefined {
+/** The key or token a request presents, if any. */
+export function presentedSecret(request: FastifyRequest): string | undefined {
   const header = request.headers["x-api-key"];
   if (typeof header === "string" && header !== "") return header;
   const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "");

@@ -4,6 +4,7 @@
 import { readFileSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
+import { BurstWarning } from "../burst-warning.ts";
 
 // Descriptors left for everything but client connections: DuckDB's files, BigQuery's sockets, logs.
 const DESCRIPTOR_MARGIN = 128;
@@ -45,7 +46,7 @@ export const connectionCap = fp(async (app: FastifyInstance, options: { max: num
     );
   }
   app.server.maxConnections = max;
-  let lastRefusal = Number.NEGATIVE_INFINITY;
+  const refusals = new BurstWarning(BURST_GAP_MS);
   const stats: ConnectionStats = {
     max,
     refused: 0,
@@ -56,14 +57,12 @@ export const connectionCap = fp(async (app: FastifyInstance, options: { max: num
   };
   app.server.on("drop", (connection) => {
     stats.refused++;
-    const now = Date.now();
-    if (now - lastRefusal >= BURST_GAP_MS) {
-      app.log.warn(
-        { max, remoteAddress: connection?.remoteAddress },
-        "connection refused: HTTP_MAX_CONNECTIONS reached (further refusals in this burst are only counted)",
-      );
-    }
-    lastRefusal = now;
+    const unsaid = refusals.occur();
+    if (unsaid === undefined) return;
+    app.log.warn(
+      { max, remoteAddress: connection?.remoteAddress, refusedSinceLastLine: unsaid },
+      "connection refused: HTTP_MAX_CONNECTIONS reached (further refusals in this burst are only counted)",
+    );
   });
   app.decorate("connections", stats);
 });

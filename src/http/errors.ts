@@ -19,12 +19,20 @@ export const newRequestId = (): string => `${PROCESS_TAG}-${(++requestCount).toS
 export class HttpError extends Error {
   readonly statusCode: number;
   readonly code: string;
+  /** Sent as Retry-After when given. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(statusCode: number, code: string, message: string) {
+  constructor(
+    statusCode: number,
+    code: string,
+    message: string,
+    options: { retryAfterSeconds?: number } = {},
+  ) {
     super(message);
     this.name = "HttpError";
     this.statusCode = statusCode;
     this.code = code;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 
@@ -108,8 +116,12 @@ export const errorEnvelope = fp(async (app: FastifyInstance) => {
         },
       );
     }
-    if (error instanceof HttpError)
+    if (error instanceof HttpError) {
+      if (error.retryAfterSeconds !== undefined) {
+        reply.header("retry-after", String(error.retryAfterSeconds));
+      }
       return sendError(reply, error.statusCode, error.code, error.message);
+    }
     if (error instanceof NotCachedError) {
       return sendError(
         reply,

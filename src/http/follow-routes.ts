@@ -1,25 +1,30 @@
 // GET …/<name>/follow: a followable endpoint's records as they arrive, as Server-Sent Events (the
-// default) or NDJSON lines, until the caller leaves, its token expires or the service closes.
-import { PassThrough } from "node:stream";
+// default) or NDJSON lines, until the caller leaves, its credential ends, it reads too slowly or
+// the service closes.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import Negotiator from "negotiator";
+import type { KeysFile } from "../credentials/keys-file.ts";
 import { authorize, type RawQuery } from "../credentials/scope-rule.ts";
 import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
 import type { CursorCodec } from "../endpoints/cursor.ts";
 import type { FollowHub, StartingPoint } from "../endpoints/follow.ts";
-import { InvalidParamsError, parseParams } from "../endpoints/params.ts";
-import type { SharedPlaces } from "../redis/shared-budgets.ts";
+import { InvalidParamsError, parseParams, type SqlParams } from "../endpoints/params.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { parseIsoTimestamp } from "../time.ts";
+import { presentedSecret } from "./auth.ts";
 import { HttpError, sendError } from "./errors.ts";
+import { watchCredential } from "./streams/credential-watch.ts";
+import { OutboundStream, type StreamEnds, type StreamLimits } from "./streams/outbound-stream.ts";
+import type { StreamCaps } from "./streams/stream-caps.ts";
 
 export interface FollowRouteOptions {
   hub: FollowHub;
-  maxPerCredential: number;
-  /** Open streams counted once across replicas (REDIS_URL), else in this process only. */
-  places?: SharedPlaces;
-  /** A comment line this often keeps proxies from closing an idle event stream. */
-  heartbeatMs?: number;
+  caps: StreamCaps;
+  limits: StreamLimits;
+  /** Counted as streams end. */
+  ends: StreamEnds;
+  /** Where keys-file keys are revoked: a stream a key opened ends with it. */
+  keysFile?: KeysFile;
 }
 
 const EVENT_STREAM = "text/event-stream";
@@ -27,18 +32,13 @@ const NDJSON = "application/x-ndjson";
 /** Parameters that would end or page a stream, which runs on from now. */
 const NOT_FOLLOWED = ["iso_timestamp_end", "cursor"];
 
-interface Stream {
-  body: PassThrough;
-  events: boolean;
-}
-
 export async function followRoutes(app: FastifyInstance, options: FollowRouteOptions) {
-  const { hub, maxPerCredential, places, heartbeatMs = 15_000 } = options;
-  const open = new Map<string, number>();
-  const streams = new Set<Stream>();
+  const { hub, caps, limits, ends, keysFile } = options;
+  const streams = new Set<OutboundStream>();
 
   app.addHook("preClose", (done) => {
-    for (const stream of streams) finish(stream, "shutting_down");
+    // A client that is not reading would hold the close up: its connection goes now.
+    for (const stream of streams) stream.end("shutting_down", { cut: true });
     hub.close();
     done();
   });
@@ -50,8 +50,10 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       annotateRequestSpan(request, endpoint.name);
       const raw = request.query as RawQuery;
       refuseNotFollowed(raw);
-      const params = parseParams(endpoint.params, authorize(request.credential, endpoint, raw));
-      const from = startingPoint(request, params.iso_timestamp_start, hub.options.cursors);
+      const authorized = authorize(request.credential, endpoint, raw);
+      refusePinnedEnd(authorized);
+      const params = parseParams(endpoint.params, authorized);
+      const from = startingPoint(request, params, hub.options.cursors);
       const contentType = new Negotiator(request).mediaType([EVENT_STREAM, NDJSON]);
       if (!contentType) {
         return sendError(
@@ -62,47 +64,32 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
           { available: [EVENT_STREAM, NDJSON] },
         );
       }
-      const credential = request.credential.name;
-      // Across replicas while Redis answers; this process's own count holds either way.
-      const lease = places ? await places.hold(credential, maxPerCredential) : undefined;
-      const held = open.get(credential) ?? 0;
-      if (lease === false || held >= maxPerCredential) {
-        if (lease) lease.release();
-        throw new HttpError(
-          429,
-          "rate_limited",
-          `This credential already has ${maxPerCredential} follow streams open; close one first.`,
-        );
-      }
-      open.set(credential, held + 1);
+      const { credential } = request;
+      const release = await caps.take(request.ip, credential.name);
 
-      const stream: Stream = { body: new PassThrough(), events: contentType === EVENT_STREAM };
+      const stream = new OutboundStream(reply, contentType === EVENT_STREAM, limits, ends);
       streams.add(stream);
-      const heartbeat = stream.events
-        ? setInterval(() => send(stream, ": keep-alive\n\n"), heartbeatMs)
-        : undefined;
-      const { expiresAt } = request.credential;
-      const cancelExpiry = expiresAt
-        ? atTime(expiresAt, () => finish(stream, "token_expired"))
-        : undefined;
-      const stop = hub.follow(endpoint, params, from, {
+      const stopWatching = watchCredential(
         credential,
-        deliver: (record, cursor) => send(stream, frame(stream, record, cursor)),
+        presentedSecret(request) as string,
+        keysFile,
+        (reason) => stream.end(reason),
+      );
+      const stop = hub.follow(endpoint, params, from, {
+        credential: credential.name,
+        deliver: (record, cursor) => stream.record(record, cursor),
+        ready: () => stream.ready(),
         fail: (error) => {
           request.log.error({ err: error }, "follow stream could not catch up");
-          finish(stream, "error");
+          stream.end("error");
         },
       });
       stream.body.once("close", () => {
         stop();
-        clearInterval(heartbeat);
-        cancelExpiry?.();
+        stopWatching();
         streams.delete(stream);
-        open.set(credential, (open.get(credential) ?? 1) - 1);
-        if (lease) lease.release();
+        release();
       });
-      // The caller left (or the answer ended): nothing more to send.
-      reply.raw.once("close", () => stream.body.destroy());
       // Headers go out now, not with the first record, which may be minutes away.
       reply.raw.once("pipe", () => reply.raw.flushHeaders());
       return streamReply(reply, stream, contentType);
@@ -110,7 +97,7 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
   }
 }
 
-function streamReply(reply: FastifyReply, stream: Stream, contentType: string): FastifyReply {
+function streamReply(reply: FastifyReply, stream: OutboundStream, contentType: string) {
   reply
     .type(stream.events ? `${contentType}; charset=utf-8` : contentType)
     .header("cache-control", "no-store")
@@ -119,37 +106,6 @@ function streamReply(reply: FastifyReply, stream: Stream, contentType: string): 
     // A stream's connection is not reused: kept alive after it, it would hold close() open.
     .header("connection", "close");
   return reply.send(stream.body);
-}
-
-function frame(stream: Stream, record: unknown, cursor: string): string {
-  const json = JSON.stringify(record);
-  return stream.events ? `id: ${cursor}\ndata: ${json}\n\n` : `${json}\n`;
-}
-
-/** Writes to a stream not yet ended: a heartbeat or a poll may come between its end and its close. */
-function send(stream: Stream, text: string): void {
-  if (!stream.body.writableEnded) stream.body.write(text);
-}
-
-// Node fires a timer of more than 2³¹−1 ms at once: a long wait is taken in steps.
-const LONGEST_TIMER_MS = 2 ** 31 - 1;
-
-/** Calls `then` at epoch ms `at`; returns the cancel. */
-function atTime(at: number, then: () => void): () => void {
-  let timer: NodeJS.Timeout;
-  const wait = () => {
-    const left = at - Date.now();
-    timer = left > LONGEST_TIMER_MS ? setTimeout(wait, LONGEST_TIMER_MS) : setTimeout(then, left);
-  };
-  wait();
-  return () => clearTimeout(timer);
-}
-
-/** Ends a stream, telling an event-stream client why, so that it does not reconnect at once. */
-function finish(stream: Stream, reason: "shutting_down" | "token_expired" | "error"): void {
-  if (stream.body.writableEnded) return;
-  if (stream.events) stream.body.write(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
-  stream.body.end();
 }
 
 function followable(nameOrId: string): EndpointDefinition {
@@ -173,23 +129,39 @@ function refuseNotFollowed(query: RawQuery): void {
   );
 }
 
-/** A reconnect's Last-Event-ID wins over iso_timestamp_start; without either, the stream starts now. */
+/** The caller could not give an end (refused above): one there is the scope's, which a stream cannot keep. */
+function refusePinnedEnd(authorized: RawQuery): void {
+  if (authorized.iso_timestamp_end === undefined) return;
+  throw new HttpError(
+    403,
+    "forbidden",
+    "This credential's scope fixes iso_timestamp_end, and a follow stream runs on past any end: call the endpoint itself for that range.",
+  );
+}
+
+/**
+ * A reconnect's Last-Event-ID wins over iso_timestamp_start, but never reaches before it (which a
+ * scope may fix); without either, the stream starts now. The tier's retention bounds it in the SQL.
+ */
 function startingPoint(
   request: FastifyRequest,
-  start: string | null | undefined,
+  params: SqlParams,
   cursors: CursorCodec,
 ): StartingPoint | undefined {
+  const start = params.iso_timestamp_start;
+  const lower: StartingPoint | undefined = start
+    ? { micros: parseIsoTimestamp(start) as bigint }
+    : undefined;
   const lastEventId = request.headers["last-event-id"];
-  if (typeof lastEventId === "string" && lastEventId !== "") {
-    const position = cursors.decode(lastEventId);
-    if (!position) {
-      throw new HttpError(
-        400,
-        "bad_request",
-        "Last-Event-ID is not an event id of this service's streams.",
-      );
-    }
-    return { micros: parseIsoTimestamp(position.timestamp) as bigint, id: position.id };
+  if (typeof lastEventId !== "string" || lastEventId === "") return lower;
+  const position = cursors.decode(lastEventId);
+  if (!position) {
+    throw new HttpError(
+      400,
+      "bad_request",
+      "Last-Event-ID is not an event id of this service's streams.",
+    );
   }
-  return start ? { micros: parseIsoTimestamp(start) as bigint } : undefined;
+  const resume = { micros: parseIsoTimestamp(position.timestamp) as bigint, id: position.id };
+  return lower && lower.micros >= resume.micros ? lower : resume;
 }

@@ -14,6 +14,7 @@ import type { EngineUsage } from "../telemetry/observed-engine.ts";
 import type { ConnectionStats } from "./connection-cap.ts";
 import { DurationHistogram } from "./duration-histogram.ts";
 import { HttpError } from "./errors.ts";
+import type { StreamEnds } from "./streams/outbound-stream.ts";
 
 const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, string> = {
   hits: "answers from memory",
@@ -35,6 +36,7 @@ interface MetricSources {
   usage: () => Iterable<EngineUsage>;
   connections: ConnectionStats;
   follow: FollowHub;
+  streamEnds: StreamEnds;
   redis?: RedisLink;
 }
 
@@ -48,6 +50,16 @@ export function serviceRegistry(sources: MetricSources): Registry {
   registerAdmissionMetrics(registry, sources.engine);
   registerConnectionMetrics(registry, sources.connections);
   registerFollowMetrics(registry, sources.follow);
+  new Counter({
+    name: "query_service_stream_ends_total",
+    help: "Streams the service ended, by reason (shutting_down, token_expired, revoked, too_slow, error); a client leaving is not counted.",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, count] of sources.streamEnds) this.inc({ reason }, count);
+    },
+  });
   if (sources.redis) registerRedisMetrics(registry, sources.redis);
   return registry;
 }
@@ -232,7 +244,7 @@ function registerFollowMetrics(registry: Registry, follow: FollowHub): void {
   }
   for (const [stat, name, help] of [
     ["polls", "polls", "Polls of the engine by follow feeds (one per parameter set and interval)."],
-    ["recordsSent", "records_sent", "Records sent on follow streams."],
+    ["recordsSent", "records_sent", "Records written to open follow streams."],
   ] as const) {
     new Counter({
       name: `query_service_follow_${name}_total`,

@@ -237,6 +237,26 @@ describe("admission", () => {
     expect(gate.stats().running).toBe(0);
   });
 
+  it("takes a query whose caller stopped waiting out of line, or stops it where it runs", async () => {
+    const { engine, started } = heldEngine();
+    const gate = admit(engine, OPTIONS);
+    const [waits, runs] = [new AbortController(), new AbortController()];
+    const running = gate.run({ ...query("a", "a1"), signal: runs.signal }).catch((e) => e);
+    void gate.run(query("c", "c1"));
+    const queued = gate.run({ ...query("b", "b1"), signal: waits.signal }).catch((e) => e);
+    await settle();
+    waits.abort();
+    expect(await queued).toBeInstanceOf(DOMException);
+    expect(gate.stats().queued).toBe(0);
+    runs.abort();
+    expect(await running).toBeInstanceOf(DOMException);
+    expect(started[0]?.request.signal?.aborted).toBe(true);
+    // The stopped query's slot goes to the next in line; the withdrawn one never started.
+    void gate.run(query("b", "b2"));
+    await settle();
+    expect(started.map((held) => held.request.endpoint)).toEqual(["a1", "c1", "b2"]);
+  });
+
   it("on drain refuses the queued and new queries at once and lets running ones finish; abortRunning ends them", async () => {
     const { engine, started } = heldEngine();
     const gate = admit(engine, OPTIONS);

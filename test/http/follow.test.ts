@@ -1,7 +1,7 @@
 // GET …/logs.all/follow over real HTTP: records arriving while a stream is open reach it once, oldest
 // first, whatever the engine, with reconnects, late records, shared polls, limits and shutdown.
 import { SignJWT } from "jose";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
@@ -15,6 +15,7 @@ import {
   SECOND,
   shift,
 } from "../support/fixtures.ts";
+import { closers, open, records, type Stream } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
 import { API_KEY, startService } from "../support/service.ts";
 
@@ -22,76 +23,6 @@ const NOW = "2026-11-21T05:17:42.123456Z";
 const FOLLOW = { intervalMs: 40, lagMs: 60_000, clock: () => micros(NOW) };
 const QUERY = `project=${PROJECT}&project_tier=FREE`;
 const OLDER = [edgeLog(shift(NOW, -10n * SECOND), { id: "before-connecting" })];
-
-interface Event {
-  id?: string;
-  event?: string;
-  data: string;
-}
-
-/** An open stream: the events (or NDJSON lines) read so far. */
-interface Stream {
-  events: Event[];
-  lines: string[];
-  ended: Promise<void>;
-  until(check: () => boolean): Promise<void>;
-  close(): void;
-}
-
-const closers: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
-
-async function open(url: string, headers: Record<string, string> = {}): Promise<Stream> {
-  const controller = new AbortController();
-  const response = await fetch(url, {
-    headers: headers.authorization ? headers : { "x-api-key": API_KEY, ...headers },
-    signal: controller.signal,
-  });
-  const stream: Stream = {
-    events: [],
-    lines: [],
-    ended: Promise.resolve(),
-    until: (check) => expect.poll(check, { timeout: 10_000, interval: 20 }).toBe(true),
-    close: () => controller.abort(),
-  };
-  if (response.status !== 200) throw new Error(`${response.status} ${await response.text()}`);
-  const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream());
-  stream.ended = (async () => {
-    let buffered = "";
-    try {
-      for await (const chunk of reader) {
-        buffered += chunk;
-        const separator = headers.accept === "application/x-ndjson" ? "\n" : "\n\n";
-        for (let at = buffered.indexOf(separator); at !== -1; at = buffered.indexOf(separator)) {
-          const frame = buffered.slice(0, at);
-          buffered = buffered.slice(at + separator.length);
-          if (separator === "\n") stream.lines.push(frame);
-          else {
-            const fields = Object.fromEntries(
-              frame
-                .split("\n")
-                .filter((line) => !line.startsWith(":"))
-                .map((line) => [
-                  line.slice(0, line.indexOf(":")),
-                  line.slice(line.indexOf(":") + 2),
-                ]),
-            );
-            if (fields.data !== undefined) stream.events.push(fields as unknown as Event);
-          }
-        }
-      }
-    } catch {
-      // Aborted by close().
-    }
-  })();
-  closers.push(() => stream.close());
-  return stream;
-}
-
-const records = (stream: Stream) =>
-  stream.events.filter((e) => e.event === undefined).map((e) => JSON.parse(e.data) as Row);
 
 /** A burst of records after NOW, in a scrambled order, several sharing a timestamp. */
 function burst(count: number, prefix: string, from = NOW): Row[] {

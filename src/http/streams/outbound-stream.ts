@@ -1,0 +1,116 @@
+// One stream's body as it goes out: Server-Sent Events or NDJSON framing, a heartbeat, a bound on
+// what it may hold unsent, and its end with a reason. Every stream kind writes through this.
+import { PassThrough } from "node:stream";
+import type { FastifyReply } from "fastify";
+
+/** Why a stream ended, as its last event tells a client (and so whether to reconnect at once). */
+export type EndReason = "shutting_down" | "token_expired" | "revoked" | "too_slow" | "error";
+
+/** Streams ended so far, by reason (a client leaving on its own is not counted). */
+export type StreamEnds = Map<EndReason, number>;
+
+export interface StreamLimits {
+  /** Bytes a stream may hold unsent when more is written; past that its client is too slow. */
+  maxUnsentBytes: number;
+  /** How long an ended stream's last bytes may take to go out before its connection is cut. */
+  endGraceMs: number;
+  /** A comment line this often keeps proxies from closing an idle event stream. */
+  heartbeatMs: number;
+}
+
+export class OutboundStream {
+  readonly body = new PassThrough();
+  /** Server-Sent Events; else NDJSON lines. */
+  readonly events: boolean;
+  private readonly reply: FastifyReply;
+  private readonly limits: StreamLimits;
+  private readonly heartbeat: NodeJS.Timeout | undefined;
+  private readonly ends: StreamEnds;
+  /** Bytes written in this turn of the event loop, which the connection has had no chance to take. */
+  private writtenThisTurn = 0;
+
+  constructor(reply: FastifyReply, events: boolean, limits: StreamLimits, ends: StreamEnds) {
+    this.reply = reply;
+    this.events = events;
+    this.limits = limits;
+    this.ends = ends;
+    this.heartbeat = events
+      ? setInterval(() => this.write(": keep-alive\n\n"), limits.heartbeatMs)
+      : undefined;
+    this.body.once("close", () => clearInterval(this.heartbeat));
+    // The caller left (or the answer ended): nothing more to send, and nothing kept for it.
+    reply.raw.once("close", () => this.body.destroy());
+  }
+
+  get ended(): boolean {
+    return this.body.writableEnded || this.body.destroyed;
+  }
+
+  /** Writes one record, with the cursor a reconnect resumes after; false when nothing was written. */
+  record(record: unknown, cursor: string): boolean {
+    const json = JSON.stringify(record);
+    return this.write(this.events ? `id: ${cursor}\ndata: ${json}\n\n` : `${json}\n`);
+  }
+
+  /** Resolves once what was written has gone out to the client (or the stream has ended). */
+  ready(): Promise<void> {
+    if (this.ended || !this.backedUp()) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.body.off("drain", done).off("close", done);
+        resolve();
+      };
+      this.body.on("drain", done).on("close", done);
+    });
+  }
+
+  /**
+   * Ends the stream, telling an event-stream client why, so that it does not reconnect at once.
+   * `cut`: a client not reading gets no grace, its connection is closed now.
+   */
+  end(reason: EndReason, options: { cut?: boolean } = {}): void {
+    if (this.ended) return;
+    this.ends.set(reason, (this.ends.get(reason) ?? 0) + 1);
+    if (this.events) this.body.write(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
+    this.body.end();
+    const raw = this.reply.raw;
+    if (options.cut && this.backedUp()) raw.destroy();
+    else if (!raw.writableFinished) {
+      // Bytes a client never reads would be held with the connection: they go with it.
+      const timer = setTimeout(() => raw.destroy(), this.limits.endGraceMs);
+      timer.unref();
+      raw.once("close", () => clearTimeout(timer));
+    }
+  }
+
+  /** Whether the client is behind: more is waiting than the stream's own buffer holds. */
+  backedUp(): boolean {
+    return this.body.writableNeedDrain || this.reply.raw.writableNeedDrain;
+  }
+
+  /**
+   * Writes unless the client has left more than the bound unread from earlier turns: a burst of
+   * records written at once (one poll's) is not held against it, a backlog it does not read is.
+   * A client that stops reading is found out at the next write, a heartbeat at the latest.
+   */
+  private write(text: string): boolean {
+    if (this.ended) return false;
+    if (this.unsent() - this.writtenThisTurn > this.limits.maxUnsentBytes) {
+      this.end("too_slow");
+      return false;
+    }
+    if (this.writtenThisTurn === 0) {
+      setImmediate(() => {
+        this.writtenThisTurn = 0;
+      });
+    }
+    this.writtenThisTurn += Buffer.byteLength(text);
+    this.body.write(text);
+    return true;
+  }
+
+  /** Bytes written and not yet taken by the client's connection. */
+  private unsent(): number {
+    return this.body.writableLength + this.body.readableLength + this.reply.raw.writableLength;
+  }
+}

@@ -1,0 +1,397 @@
+// Follow streams attacked as a hostile tenant would: starts far in the past, streams dropped
+// mid-catch-up, clients that never read, keys revoked mid-stream, scopes that pin a range, more
+// streams than connections, and feeds whose polls all fail. Real HTTP over the embedded engine.
+import { writeFileSync } from "node:fs";
+import { connect, type Socket } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { type AppDeps, buildApp } from "../../src/app.ts";
+import { sha256Hex } from "../../src/credentials/authenticate.ts";
+import { KeysFile } from "../../src/credentials/keys-file.ts";
+import { cursorCodec } from "../../src/endpoints/cursor.ts";
+import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
+import type { QueryEngine, QueryRequest } from "../../src/engines/engine.ts";
+import { formatTimestamp } from "../../src/time.ts";
+import { replaceTables } from "../support/duckdb-tables.ts";
+import {
+  DAY,
+  edgeLog,
+  HOUR,
+  MICROSECOND,
+  micros,
+  PROJECT,
+  SECOND,
+  shift,
+} from "../support/fixtures.ts";
+import { closers, open, records } from "../support/follow-client.ts";
+import type { Row } from "../support/googlesql.ts";
+import { API_KEY } from "../support/service.ts";
+import { temporaryFile } from "../support/temporary-file.ts";
+
+const NOW = "2026-11-21T05:17:42.123456Z";
+const FOLLOW = { intervalMs: 40, lagMs: 60_000, clock: () => micros(NOW) };
+const QUERY = `project=${PROJECT}&project_tier=FREE`;
+const YEAR_ONE = "0001-01-01T00:00:00Z";
+const CURSOR_SECRET = "a-cursor-secret-of-at-least-32-characters";
+/** A well-formed event id of this service's (its secret is the test's) at any position. */
+const eventIdAt = (iso: string, id: string) =>
+  cursorCodec(CURSOR_SECRET).encode({ timestamp: formatTimestamp(micros(iso)), id });
+const RECENT = edgeLog(shift(NOW, -10n * SECOND), { id: "recent" });
+
+interface Options {
+  rows?: Row[];
+  deps?: Partial<AppDeps>;
+  /** Each catch-up query waits this long first, so that a test can act while one runs. */
+  catchUpDelayMs?: number;
+  /** Feed polls (queries nobody's credential caused) fail. */
+  failPolls?: boolean;
+}
+
+/** A service on DuckDB with `rows` as edge_logs, recording every query that reaches the engine. */
+async function followService(options: Options = {}) {
+  const duck = await createDuckDbEngine({ now: () => micros(NOW) });
+  await replaceTables(duck, { edge_logs: options.rows ?? [] });
+  const calls: QueryRequest[] = [];
+  const catchUp = { inFlight: 0, mostInFlight: 0 };
+  const engine: QueryEngine = {
+    dialect: duck.dialect,
+    ping: () => duck.ping(),
+    close: async () => {},
+    async run(query) {
+      calls.push(query);
+      if (query.credential === undefined) {
+        if (options.failPolls) throw new Error("the engine is away");
+        return duck.run(query);
+      }
+      catchUp.inFlight++;
+      catchUp.mostInFlight = Math.max(catchUp.mostInFlight, catchUp.inFlight);
+      try {
+        if (options.catchUpDelayMs) await sleep(options.catchUpDelayMs);
+        return await duck.run(query);
+      } finally {
+        catchUp.inFlight--;
+      }
+    },
+  };
+  const app = await buildApp({
+    engine,
+    apiKeys: [API_KEY],
+    follow: FOLLOW,
+    cursorSecret: CURSOR_SECRET,
+    ...options.deps,
+  });
+  closers.push(async () => {
+    await app.close();
+    await duck.close();
+  });
+  const base = await app.listen({ host: "127.0.0.1", port: 0 });
+  const metric = async (name: string) => {
+    const text = (await app.inject({ url: "/metrics", headers: { "x-api-key": API_KEY } })).body;
+    return Number(
+      new RegExp(`^${name.replace(/[{}]/g, "\\$&")} (\\S+)$`, "m").exec(text)?.[1] ?? 0,
+    );
+  };
+  return {
+    app,
+    base,
+    calls,
+    catchUp,
+    metric,
+    catchUpCalls: () => calls.filter((call) => call.credential !== undefined),
+    add: (rows: Row[]) => replaceTables(duck, { edge_logs: [...(options.rows ?? []), ...rows] }),
+  };
+}
+
+const followUrl = (base: string, query = QUERY) => `${base}/api/endpoints/logs.all/follow?${query}`;
+
+/** A client that sends its request and then reads nothing: what it was sent waits in buffers. */
+function stalledClient(base: string, path: string, key = API_KEY) {
+  const { hostname, port } = new URL(base);
+  const socket: Socket = connect(Number(port), hostname);
+  socket.write(
+    `GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nX-API-KEY: ${key}\r\nAccept: text/event-stream\r\n\r\n`,
+  );
+  socket.pause();
+  let received = "";
+  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  closers.push(() => {
+    socket.destroy();
+  });
+  return {
+    /** Reads from now on; resolves with everything the connection carried once it closes. */
+    readToEnd: async () => {
+      socket.on("data", (chunk) => {
+        received += chunk;
+      });
+      socket.resume();
+      await closed;
+      return received;
+    },
+  };
+}
+
+/** The body of an HTTP/1.1 answer read off the wire, its chunked framing taken away. */
+function unchunked(answer: string): string {
+  let rest = answer.slice(answer.indexOf("\r\n\r\n") + 4);
+  let body = "";
+  for (;;) {
+    const eol = rest.indexOf("\r\n");
+    const size = Number.parseInt(rest.slice(0, eol), 16);
+    if (!(size > 0)) return body;
+    body += rest.slice(eol + 2, eol + 2 + size);
+    rest = rest.slice(eol + 2 + size + 2);
+  }
+}
+
+/** Records of about `bytes` each, one a microsecond after NOW: found by the feed's next poll. */
+const bulky = (count: number, bytes: number) =>
+  Array.from({ length: count }, (_, i) =>
+    edgeLog(shift(NOW, BigInt(i + 1) * MICROSECOND), {
+      id: `bulk-${i}`,
+      message: "x".repeat(bytes),
+    }),
+  );
+
+describe("a follow stream's catch-up", () => {
+  it("costs one query from year 1 over empty history, and reads only what is inside the retention", async () => {
+    const empty = await followService();
+    const stream = await open(followUrl(empty.base, `${QUERY}&iso_timestamp_start=${YEAR_ONE}`));
+    // The feed polls once the catch-up is done.
+    await expect.poll(() => empty.calls.length - empty.catchUpCalls().length).toBeGreaterThan(0);
+    expect(empty.catchUpCalls()).toHaveLength(1);
+    stream.close();
+
+    const outside = edgeLog(shift(NOW, -3n * DAY), { id: "outside-free-retention" });
+    const some = await followService({ rows: [outside, RECENT] });
+    const madeUp = eventIdAt(YEAR_ONE, "made-up");
+    const resumed = await open(followUrl(some.base), { "last-event-id": madeUp });
+    await resumed.until(() => records(resumed).length === 1);
+    await expect.poll(() => some.calls.length - some.catchUpCalls().length).toBeGreaterThan(0);
+    expect(records(resumed).map((row) => row.id)).toEqual(["recent"]);
+    // One seek to the record, one window from it to now.
+    expect(some.catchUpCalls()).toHaveLength(2);
+  });
+
+  it("reads 80 days of sparse history one query at a time, within a total stated in advance", async () => {
+    const rows = Array.from({ length: 80 * 12 }, (_, i) =>
+      edgeLog(shift(NOW, -BigInt(i + 1) * 2n * HOUR), { id: `every-2h-${i}` }),
+    );
+    const { base, catchUp, catchUpCalls } = await followService({ rows });
+    const stream = await open(
+      followUrl(base, `project=${PROJECT}&project_tier=PAYG&iso_timestamp_start=${YEAR_ONE}`),
+    );
+    await stream.until(() => records(stream).length === rows.length);
+    // Windows double from a minute to a day (11 steps) then take a day each (80): one page each,
+    // and a seek only after an empty window, at most one per window, plus the first.
+    expect(catchUpCalls().length).toBeLessThanOrEqual(2 * (11 + 80) + 1);
+    expect(catchUp.mostInFlight).toBe(1);
+    expect(new Set(records(stream).map((row) => row.id)).size).toBe(rows.length);
+  });
+
+  it("stops at once when its stream closes", async () => {
+    const rows = Array.from({ length: 80 * 12 }, (_, i) =>
+      edgeLog(shift(NOW, -BigInt(i + 1) * 2n * HOUR), { id: `every-2h-${i}` }),
+    );
+    const { base, catchUpCalls, metric } = await followService({ rows, catchUpDelayMs: 20 });
+    const stream = await open(
+      followUrl(base, `project=${PROJECT}&project_tier=PAYG&iso_timestamp_start=${YEAR_ONE}`),
+    );
+    await expect.poll(() => catchUpCalls().length).toBeGreaterThanOrEqual(5);
+    stream.close();
+    await expect.poll(() => metric("query_service_follow_streams_open")).toBe(0);
+    const atClose = catchUpCalls().length;
+    await sleep(300);
+    expect(catchUpCalls().length).toBe(atClose);
+    expect(atClose).toBeLessThan(40);
+  });
+});
+
+describe("a follow stream whose client does not read", () => {
+  // A heartbeat every 50 ms finds a client out soon after it stops reading.
+  const limits = { maxUnsentBytes: 64 * 1024, heartbeatMs: 50 };
+
+  it("is ended with event: end too_slow past its buffer bound, and only what was written is counted", async () => {
+    const { base, add, metric } = await followService({
+      deps: { streams: { ...limits, endGraceMs: 10_000 } },
+    });
+    const client = stalledClient(base, `/api/endpoints/logs.all/follow?${QUERY}`);
+    await expect.poll(() => metric("query_service_follow_streams_open")).toBe(1);
+    // One poll's records go out at once, however many: far more than the bound.
+    await add(bulky(3000, 4096));
+    await expect.poll(() => metric('query_service_stream_ends_total{reason="too_slow"}')).toBe(1);
+    await add(bulky(4000, 4096));
+    await expect.poll(() => metric("query_service_follow_polls_total")).toBeGreaterThan(4);
+    expect(await metric("query_service_follow_records_sent_total")).toBe(3000);
+
+    // A slow client that reads at last finds the reason at the end, after what was written.
+    const text = unchunked(await client.readToEnd());
+    expect(text.endsWith('event: end\ndata: {"reason":"too_slow"}\n\n')).toBe(true);
+    expect(text.split("\nid: ").length - 1).toBe(3000);
+    await expect.poll(() => metric("query_service_follow_streams_open")).toBe(0);
+  });
+
+  it("loses its connection when it still has not read a grace period after its end", async () => {
+    const { base, add, metric } = await followService({
+      deps: { streams: { ...limits, endGraceMs: 100 } },
+    });
+    const client = stalledClient(base, `/api/endpoints/logs.all/follow?${QUERY}`);
+    await expect.poll(() => metric("query_service_follow_streams_open")).toBe(1);
+    await add(bulky(3000, 4096));
+    await expect.poll(() => metric('query_service_stream_ends_total{reason="too_slow"}')).toBe(1);
+    // Released by the service: what it held unsent went with the connection.
+    await expect.poll(() => metric("query_service_follow_streams_open")).toBe(0);
+    expect(await client.readToEnd()).not.toContain("event: end");
+  });
+
+  it("does not hold up shutdown", async () => {
+    const { app, base, add, metric } = await followService({
+      deps: { streams: { maxUnsentBytes: 1024 ** 3 }, shutdownGraceMs: 60_000 },
+    });
+    const client = stalledClient(base, `/api/endpoints/logs.all/follow?${QUERY}`);
+    await expect.poll(() => metric("query_service_follow_streams_open")).toBe(1);
+    await add(bulky(3000, 4096));
+    await expect.poll(() => metric("query_service_follow_records_sent_total")).toBe(3000);
+    await app.close();
+    expect(await client.readToEnd()).not.toContain("event: end");
+  }, 15_000);
+});
+
+describe("a follow stream's credential", () => {
+  const KEY = "revocable-key-0123456789abcdef";
+  const entry = (fields: Record<string, unknown> = {}) => ({
+    name: "ops-script",
+    sha256: sha256Hex(KEY),
+    scopes: [{ endpoint: "logs.all" }],
+    ...fields,
+  });
+
+  async function keyedStream(first: Record<string, unknown>) {
+    const path = temporaryFile("keys.json", { keys: [first] });
+    const keysFile = new KeysFile(path);
+    const { base } = await followService({ rows: [RECENT], deps: { apiKeys: [], keysFile } });
+    const stream = await open(followUrl(base), { "x-api-key": KEY });
+    const rewrite = (keys: unknown[]) => {
+      writeFileSync(path, JSON.stringify({ keys }));
+      keysFile.reload({ info: () => {}, error: () => {} });
+    };
+    return { stream, rewrite };
+  }
+
+  it.each<[string, Record<string, unknown>[]]>([
+    ["leaves the keys file", []],
+    [
+      "has its scopes changed",
+      [entry({ scopes: [{ endpoint: "logs.all", fixed_params: { project_tier: "FREE" } }] })],
+    ],
+    ["is renamed", [entry({ name: "someone-else" })]],
+  ])("ends it with reason revoked when the key %s", async (_, keys) => {
+    const { stream, rewrite } = await keyedStream(entry());
+    rewrite([entry({ rate_limit_per_minute: 5 })]);
+    await sleep(100);
+    expect(stream.events.some((event) => event.event === "end")).toBe(false);
+    rewrite(keys);
+    await stream.ended;
+    expect(stream.events.at(-1)).toEqual({ event: "end", data: '{"reason":"revoked"}' });
+  });
+
+  it("ends it with reason revoked when the key's expires_at passes", async () => {
+    const expiresAt = new Date(Date.now() + 1500).toISOString();
+    const { stream } = await keyedStream(entry({ expires_at: expiresAt }));
+    await stream.ended;
+    expect(stream.events.at(-1)).toEqual({ event: "end", data: '{"reason":"revoked"}' });
+  });
+});
+
+describe("a scope on the follow route", () => {
+  const keys = {
+    "until-key-0123456789abcdef": {
+      endpoint: "logs.all",
+      fixed_params: { iso_timestamp_end: NOW },
+    },
+    "since-key-0123456789abcdef": {
+      endpoint: "logs.all",
+      fixed_params: { iso_timestamp_start: shift(NOW, -5n * SECOND) },
+    },
+  };
+  const scopedService = () =>
+    followService({
+      rows: [RECENT, edgeLog(shift(NOW, -2n * SECOND), { id: "after-the-pinned-start" })],
+      deps: {
+        apiKeys: [],
+        keysFile: new KeysFile(
+          temporaryFile("keys.json", {
+            keys: Object.entries(keys).map(([key, scope], i) => ({
+              name: `scoped-${i}`,
+              sha256: sha256Hex(key),
+              scopes: [scope],
+            })),
+          }),
+        ),
+      },
+    });
+
+  it("pinning iso_timestamp_end cannot open a stream: 403 naming it", async () => {
+    const { base } = await scopedService();
+    const response = await fetch(followUrl(base), {
+      headers: { "x-api-key": "until-key-0123456789abcdef" },
+    });
+    expect(response.status).toBe(403);
+    const { error } = (await response.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe("forbidden");
+    expect(error.message).toContain("iso_timestamp_end");
+  });
+
+  it("pinning iso_timestamp_start bounds a Last-Event-ID before it", async () => {
+    const { base } = await scopedService();
+    const madeUp = eventIdAt(YEAR_ONE, "");
+    const stream = await open(followUrl(base), {
+      "x-api-key": "since-key-0123456789abcdef",
+      "last-event-id": madeUp,
+    });
+    await stream.until(() => records(stream).length === 1);
+    await sleep(200);
+    expect(records(stream).map((row) => row.id)).toEqual(["after-the-pinned-start"]);
+  });
+});
+
+describe("capacity for streams", () => {
+  it("past the process's cap answers 503 overloaded, and /health still answers", async () => {
+    const { app, base } = await followService({ deps: { streams: { maxOpen: 2 } } });
+    await open(followUrl(base));
+    await open(followUrl(base));
+    const third = await fetch(followUrl(base), { headers: { "x-api-key": API_KEY } });
+    expect(third.status).toBe(503);
+    expect(third.headers.get("retry-after")).toBe("5");
+    expect(((await third.json()) as { error: { code: string } }).error.code).toBe("overloaded");
+    expect((await app.inject({ url: "/health" })).statusCode).toBe(200);
+  });
+
+  it("past an address's cap answers 429, whichever of its keys asks", async () => {
+    const keys = ["first-key-0123456789abcdef", "second-key-0123456789abcdef"];
+    const { base } = await followService({
+      deps: { apiKeys: keys, streams: { maxPerAddress: 2 } },
+    });
+    await open(followUrl(base), { "x-api-key": keys[0] as string });
+    await open(followUrl(base), { "x-api-key": keys[0] as string });
+    const third = await fetch(followUrl(base), { headers: { "x-api-key": keys[1] as string } });
+    expect(third.status).toBe(429);
+    const { error } = (await third.json()) as { error: { code: string; message: string } };
+    expect(error).toMatchObject({ code: "rate_limited" });
+    expect(error.message).toContain("address");
+  });
+});
+
+describe("feeds", () => {
+  it("whose polls all fail write one line for the burst, not one per feed and poll", async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
+    const { base, metric } = await followService({ failPolls: true, deps: { logger } });
+    for (const project of ["a", "b", "c", "d"]) {
+      await open(followUrl(base, `project=${project}&project_tier=FREE`));
+    }
+    await expect.poll(() => metric("query_service_follow_polls_total")).toBeGreaterThan(12);
+    const warnings = lines.filter((line) => line.includes("follow poll failed"));
+    expect(warnings).toHaveLength(1);
+  });
+});

@@ -1,0 +1,76 @@
+// A follow stream's client for tests: opens …/follow over real HTTP and collects its Server-Sent
+// Events (or NDJSON lines) as they come; every stream and closer is closed after the test.
+import { afterEach, expect } from "vitest";
+import type { Row } from "./googlesql.ts";
+import { API_KEY } from "./service.ts";
+
+export interface Event {
+  id?: string;
+  event?: string;
+  data: string;
+}
+
+/** An open stream: the events (or NDJSON lines) read so far. */
+export interface Stream {
+  events: Event[];
+  lines: string[];
+  ended: Promise<void>;
+  until(check: () => boolean): Promise<void>;
+  close(): void;
+}
+
+/** Run after the current test, last added first. */
+export const closers: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+export async function open(url: string, headers: Record<string, string> = {}): Promise<Stream> {
+  const controller = new AbortController();
+  const response = await fetch(url, {
+    headers: headers.authorization ? headers : { "x-api-key": API_KEY, ...headers },
+    signal: controller.signal,
+  });
+  const stream: Stream = {
+    events: [],
+    lines: [],
+    ended: Promise.resolve(),
+    until: (check) => expect.poll(check, { timeout: 10_000, interval: 20 }).toBe(true),
+    close: () => controller.abort(),
+  };
+  if (response.status !== 200) throw new Error(`${response.status} ${await response.text()}`);
+  const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream());
+  stream.ended = (async () => {
+    let buffered = "";
+    try {
+      for await (const chunk of reader) {
+        buffered += chunk;
+        const separator = headers.accept === "application/x-ndjson" ? "\n" : "\n\n";
+        for (let at = buffered.indexOf(separator); at !== -1; at = buffered.indexOf(separator)) {
+          const frame = buffered.slice(0, at);
+          buffered = buffered.slice(at + separator.length);
+          if (separator === "\n") stream.lines.push(frame);
+          else {
+            const fields = Object.fromEntries(
+              frame
+                .split("\n")
+                .filter((line) => !line.startsWith(":"))
+                .map((line) => [
+                  line.slice(0, line.indexOf(":")),
+                  line.slice(line.indexOf(":") + 2),
+                ]),
+            );
+            if (fields.data !== undefined) stream.events.push(fields as unknown as Event);
+          }
+        }
+      }
+    } catch {
+      // Aborted by close().
+    }
+  })();
+  closers.push(() => stream.close());
+  return stream;
+}
+
+export const records = (stream: Stream) =>
+  stream.events.filter((e) => e.event === undefined).map((e) => JSON.parse(e.data) as Row);
