@@ -24,14 +24,11 @@ import {
   SECOND,
   shift,
 } from "../support/fixtures.ts";
-import { closers, open, records } from "../support/follow-client.ts";
+import { closers, FOLLOW, NOW, open, QUERY, records } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
 import { API_KEY } from "../support/service.ts";
 import { temporaryFile } from "../support/temporary-file.ts";
 
-const NOW = "2026-11-21T05:17:42.123456Z";
-const FOLLOW = { intervalMs: 40, lagMs: 60_000, clock: () => micros(NOW) };
-const QUERY = `project=${PROJECT}&project_tier=FREE`;
 const YEAR_ONE = "0001-01-01T00:00:00Z";
 const CURSOR_SECRET = "a-cursor-secret-of-at-least-32-characters";
 /** A well-formed event id of this service's (its secret is the test's) at any position. */

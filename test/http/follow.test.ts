@@ -6,22 +6,19 @@ import { buildApp } from "../../src/app.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
+import { edgeLog, MICROSECOND, micros, OTHER_PROJECT, SECOND, shift } from "../support/fixtures.ts";
 import {
-  edgeLog,
-  MICROSECOND,
-  micros,
-  OTHER_PROJECT,
-  PROJECT,
-  SECOND,
-  shift,
-} from "../support/fixtures.ts";
-import { closers, open, records, type Stream } from "../support/follow-client.ts";
+  closers,
+  FOLLOW,
+  NOW,
+  open,
+  QUERY,
+  records,
+  type Stream,
+} from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
 import { API_KEY, startService } from "../support/service.ts";
 
-const NOW = "2026-11-21T05:17:42.123456Z";
-const FOLLOW = { intervalMs: 40, lagMs: 60_000, clock: () => micros(NOW) };
-const QUERY = `project=${PROJECT}&project_tier=FREE`;
 const OLDER = [edgeLog(shift(NOW, -10n * SECOND), { id: "before-connecting" })];
 
 /** A burst of records after NOW, in a scrambled order, several sharing a timestamp. */

@@ -12,6 +12,7 @@ import {
   edgeLog,
   edgeMetadata,
   functionCall,
+  HOUR,
   MINUTE,
   request,
   SECOND,
@@ -184,6 +185,76 @@ describe("random requests by random credentials", () => {
     // Both outcomes were exercised, so neither branch above held vacuously.
     expect(statuses).toContain(200);
     expect(statuses).toContain(403);
+  });
+});
+
+describe("random follow requests by random credentials", () => {
+  const requests = fc.record({
+    who: fc.constantFrom<Who>("acme", "globex", "admin"),
+    endpoint: fc.constantFrom(...catalog),
+    path: fc.constantFrom("name", "uuid", "UUID", "query/name"),
+    project: fc.constantFrom<string[]>(["acme"], ["globex"], ["acme", "globex"], []),
+  });
+  const pathOf = (endpoint: EndpointDefinition, form: string) =>
+    ({
+      name: endpoint.name,
+      uuid: `query/${endpoint.id}`,
+      UUID: `query/${endpoint.id.toUpperCase()}`,
+      "query/name": `query/${endpoint.name}`,
+    })[form] as string;
+
+  it("never 5xx, a 403 never reaches the engine, and the engine sees only the scope's fixed values", async () => {
+    const service = await tenantService({
+      // Only the catch-up queries: no feed polls while a stream is open.
+      follow: { intervalMs: 600_000, maxPerCredential: 1_000 },
+      streams: { maxPerAddress: 1_000 },
+    });
+    const { calls } = service;
+    const base = await service.app.listen({ host: "127.0.0.1", port: 0 });
+    const statuses: number[] = [];
+
+    await fc.assert(
+      fc.asyncProperty(requests, async ({ who, endpoint, path, project }) => {
+        const params: [string, string][] = [
+          ["project_tier", "FREE"],
+          ["iso_timestamp_start", shift(NOW, -HOUR)],
+          ...project.map((v) => ["project", v] as [string, string]),
+        ];
+        const before = calls.length;
+        const stop = new AbortController();
+        const response = await fetch(`${base}${url(`${pathOf(endpoint, path)}/follow`, params)}`, {
+          headers: { "x-api-key": KEYS[who].key },
+          signal: stop.signal,
+        });
+        statuses.push(response.status);
+        expect(response.status).toBeLessThan(500);
+        if (response.status !== 200) {
+          const { error } = (await response.json()) as { error: { code: string } };
+          if (response.status === 403) expect(error.code).toBe("forbidden");
+          expect(calls.slice(before)).toEqual([]);
+          return;
+        }
+        // The stream's catch-up reaches the engine with the scope's values, and only those.
+        try {
+          await expect.poll(() => calls.length, { timeout: 10_000 }).toBeGreaterThan(before);
+        } finally {
+          stop.abort();
+        }
+        const fixed = fixedFor(who, endpoint);
+        expect(fixed, `${who} may follow ${endpoint.name}`).toBeDefined();
+        for (const call of calls.slice(before)) {
+          for (const [param, value] of Object.entries(fixed ?? {})) {
+            expect(call.params[param], param).toBe(value);
+          }
+          if (who !== "admin") expect(JSON.stringify(call.params)).not.toContain(OTHER[who]);
+        }
+      }),
+      { numRuns: 40 },
+    );
+    // Each outcome was exercised, so no branch above held vacuously.
+    expect(statuses).toContain(200);
+    expect(statuses).toContain(403);
+    expect(statuses).toContain(404);
   });
 });
 

@@ -1,8 +1,14 @@
 // A follow stream's client for tests: opens …/follow over real HTTP and collects its Server-Sent
 // Events (or NDJSON lines) as they come; every stream and closer is closed after the test.
 import { afterEach, expect } from "vitest";
+import { micros, PROJECT } from "./fixtures.ts";
 import type { Row } from "./googlesql.ts";
 import { API_KEY } from "./service.ts";
+
+/** The follow tests' pinned clock, a quick poll, and the query string of the fixtures' project. */
+export const NOW = "2026-11-21T05:17:42.123456Z";
+export const FOLLOW = { intervalMs: 40, lagMs: 60_000, clock: () => micros(NOW) };
+export const QUERY = `project=${PROJECT}&project_tier=FREE`;
 
 export interface Event {
   id?: string;
