@@ -124,6 +124,21 @@ describe("loadConfig", () => {
     expect(set.managementPort).toBe(9464);
   });
 
+  it("keeps streams below the connection cap: half of it by default, at most 1 000", () => {
+    expect(loadConfig({}).streams).toEqual({ maxOpen: 1000, maxPerAddress: 16 });
+    expect(loadConfig({ HTTP_MAX_CONNECTIONS: "400" }).streams.maxOpen).toBe(200);
+    expect(
+      loadConfig({
+        STREAMS_MAX_OPEN: "300",
+        STREAMS_MAX_PER_ADDRESS: "4",
+        HTTP_MAX_CONNECTIONS: "400",
+      }).streams,
+    ).toEqual({ maxOpen: 300, maxPerAddress: 4 });
+    expect(() => loadConfig({ STREAMS_MAX_OPEN: "400", HTTP_MAX_CONNECTIONS: "400" })).toThrow(
+      /^STREAMS_MAX_OPEN: expects fewer than HTTP_MAX_CONNECTIONS \(400\)/,
+    );
+  });
+
   it("shares through Redis only when REDIS_URL is set, with a password, TLS and a prefix", () => {
     expect(loadConfig({}).redis).toBeUndefined();
     const url = "rediss://:s3cret@redis.internal:6380/2";

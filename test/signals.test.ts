@@ -1,8 +1,9 @@
 // Signals a running service gets from its operator: SIGHUP reads API_KEYS_FILE again and never
-// stops the process.
+// stops the process; SIGTERM stops it in time, whatever its streams' clients do.
 import { readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { describe, expect, it, vi } from "vitest";
 import { sha256Hex } from "../src/credentials/authenticate.ts";
+import { stalledClient } from "./support/follow-client.ts";
 import { start } from "./support/service-process.ts";
 import { temporaryFile } from "./support/temporary-file.ts";
 
@@ -48,4 +49,38 @@ describe("SIGHUP", () => {
     expect(response.status).toBe(200);
     expect(service.child.exitCode).toBeNull();
   });
+});
+
+describe("SIGTERM", () => {
+  it("with a follow stream whose client reads nothing, exits 0 within the grace", async () => {
+    const service = await start({ API_KEYS: ACME_KEY, SHUTDOWN_GRACE_MS: "20000" });
+    stalledClient(
+      service.baseUrl,
+      "/api/endpoints/logs.all/follow?project=default&project_tier=PRO&iso_timestamp_start=2000-01-01T00:00:00Z",
+      ACME_KEY,
+    );
+    const sent = async () => {
+      const metrics = await fetch(`${service.baseUrl}/metrics`, {
+        headers: { "X-API-KEY": ACME_KEY },
+      });
+      return Number(
+        /^query_service_follow_records_sent_total (\d+)$/m.exec(await metrics.text())?.[1],
+      );
+    };
+    // The catch-up has filled every buffer on the way and waits for a client that never reads.
+    let last = -1;
+    await vi.waitFor(
+      async () => {
+        const now = await sent();
+        const stalled = now > 0 && now === last;
+        last = now;
+        expect(stalled).toBe(true);
+      },
+      { timeout: 15_000, interval: 500 },
+    );
+    const exited = new Promise((resolve) => service.child.once("exit", resolve));
+    service.child.kill("SIGTERM");
+    // close-with-grace exits 1 when the grace runs out.
+    expect(await exited).toBe(0);
+  }, 30_000);
 });

@@ -2,7 +2,6 @@
 // mid-catch-up, clients that never read, keys revoked mid-stream, scopes that pin a range, more
 // streams than connections, and feeds whose polls all fail. Real HTTP over the embedded engine.
 import { writeFileSync } from "node:fs";
-import { connect, type Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
@@ -24,7 +23,15 @@ import {
   SECOND,
   shift,
 } from "../support/fixtures.ts";
-import { closers, FOLLOW, NOW, open, QUERY, records } from "../support/follow-client.ts";
+import {
+  closers,
+  FOLLOW,
+  NOW,
+  open,
+  QUERY,
+  records,
+  stalledClient,
+} from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
 import { API_KEY } from "../support/service.ts";
 import { temporaryFile } from "../support/temporary-file.ts";
@@ -101,32 +108,6 @@ async function followService(options: Options = {}) {
 }
 
 const followUrl = (base: string, query = QUERY) => `${base}/api/endpoints/logs.all/follow?${query}`;
-
-/** A client that sends its request and then reads nothing: what it was sent waits in buffers. */
-function stalledClient(base: string, path: string, key = API_KEY) {
-  const { hostname, port } = new URL(base);
-  const socket: Socket = connect(Number(port), hostname);
-  socket.write(
-    `GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nX-API-KEY: ${key}\r\nAccept: text/event-stream\r\n\r\n`,
-  );
-  socket.pause();
-  let received = "";
-  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
-  closers.push(() => {
-    socket.destroy();
-  });
-  return {
-    /** Reads from now on; resolves with everything the connection carried once it closes. */
-    readToEnd: async () => {
-      socket.on("data", (chunk) => {
-        received += chunk;
-      });
-      socket.resume();
-      await closed;
-      return received;
-    },
-  };
-}
 
 /** The body of an HTTP/1.1 answer read off the wire, its chunked framing taken away. */
 function unchunked(answer: string): string {

@@ -1,5 +1,6 @@
 // A follow stream's client for tests: opens …/follow over real HTTP and collects its Server-Sent
 // Events (or NDJSON lines) as they come; every stream and closer is closed after the test.
+import { connect, type Socket } from "node:net";
 import { afterEach, expect } from "vitest";
 import { micros, PROJECT } from "./fixtures.ts";
 import type { Row } from "./googlesql.ts";
@@ -80,3 +81,29 @@ export async function open(url: string, headers: Record<string, string> = {}): P
 
 export const records = (stream: Stream) =>
   stream.events.filter((e) => e.event === undefined).map((e) => JSON.parse(e.data) as Row);
+
+/** A client that sends its request and then reads nothing: what it was sent waits in buffers. */
+export function stalledClient(base: string, path: string, key = API_KEY) {
+  const { hostname, port } = new URL(base);
+  const socket: Socket = connect(Number(port), hostname);
+  socket.write(
+    `GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nX-API-KEY: ${key}\r\nAccept: text/event-stream\r\n\r\n`,
+  );
+  socket.pause();
+  let received = "";
+  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  closers.push(() => {
+    socket.destroy();
+  });
+  return {
+    /** Reads from now on; resolves with everything the connection carried once it closes. */
+    readToEnd: async () => {
+      socket.on("data", (chunk) => {
+        received += chunk;
+      });
+      socket.resume();
+      await closed;
+      return received;
+    },
+  };
+}
