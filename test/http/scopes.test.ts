@@ -123,6 +123,15 @@ const body = (response: { body: string }) =>
     error: { code: string; message: string };
   };
 
+/** An endpoint's path in each form the service answers: by name, by UUID in either case, under query/. */
+const pathOf = (endpoint: EndpointDefinition, form: string) =>
+  ({
+    name: endpoint.name,
+    uuid: `query/${endpoint.id}`,
+    UUID: `query/${endpoint.id.toUpperCase()}`,
+    "query/name": `query/${endpoint.name}`,
+  })[form] as string;
+
 describe("random requests by random credentials", () => {
   const projects = [
     ...(["acme", "globex"] as const).flatMap((p) => [[p], [usagePattern(p)]]),
@@ -136,13 +145,6 @@ describe("random requests by random credentials", () => {
     path: fc.constantFrom("name", "uuid", "UUID", "query/name"),
     project: fc.constantFrom(...projects),
   });
-  const pathOf = (endpoint: EndpointDefinition, form: string) =>
-    ({
-      name: endpoint.name,
-      uuid: `query/${endpoint.id}`,
-      UUID: `query/${endpoint.id.toUpperCase()}`,
-      "query/name": `query/${endpoint.name}`,
-    })[form] as string;
 
   it("never 5xx, a 403 never reaches the engine, and the engine sees only the scope's fixed values", async () => {
     const { as, calls } = await tenantService();
@@ -195,13 +197,6 @@ describe("random follow requests by random credentials", () => {
     path: fc.constantFrom("name", "uuid", "UUID", "query/name"),
     project: fc.constantFrom<string[]>(["acme"], ["globex"], ["acme", "globex"], []),
   });
-  const pathOf = (endpoint: EndpointDefinition, form: string) =>
-    ({
-      name: endpoint.name,
-      uuid: `query/${endpoint.id}`,
-      UUID: `query/${endpoint.id.toUpperCase()}`,
-      "query/name": `query/${endpoint.name}`,
-    })[form] as string;
 
   it("never 5xx, a 403 never reaches the engine, and the engine sees only the scope's fixed values", async () => {
     const service = await tenantService({
