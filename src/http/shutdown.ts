@@ -1,6 +1,10 @@
 // Closing answers everyone: from the moment the app closes, new requests get 503 shutting_down
 // (and their connection closed), queued queries are refused at once, running ones may finish
-// within the grace, and at its end are answered 503 too, so that close() resolves in time.
+// within the grace, and at its end are answered 503 too, so that close() resolves in time. A
+// connection that has not sent a byte is closed at once: Node stops enforcing its timeouts once the
+// server closes, and neither it nor Fastify counts such a connection as idle, so it would hold
+// close() open for as long as its client keeps it.
+import type { Socket } from "node:net";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import type { AdmittedEngine } from "../engines/admission.ts";
@@ -12,6 +16,13 @@ const LAST_ANSWERS_MS = 1_000;
 export const shutdown = fp(
   async (app: FastifyInstance, options: { engine: AdmittedEngine; graceMs: number }) => {
     let closing = false;
+    const silent = new Set<Socket>();
+    app.server.on("connection", (socket: Socket) => {
+      if (closing) return void socket.destroy();
+      silent.add(socket);
+      const spoke = () => silent.delete(socket);
+      socket.once("data", spoke).once("close", spoke);
+    });
     // Callback-style hooks: an async one costs a promise and a microtask turn per request.
     app.addHook("onRequest", (_request, reply, done) => {
       if (closing) {
@@ -27,6 +38,7 @@ export const shutdown = fp(
     });
     app.addHook("preClose", async () => {
       closing = true;
+      for (const socket of silent) socket.destroy();
       options.engine.drain();
       // Not cleared on close: requests still running then (app.inject's) must be answered too.
       setTimeout(

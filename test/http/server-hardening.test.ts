@@ -70,6 +70,20 @@ describe("timeouts", () => {
   });
 });
 
+describe("shutdown", () => {
+  it("closes a connection that never sent a byte, rather than wait on it", async () => {
+    const { app, port } = await listening();
+    const { ready, closed } = rawConnection(port);
+    await ready;
+    // The server has taken the connection before it closes.
+    await new Promise<void>((resolve) =>
+      app.server.getConnections((_e, count) => (count > 0 ? resolve() : setTimeout(resolve, 50))),
+    );
+    await app.close();
+    await closed;
+  });
+});
+
 describe("bodies", () => {
   it("refuses a 50 MB body on GET after reading a bounded part of it, and closes the socket", async () => {
     const { port } = await listening();
