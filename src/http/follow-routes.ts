@@ -30,7 +30,7 @@ export interface FollowRouteOptions {
 const EVENT_STREAM = "text/event-stream";
 const NDJSON = "application/x-ndjson";
 /** Parameters that would end or page a stream, which runs on from now. */
-const NOT_FOLLOWED = ["iso_timestamp_end", "cursor"];
+export const NOT_FOLLOWED = ["iso_timestamp_end", "cursor"];
 
 export async function followRoutes(app: FastifyInstance, options: FollowRouteOptions) {
   const { hub, caps, limits, ends, keysFile } = options;

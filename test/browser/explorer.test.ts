@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AppDeps, buildApp } from "../../src/app.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { generateLogs } from "../../src/engines/duckdb/demo-data.ts";
-import { EngineError } from "../../src/engines/engine.ts";
+import { appendRecords } from "../../src/engines/duckdb/derived.ts";
+import { EngineError, type QueryRequest } from "../../src/engines/engine.ts";
 import { dateToMicros } from "../../src/time.ts";
 import { launchChromium } from "../support/browser.ts";
 import { demoApp } from "../support/demo-app.ts";
@@ -54,6 +55,26 @@ async function otherService(deps: Partial<AppDeps>): Promise<string> {
   return app.listen({ host: "127.0.0.1", port: 0 });
 }
 
+/**
+ * Another service whose engine fails the queries `fails` picks with a 502 `engine_error`: a fault
+ * the demo engine cannot produce on demand, injected around it.
+ */
+function serviceFailing(fails: (request: QueryRequest) => boolean): Promise<string> {
+  return otherService({
+    engine: {
+      dialect: demo.engine.dialect,
+      ping: () => demo.engine.ping(),
+      close: async () => {},
+      run: async (request) => {
+        if (fails(request)) {
+          throw new EngineError("engine_error", "The query failed in the engine.");
+        }
+        return demo.engine.run(request);
+      },
+    },
+  });
+}
+
 interface Envelope {
   result: Record<string, unknown>[];
   error: { code: string; message: string; details?: { param: string; message: string }[] };
@@ -71,9 +92,13 @@ interface Opened {
   consoleErrors: string[];
 }
 
-/** The page in a fresh browser context (empty sessionStorage), with its requests and errors recorded. */
-async function openExplorer(query = "", origin = base): Promise<Opened> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+/**
+ * The page in a fresh browser context (empty sessionStorage), `width` px wide, with its requests,
+ * errors and charts recorded.
+ */
+async function openExplorer(query = "", origin = base, width = 1280): Promise<Opened> {
+  const context = await browser.newContext({ viewport: { width, height: 900 } });
+  await context.addInitScript(recordPlots);
   const page = await context.newPage();
   const requests: Request[] = [];
   const consoleErrors: string[] = [];
@@ -93,6 +118,91 @@ async function enterKey(page: Page, key = KEY) {
 
 const attribute = (page: Page, selector: string, name: string) =>
   page.locator(selector).first().getAttribute(name);
+
+/** Selects `value` in the panel's `param` select and runs it; resolves once it is drawn again. */
+async function runWith(page: Page, panel: string, param: string, value: string) {
+  const draws = Number(await attribute(page, panel, "data-draws"));
+  await page.selectOption(`${panel} select[name="${param}"]`, value);
+  await page.click(`${panel} button[type="submit"]`);
+  await page.waitForSelector(`${panel}[data-draws="${draws + 1}"]`);
+}
+
+/** The page's window, for what tests read in it: types of the DOM are not in this program's. */
+interface InPage {
+  getComputedStyle(element: unknown): Record<string, string>;
+}
+
+/** A label as drawn on the x axis: its text and its box's left and right edge, in CSS px. */
+interface AxisLabel {
+  text: string;
+  left: number;
+  right: number;
+}
+
+/**
+ * Before the page's scripts run: keeps every uPlot chart the page makes in `window.plots`. uPlot
+ * draws its axes on a canvas, so the labels are read from the chart, not from the DOM.
+ */
+function recordPlots() {
+  const page = globalThis as unknown as Record<string, unknown>;
+  const plots: unknown[] = [];
+  let recorded: unknown;
+  page.plots = plots;
+  // uPlot's build assigns the global `uPlot`; the page reads it from there.
+  Object.defineProperty(page, "uPlot", {
+    configurable: true,
+    get: () => recorded,
+    set: (uPlot: new (...args: unknown[]) => object) => {
+      recorded = new Proxy(uPlot, {
+        construct(target, args) {
+          const plot = new target(...args);
+          plots.push(plot);
+          return plot;
+        },
+      });
+    },
+  });
+}
+
+/** The x-axis labels of each chart in `panel`, with the box each takes in the axis's font. */
+function xAxisLabels(page: Page, panel: string): Promise<AxisLabel[][]> {
+  return page.evaluate((selector) => {
+    interface Plot {
+      root: { parentElement: unknown };
+      axes: { font: [string]; _splits: number[]; _values: (string | null)[] }[];
+      valToPos(value: number, scale: string): number;
+    }
+    interface Context {
+      font: string;
+      measureText(text: string): { width: number };
+    }
+    const page = globalThis as unknown as {
+      plots: Plot[];
+      devicePixelRatio: number;
+      document: {
+        querySelectorAll(selector: string): Iterable<unknown>;
+        createElement(tag: "canvas"): { getContext(kind: "2d"): Context };
+      };
+    };
+    const context = page.document.createElement("canvas").getContext("2d");
+    return [...page.document.querySelectorAll(`${selector} .chart`)].map((chart) => {
+      const plot = page.plots.find((candidate) => candidate.root.parentElement === chart);
+      const axis = plot?.axes[0];
+      if (!plot || !axis) throw new Error(`no chart recorded for ${selector}`);
+      // The axis's font is scaled by the device pixel ratio, as the canvas is.
+      context.font = axis.font[0];
+      return axis._splits.flatMap((split, i) => {
+        const text = axis._values[i];
+        if (text == null) return [];
+        const lines = String(text).split("\n");
+        const width =
+          Math.max(...lines.map((line) => context.measureText(line).width)) / page.devicePixelRatio;
+        const at = plot.valToPos(split, "x");
+        return [{ text: String(text), left: at - width / 2, right: at + width / 2 }];
+      });
+    });
+  }, panel);
+}
 
 describe("the explorer page", () => {
   it("loads with no key, no console error and no other host; the key draws one point per row", async () => {
@@ -242,6 +352,52 @@ describe("the explorer page", () => {
     await page.context().close();
   });
 
+  it("marks what is drawn as not current after a 400 or a 502, until an answer comes", async () => {
+    // The engine fails the daily statistics only, so that a chart is drawn first.
+    const failing = await serviceFailing(
+      (request) =>
+        request.endpoint === "functions.invocation-stats" && request.params.interval === "1day",
+    );
+    const { page } = await openExplorer("", failing);
+    await enterKey(page);
+    await page.waitForSelector(`${STATS} .chart[data-points]`);
+    await page.waitForSelector(`${LOGS} table`);
+    const notCurrent = async (panel: string) => ({
+      label: (await page.locator(`${panel} .stale-label`).isVisible())
+        ? await page.locator(`${panel} .stale-label`).textContent()
+        : null,
+      opacity: await page
+        .locator(`${panel} .view`)
+        .evaluate((view) =>
+          Number((globalThis as unknown as InPage).getComputedStyle(view).opacity),
+        ),
+    });
+    await expect(notCurrent(STATS)).resolves.toEqual({ label: null, opacity: 1 });
+
+    await page.selectOption(`${STATS} select[name="interval"]`, "1day");
+    await page.click(`${STATS} button[type="submit"]`);
+    await page.waitForSelector(`${STATS} .error:not([hidden])`);
+    const failed = await notCurrent(STATS);
+    expect(failed.label).toBe("not current: 502 engine_error: The query failed in the engine.");
+    expect(failed.opacity).toBeLessThan(1);
+    await expect(page.locator(`${STATS} .chart`).count()).resolves.toBe(2);
+
+    await runWith(page, STATS, "interval", "1hr");
+    await expect(notCurrent(STATS)).resolves.toEqual({ label: null, opacity: 1 });
+
+    await page.fill(`${LOGS} [name="iso_timestamp_start"]`, "10000-01-01T00:00");
+    await page.click(`${LOGS} button[type="submit"]`);
+    await page.waitForSelector(`${LOGS} .error:not([hidden])`);
+    const refused = await api(
+      "/api/endpoints/logs.all?project=default&project_tier=FREE&iso_timestamp_start=10000-01-01T00:00:00Z",
+    );
+    const invalid = await notCurrent(LOGS);
+    expect(invalid.label).toBe(`not current: 400 invalid_params: ${refused.body.error.message}`);
+    expect(invalid.opacity).toBeLessThan(1);
+    await page.screenshot({ path: `${ARTIFACTS}explorer-not-current.png`, fullPage: true });
+    await page.context().close();
+  });
+
   it("shows the 401 message for a wrong key", async () => {
     const wrong = "not-the-key-0123456789";
     const { page } = await openExplorer();
@@ -252,6 +408,49 @@ describe("the explorer page", () => {
     expect(await page.locator("#key-message").textContent()).toBe(
       `401 unauthorized: ${expected.body.error.message}`,
     );
+    await page.context().close();
+  });
+
+  it("keeps the key in use when Use key is pressed with the field empty, and says so", async () => {
+    const { page, requests } = await openExplorer();
+    await enterKey(page, "");
+    await page.waitForSelector("#key-note:not([hidden])");
+    expect(await page.locator("#key-note").textContent()).toBe("No key entered.");
+    const apiCalls = () => requests.filter((r) => new URL(r.url()).pathname.startsWith("/api"));
+    expect(apiCalls()).toEqual([]);
+
+    await enterKey(page);
+    await page.waitForSelector(`${LOGS} table`);
+    await expect(page.locator("#key-note").isHidden()).resolves.toBe(true);
+    const calls = apiCalls().length;
+    await enterKey(page, "   ");
+    await page.waitForSelector("#key-note:not([hidden])");
+    expect(await page.locator("#key-note").textContent()).toBe(
+      "The field was empty: still using the key in use.",
+    );
+    await expect(page.evaluate(() => Object.values(sessionStorage))).resolves.toEqual([KEY]);
+    await expect(page.locator("#key-message").isHidden()).resolves.toBe(true);
+    await expect(page.locator(`${LOGS} table`).isVisible()).resolves.toBe(true);
+    // Nothing was asked again, and never with an empty key.
+    expect(apiCalls()).toHaveLength(calls);
+    for (const call of apiCalls()) expect(call.headers()["x-api-key"]).toBe(KEY);
+    await page.context().close();
+  });
+
+  it("with no key, says where one comes from", async () => {
+    const { page } = await openExplorer();
+    const help = page.locator("#no-key");
+    await expect(help.isVisible()).resolves.toBe(true);
+    const text = (await help.textContent())?.replace(/\s+/g, " ");
+    expect(text).toContain("npm start prints a generated key at startup");
+    expect(text).toContain("npm run key");
+    expect(text).toContain("API_KEYS_FILE");
+
+    await enterKey(page);
+    await page.waitForSelector(`${LOGS} table`);
+    await expect(help.isVisible()).resolves.toBe(false);
+    await page.click("text=Forget key");
+    await expect(help.isVisible()).resolves.toBe(true);
     await page.context().close();
   });
 
@@ -270,20 +469,9 @@ describe("the explorer page", () => {
     }
     await page.context().close();
 
-    // A fault the demo engine cannot produce on demand, injected around it.
-    const failing = await otherService({
-      engine: {
-        dialect: demo.engine.dialect,
-        ping: () => demo.engine.ping(),
-        close: async () => {},
-        run: async (request) => {
-          if (request.endpoint === "functions.invocation-stats") {
-            throw new EngineError("engine_error", "The query failed in the engine.");
-          }
-          return demo.engine.run(request);
-        },
-      },
-    });
+    const failing = await serviceFailing(
+      (request) => request.endpoint === "functions.invocation-stats",
+    );
     const broken = await openExplorer("", failing);
     await enterKey(broken.page);
     await broken.page.waitForSelector(`${STATS} .error:not([hidden])`);
@@ -359,5 +547,79 @@ describe("the explorer page", () => {
     ]);
     await page.locator(LOGS).screenshot({ path: `${ARTIFACTS}explorer-metadata.png` });
     await page.context().close();
+  });
+
+  it("scrolls a big metadata record inside its cell", async () => {
+    const id = "big-metadata-record";
+    const connection = await demo.engine.connect();
+    try {
+      // One record of edge_logs' shape whose metadata holds 40 requests: far taller than a row.
+      await connection.run(`
+        CREATE OR REPLACE TEMP TABLE big_record AS
+        SELECT '${id}' AS id, now() AS timestamp, 'GET | 200 | https://default.supabase.co/rest/v1/todos' AS event_message,
+          'default' AS project,
+          [{'request': list_transform(range(40), i -> {'method': 'GET', 'path': '/rest/v1/todos/' || i,
+              'url': 'https://default.supabase.co/rest/v1/todos/' || i, 'host': 'default.supabase.co'}),
+            'response': [{'status_code': 200}]}] AS metadata`);
+      await connection.run("BEGIN TRANSACTION");
+      await appendRecords(connection, "edge_logs", "big_record");
+      await connection.run("COMMIT");
+      await connection.run("DROP TABLE big_record");
+    } finally {
+      connection.closeSync();
+    }
+    const { page } = await openExplorer();
+    await enterKey(page);
+    const cell = page.locator(`${LOGS} tr:has(td:text-is("${id}")) details`);
+    await cell.locator("summary").click();
+    const pre = cell.locator("pre");
+    await expect(pre.isVisible()).resolves.toBe(true);
+    const box = await pre.evaluate((element) => {
+      const style = (globalThis as unknown as InPage).getComputedStyle(element);
+      return {
+        overflowX: style.overflowX,
+        overflowY: style.overflowY,
+        maxHeight: style.maxHeight,
+        scrollHeight: element.scrollHeight,
+        clientHeight: element.clientHeight,
+        scrollWidth: element.scrollWidth,
+        clientWidth: element.clientWidth,
+      };
+    });
+    expect(box).toMatchObject({ overflowX: "auto", overflowY: "auto" });
+    expect(box.maxHeight).not.toBe("none");
+    expect(box.scrollHeight).toBeGreaterThan(box.clientHeight);
+    expect(box.scrollWidth).toBeGreaterThan(box.clientWidth);
+    await page.locator(LOGS).screenshot({ path: `${ARTIFACTS}explorer-big-metadata.png` });
+    await page.context().close();
+  });
+
+  it("never overlaps the time axis's labels, at any interval, wide or narrow", async () => {
+    const intervals: [panel: string, values: string[]][] = [
+      [STATS, ["5min", "15min", "1hr", "1day", "7day"]],
+      [USAGE, ["minutely", "hourly", "daily"]],
+    ];
+    // The page as tests open it, and its charts about 800 and 400 px wide.
+    for (const width of [1280, 880, 480]) {
+      const { page, consoleErrors } = await openExplorer("", base, width);
+      await enterKey(page);
+      await page.waitForSelector(`${STATS} .chart[data-points]`);
+      await page.waitForSelector(`${USAGE} .chart[data-points]`);
+      for (const [panel, values] of intervals) {
+        for (const value of values) {
+          await runWith(page, panel, "interval", value);
+          for (const labels of await xAxisLabels(page, panel)) {
+            const seen = `${value} at ${width} px: ${labels.map((label) => label.text).join(" | ")}`;
+            expect(labels.length, seen).toBeGreaterThanOrEqual(2);
+            for (const [i, label] of labels.slice(1).entries()) {
+              expect(label.left, seen).toBeGreaterThanOrEqual(labels[i]?.right ?? 0);
+            }
+          }
+        }
+      }
+      await page.screenshot({ path: `${ARTIFACTS}explorer-${width}.png`, fullPage: true });
+      expect(consoleErrors).toEqual([]);
+      await page.context().close();
+    }
   });
 });

@@ -17,7 +17,9 @@ import { temporaryFile } from "../support/temporary-file.ts";
 
 const FULL_KEY = "openapi-full-key-0123456789";
 const STATS_KEY = "openapi-stats-key-0123456789";
+const PINNED_END_KEY = "openapi-pinned-end-key-0123456789";
 const STATS = "functions.invocation-stats";
+const LOGS = "logs.all";
 
 const KEYS_PATH = temporaryFile("keys.json", {
   keys: [
@@ -25,6 +27,11 @@ const KEYS_PATH = temporaryFile("keys.json", {
       name: "stats-only",
       sha256: sha256Hex(STATS_KEY),
       scopes: [{ endpoint: STATS, fixed_params: { project: "default" } }],
+    },
+    {
+      name: "logs-to-2026",
+      sha256: sha256Hex(PINNED_END_KEY),
+      scopes: [{ endpoint: LOGS, fixed_params: { iso_timestamp_end: "2026-01-01T00:00:00Z" } }],
     },
   ],
 });
@@ -64,6 +71,7 @@ interface Response {
 interface Operation {
   operationId: string;
   tags: string[];
+  security?: unknown[];
   parameters: Parameter[];
   responses: Record<string, Response>;
 }
@@ -85,6 +93,14 @@ const pathsOf = (endpoint: EndpointDefinition) => [
   `/api/endpoints/query/${endpoint.id}`,
   `/api/endpoints/query/${endpoint.name}`,
 ];
+
+const followPathsOf = (endpoint: EndpointDefinition) =>
+  endpoint.follow ? pathsOf(endpoint).map((path) => `${path}/follow`) : [];
+
+/** The paths beside the endpoints', for a caller who may read /metrics. */
+const SERVICE_PATHS = ["/api/endpoints", "/health", "/ready", "/metrics"];
+
+const END_REASONS = ["shutting_down", "token_expired", "revoked", "too_slow", "error"];
 
 const exampleUrl = (endpoint: EndpointDefinition) =>
   `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`;
@@ -113,7 +129,9 @@ describe("GET /openapi.json", () => {
 
   it("describes every endpoint at its three paths, each parameter as validation takes it", async () => {
     const { paths } = await resolved(await documentFor());
-    expect(Object.keys(paths).sort()).toEqual(catalog.flatMap(pathsOf).sort());
+    expect(Object.keys(paths).sort()).toEqual(
+      [...catalog.flatMap(pathsOf), ...catalog.flatMap(followPathsOf), ...SERVICE_PATHS].sort(),
+    );
     for (const endpoint of catalog) {
       for (const path of pathsOf(endpoint)) {
         const operation = paths[path]?.get as Operation;
@@ -231,10 +249,11 @@ describe("GET /openapi.json", () => {
       code: code as string,
     }));
     expect(table.length).toBeGreaterThan(15);
-    // /ready is a probe's, not part of the API the document describes.
-    for (const { status, code } of table.filter(({ code }) => code !== "not_ready")) {
+    for (const { status, code } of table) {
       expect(components.schemas).toHaveProperty([`error.${code}`]);
-      expect(components.responses[status]?.description).toContain(`\`${code}\``);
+      // Only /ready answers not_ready: the other paths' 503 never does.
+      const response = code === "not_ready" ? "NotReady" : status;
+      expect(components.responses[response]?.description).toContain(`\`${code}\``);
     }
   });
 
@@ -265,8 +284,11 @@ describe("GET /openapi.json", () => {
     const document = await documentFor({ "x-api-key": STATS_KEY });
     await expectValid(document);
     const stats = catalog.find((endpoint) => endpoint.name === STATS) as EndpointDefinition;
-    expect(Object.keys(document.paths).sort()).toEqual(pathsOf(stats).sort());
-    expect(document.tags.map((tag) => tag.name)).toEqual([STATS]);
+    // Not /metrics, which needs full access.
+    expect(Object.keys(document.paths).sort()).toEqual(
+      [...pathsOf(stats), "/api/endpoints", "/health", "/ready"].sort(),
+    );
+    expect(document.tags.map((tag) => tag.name)).toEqual(["catalog", STATS, "service"]);
     expect(
       Object.keys(document.components.schemas).filter((name) => name.endsWith(".row")),
     ).toEqual([`${STATS}.row`]);
@@ -283,10 +305,163 @@ describe("GET /openapi.json", () => {
     expect(again.json()).toEqual(document);
   });
 
+  it("lists no follow stream for a credential whose scope fixes an end, which a stream refuses", async () => {
+    expect(Object.keys((await documentFor()).paths)).toContain(`/api/endpoints/${LOGS}/follow`);
+    const document = await documentFor({ "x-api-key": PINNED_END_KEY });
+    await expectValid(document);
+    const logs = catalog.find((endpoint) => endpoint.name === LOGS) as EndpointDefinition;
+    expect(
+      Object.keys(document.paths).filter((path) => path.startsWith("/api/endpoints/")),
+    ).toEqual(pathsOf(logs));
+    expect(document.components.schemas).not.toHaveProperty(["follow.end"]);
+    const refused = await get(`/api/endpoints/${LOGS}/follow?project=default&project_tier=FREE`, {
+      "x-api-key": PINNED_END_KEY,
+    });
+    expect(refused.statusCode).toBe(403);
+  });
+
   it("refuses a credential that is sent but invalid", async () => {
     const response = await get("/openapi.json", { "x-api-key": "not-a-key-0123456789" });
     expect(response.statusCode).toBe(401);
     expect(response.json().error.code).toBe("unauthorized");
+  });
+});
+
+describe("GET /openapi.json, beside the endpoints", () => {
+  const followable = catalog.filter((endpoint) => endpoint.follow);
+
+  it("describes each follow stream at both path forms: parameters, Last-Event-ID, both framings, the end reasons", async () => {
+    expect(followable.map((endpoint) => endpoint.name)).toEqual([LOGS]);
+    const { paths } = await resolved(await documentFor());
+    for (const endpoint of followable) {
+      expect(followPathsOf(endpoint)).toEqual([
+        `/api/endpoints/${endpoint.name}/follow`,
+        `/api/endpoints/query/${endpoint.id}/follow`,
+        `/api/endpoints/query/${endpoint.name}/follow`,
+      ]);
+      for (const path of followPathsOf(endpoint)) {
+        const operation = paths[path]?.get as Operation;
+        expect(operation.tags).toEqual([endpoint.name]);
+        expect(operation.operationId).toMatch(/^\w+$/);
+        expect(operation.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual(
+          [...declaredParams(endpoint)].filter(
+            (name) => !["iso_timestamp_end", "cursor"].includes(name),
+          ),
+        );
+        expect(operation.parameters.filter((p) => p.in === "header")).toEqual([
+          expect.objectContaining({ name: "Last-Event-ID", required: false }),
+        ]);
+        expect(Object.keys(operation.responses).sort()).toEqual(
+          ["200", "400", "401", "403", "406", "408", "413", "429", "431", "500", "503"].sort(),
+        );
+        const ok = operation.responses["200"] as Response;
+        expect(Object.keys(ok.content ?? {})).toEqual([
+          "text/event-stream",
+          "application/x-ndjson",
+        ]);
+        const events = ok.content?.["text/event-stream"]?.schema as { oneOf: Schema[] };
+        const end = events.oneOf.find((event) => event.required?.toString() === "event,data");
+        expect(end).toMatchObject({
+          properties: {
+            event: { const: "end" },
+            data: { properties: { reason: { enum: END_REASONS } } },
+          },
+        });
+        for (const reason of END_REASONS) expect(end?.description).toContain(`\`${reason}\``);
+      }
+    }
+    for (const endpoint of catalog.filter((e) => !e.follow)) {
+      for (const path of pathsOf(endpoint)) expect(paths).not.toHaveProperty([`${path}/follow`]);
+    }
+  });
+
+  it("answers a follow stream's refusals in the envelopes it declares, and streams in the types it declares", async () => {
+    const { paths } = await resolved(await documentFor());
+    const declared = (status: number) =>
+      paths[`/api/endpoints/${LOGS}/follow`]?.get.responses[String(status)];
+    const url = `/api/endpoints/${LOGS}/follow?project=default&project_tier=FREE`;
+    const cases: [status: number, code: string, url: string, headers: Record<string, string>][] = [
+      [400, "invalid_params", `${url}&iso_timestamp_end=2026-01-01T00:00:00Z`, {}],
+      [400, "bad_request", url, { "last-event-id": "not-an-event-id" }],
+      [406, "not_acceptable", url, { accept: "application/json" }],
+    ];
+    for (const [status, code, path, headers] of cases) {
+      const response = await get(path, { "x-api-key": FULL_KEY, ...headers });
+      expect(response.statusCode, code).toBe(status);
+      expect(response.json().error.code).toBe(code);
+      const schema = declared(status)?.content?.["application/json"]?.schema as Schema;
+      expect(schemaErrors(ajv, schema, response.json()), code).toEqual([]);
+    }
+
+    const base = await demo.app.listen({ host: "127.0.0.1", port: 0 });
+    const ok = declared(200) as Response;
+    for (const accept of ["text/event-stream", "application/x-ndjson"]) {
+      const controller = new AbortController();
+      const response = await fetch(`${base}${url}`, {
+        headers: { "x-api-key": FULL_KEY, accept },
+        signal: controller.signal,
+      });
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-type")?.split(";")[0]).toBe(accept);
+      expect(Object.keys(ok.content ?? {})).toContain(accept);
+      for (const header of Object.keys(ok.headers ?? {})) {
+        expect(response.headers.has(header), header).toBe(true);
+      }
+      controller.abort();
+    }
+  });
+
+  it("describes the catalog listing, the probes and the metrics as they answer", async () => {
+    const { paths } = await resolved(await documentFor());
+    const operation = (path: string) => paths[path]?.get as Operation;
+    const declared = (path: string, status: number) =>
+      operation(path).responses[String(status)]?.content?.["application/json"]?.schema as Schema;
+    const key = { "x-api-key": FULL_KEY };
+
+    const listing = await get("/api/endpoints", key);
+    expect(schemaErrors(ajv, declared("/api/endpoints", 200), listing.json())).toEqual([]);
+    // Every field the listing has is declared, so none goes unexplained.
+    const entry = (declared("/api/endpoints", 200).properties as Record<string, Schema>).result
+      ?.items as { properties: Record<string, { items: { properties: object } }> };
+    for (const listed of listing.json().result) {
+      expect(Object.keys(entry.properties)).toEqual(expect.arrayContaining(Object.keys(listed)));
+      for (const param of listed.params) {
+        expect(Object.keys(entry.properties.params?.items.properties ?? {})).toEqual(
+          expect.arrayContaining(Object.keys(param)),
+        );
+      }
+    }
+    const unknown = await get("/api/endpoints?limit=5", key);
+    expect(unknown.statusCode).toBe(400);
+    expect(schemaErrors(ajv, declared("/api/endpoints", 400), unknown.json())).toEqual([]);
+    expect(operation("/api/endpoints").security).toBeUndefined();
+
+    for (const path of ["/health", "/ready"]) {
+      const response = await get(path);
+      expect(response.statusCode).toBe(200);
+      expect(schemaErrors(ajv, declared(path, 200), response.json()), path).toEqual([]);
+      // No credential: the operation overrides the document's.
+      expect(operation(path).security).toEqual([]);
+      expect(operation(path).responses).toHaveProperty(["503"]);
+    }
+    expect(operation("/ready").responses["503"]?.description).toContain("`not_ready`");
+
+    const metrics = await get("/metrics", key);
+    expect(metrics.statusCode).toBe(200);
+    expect(metrics.headers["content-type"]).toMatch(/^text\/plain/);
+    expect(Object.keys(operation("/metrics").responses["200"]?.content ?? {})).toEqual([
+      "text/plain",
+    ]);
+    const forbidden = await get("/metrics", { "x-api-key": STATS_KEY });
+    expect(forbidden.statusCode).toBe(403);
+    expect(schemaErrors(ajv, declared("/metrics", 403), forbidden.json())).toEqual([]);
+  });
+
+  it("is what /docs shows", async () => {
+    const shown = (await get("/docs/json")).json() as OpenApiDocument;
+    expect(Object.keys(shown.paths)).toEqual(
+      expect.arrayContaining([...SERVICE_PATHS, ...catalog.flatMap(followPathsOf)]),
+    );
   });
 });
 

@@ -1,9 +1,24 @@
 // The OpenAPI 3.1 document, built from the catalog: each endpoint at its three paths, with its
 // parameters from the zod schema, its row schema from the catalog entry and its three
-// representations; the error envelope of every status; the credentials; the response headers.
+// representations; a followable endpoint's follow stream at the same paths; the catalog listing,
+// the probes and the metrics; the error envelope of every status; the credentials; the response
+// headers.
 import { z } from "zod";
 import packageJson from "../../../package.json" with { type: "json" };
 import type { EndpointDefinition } from "../../endpoints/catalog.ts";
+import { NOT_FOLLOWED } from "../follow-routes.ts";
+import type { EndReason } from "../streams/outbound-stream.ts";
+import {
+  ANY_REQUEST_ERRORS,
+  errorResponses,
+  headers,
+  INTEGER,
+  type Json,
+  RATE_LIMIT,
+  ref,
+  STRING,
+} from "./parts.ts";
+import { CATALOG_TAG, SERVICE_TAG, serviceComponents, servicePaths } from "./service-paths.ts";
 
 /** An endpoint the document describes, with the parameters a credential's scope fixes (if any). */
 export interface Callable {
@@ -11,7 +26,11 @@ export interface Callable {
   fixed: Readonly<Record<string, string>>;
 }
 
-type Json = Record<string, unknown>;
+/** What the document describes: the endpoints, and whether /metrics (full access only) is among it. */
+export interface Described {
+  callable: readonly Callable[];
+  metrics: boolean;
+}
 
 export interface OpenApiDocument {
   openapi: "3.1.0";
@@ -28,12 +47,13 @@ export interface OpenApiDocument {
   };
 }
 
-const ref = (section: string, name: string) => ({ $ref: `#/components/${section}/${name}` });
-
 /** README's error table: every code answered in the envelope, its status, and when. */
 const ERRORS: Readonly<Record<string, readonly [status: number, when: string]>> = {
   invalid_params: [400, "a parameter is missing, unknown, repeated or malformed (see details)"],
-  bad_request: [400, "the URL is not validly percent-encoded, or the request not valid HTTP"],
+  bad_request: [
+    400,
+    "the URL is not validly percent-encoded, the request not valid HTTP, or a follow stream's Last-Event-ID not one of this service's event ids",
+  ],
   unauthorized: [401, "missing, unknown or expired key; bad, expired or not yet valid token"],
   forbidden: [403, "the credential's scopes do not allow this endpoint or parameter value"],
   endpoint_not_found: [404, "no endpoint has that name or id (checked after the credential)"],
@@ -49,13 +69,27 @@ const ERRORS: Readonly<Record<string, readonly [status: number, when: string]>> 
   overloaded: [503, "the engine's queue is full, or the service is under pressure"],
   shutting_down: [503, "the service is closing: ask another replica"],
   engine_timeout: [504, "no answer from the engine in time, waiting included"],
+  not_ready: [503, "/ready only: the engine did not answer a trivial query"],
 };
 
-/** Statuses an endpoint's GET can answer: 404 and 405 concern other paths and methods. */
-const ENDPOINT_ERRORS = [400, 401, 403, 406, 408, 413, 429, 431, 500, 502, 503, 504];
+/** Codes only a probe answers, left out of the responses the other paths share. */
+const PROBE_ONLY = ["not_ready"];
 
-const STRING = { type: "string" };
-const INTEGER = { type: "integer", minimum: 0 };
+/** Statuses an endpoint's GET can answer: 404 and 405 concern other paths and methods. */
+const ENDPOINT_ERRORS = [400, 401, 403, 406, 429, 502, 503, 504, ...ANY_REQUEST_ERRORS];
+
+/** Statuses a follow stream's GET can answer: it runs no query before its 200. */
+const FOLLOW_ERRORS = [400, 401, 403, 406, 429, 503, ...ANY_REQUEST_ERRORS];
+
+/** Why a follow stream ended, as its `end` event says. */
+const END_REASONS: Record<EndReason, string> = {
+  shutting_down: "the service is closing: reconnect, with Last-Event-ID, to another replica",
+  token_expired: "the access token that opened the stream expired",
+  revoked:
+    "the keys-file key that opened it left the file, was renamed, had its scopes changed or reached its expires_at",
+  too_slow: "the client left more unread than the stream may hold for it",
+  error: "the stream's catch-up failed in the engine",
+};
 
 const HEADERS: Record<string, Json> = {
   "X-Request-Id": {
@@ -120,9 +154,6 @@ const HEADERS: Record<string, Json> = {
   Allow: { description: "The methods the path answers.", schema: { enum: ["GET"] } },
 };
 
-const headers = (...names: string[]) =>
-  Object.fromEntries(names.map((name) => [name, ref("headers", name)]));
-const RATE_LIMIT = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"];
 const CACHE = ["Cache-Control", "X-Cache", "Age", "ETag"];
 const FRESHNESS = ["Cache-Status", "Server-Timing", "Timing-Allow-Origin", "X-Bytes-Processed"];
 const STATUS_HEADERS: Record<number, string[]> = {
@@ -161,11 +192,16 @@ function errorSchema(code: string): Json {
   };
 }
 
-function errorResponse(status: number): Json {
-  const errors = Object.entries(ERRORS).filter(([, [at]]) => at === status);
-  const refs = errors.map(([code]) => ref("schemas", `error.${code}`));
+/** The response of `status` naming `codes`: by default those every path may answer with it. */
+function errorResponse(
+  status: number,
+  codes = Object.keys(ERRORS).filter(
+    (code) => ERRORS[code]?.[0] === status && !PROBE_ONLY.includes(code),
+  ),
+): Json {
+  const refs = codes.map((code) => ref("schemas", `error.${code}`));
   return {
-    description: errors.map(([code, [, when]]) => `\`${code}\`: ${when}.`).join(" "),
+    description: codes.map((code) => `\`${code}\`: ${ERRORS[code]?.[1]}.`).join(" "),
     headers: headers("X-Request-Id", ...(STATUS_HEADERS[status] ?? [])),
     content: { "application/json": { schema: refs.length === 1 ? refs[0] : { oneOf: refs } } },
   };
@@ -286,42 +322,159 @@ function operation(
     responses: {
       200: ref("responses", `${endpoint.name}.ok`),
       ...(endpoint.cache && { 304: ref("responses", "NotModified") }),
-      ...Object.fromEntries(
-        ENDPOINT_ERRORS.map((status) => [status, ref("responses", String(status))]),
-      ),
+      ...errorResponses(ENDPOINT_ERRORS),
     },
   };
 }
 
-/** The document describing `callable`: the whole catalog, or what one credential may call. */
-export function openApiDocument(callable: readonly Callable[]): OpenApiDocument {
+const LAST_EVENT_ID: Json = {
+  name: "Last-Event-ID",
+  in: "header",
+  required: false,
+  description:
+    "The id of the last event received (EventSource sends it by itself when it reconnects): the " +
+    "stream resumes after that record, nothing lost, nothing repeated, but never from before " +
+    "iso_timestamp_start. An id this service did not make is 400 `bad_request`.",
+  schema: STRING,
+};
+
+/** The `end` event a Server-Sent Events stream closes with, and each reason it gives. */
+const FOLLOW_END: Json = {
+  type: "object",
+  description:
+    '`event: end` and `data: {"reason": …}`, the last event of a stream the service ended: ' +
+    Object.entries(END_REASONS)
+      .map(([reason, when]) => `\`${reason}\` when ${when}`)
+      .join("; ") +
+    ". A client leaving ends it with no event.",
+  required: ["event", "data"],
+  properties: {
+    event: { const: "end" },
+    data: {
+      type: "object",
+      required: ["reason"],
+      properties: { reason: { enum: Object.keys(END_REASONS) } },
+    },
+  },
+};
+
+function followResponse(endpoint: EndpointDefinition): Json {
+  const row = ref("schemas", `${endpoint.name}.row`);
+  return {
+    description:
+      "The endpoint's new records as they arrive, oldest first, each once, until the caller " +
+      "leaves or the service ends the stream; the connection is closed after it. Accept picks " +
+      "the framing. text/event-stream (the default, what EventSource sends): Server-Sent Events, " +
+      "one per record, its fields as the schema gives them (`data:` the record as JSON, `id:` " +
+      "the event id Last-Event-ID takes back), a comment line every 15 s while idle, and " +
+      "`event: end` (follow.end) when the service ends the stream. application/x-ndjson: one " +
+      "record per line, nothing else.",
+    headers: headers("X-Request-Id", "Cache-Control"),
+    content: {
+      "text/event-stream": {
+        // The framing itself: an example made from the schema would read as one JSON document.
+        example:
+          "id: <event id>\ndata: <the record as one line of JSON>\n\n: keep-alive\n\n" +
+          'event: end\ndata: {"reason":"shutting_down"}\n\n',
+        schema: {
+          oneOf: [
+            {
+              type: "object",
+              required: ["id", "data"],
+              properties: { id: STRING, data: row },
+            },
+            ref("schemas", "follow.end"),
+          ],
+        },
+      },
+      "application/x-ndjson": { schema: row },
+    },
+  };
+}
+
+/** A follow stream's operation; `parameterNames`: the endpoint's, but those a stream refuses. */
+function followOperation(
+  endpoint: EndpointDefinition,
+  parameterNames: string[],
+  operationId: string,
+  summary: string,
+): Json {
+  return {
+    tags: [endpoint.name],
+    operationId: `${operationId}_follow`,
+    summary: `${endpoint.name}, followed as records arrive, ${summary}`,
+    description:
+      "`tail -f` for the endpoint: its parameters but `iso_timestamp_end` and `cursor` (400 " +
+      "naming them; 403 for a credential whose scope fixes `iso_timestamp_end`). Without " +
+      "`iso_timestamp_start` the stream starts at the moment of connection; with it, it first " +
+      "sends every record after that instant, then goes live. At most " +
+      "LOGS_FOLLOW_MAX_PER_CREDENTIAL streams per credential and STREAMS_MAX_PER_ADDRESS per " +
+      "client address (429 `rate_limited`), STREAMS_MAX_OPEN per process (503 `overloaded`).",
+    parameters: [...parameterNames, "Last-Event-ID"].map((name) => ref("parameters", name)),
+    responses: {
+      200: ref("responses", `${endpoint.name}.follow`),
+      ...errorResponses(FOLLOW_ERRORS),
+    },
+  };
+}
+
+/** Whether `entry` has a follow stream its credential may open: a scope fixing an end refuses it. */
+const followable = ({ endpoint, fixed }: Callable) =>
+  endpoint.follow === true && fixed.iso_timestamp_end === undefined;
+
+/**
+ * An endpoint's paths and their operations, its follow stream's after each when it has one;
+ * `params`: its parameters' components, by name.
+ */
+function endpointPaths(entry: Callable, params: Record<string, Json>): [string, { get: Json }][] {
+  const { endpoint } = entry;
+  const names = Object.keys(params);
+  const followed = names.filter((name) => !NOT_FOLLOWED.includes(params[name]?.name as string));
+  const paths: [string, { get: Json }][] = [];
+  for (const [path, operationId, summary] of pathsOf(endpoint)) {
+    paths.push([path, { get: operation(endpoint, names, operationId, summary) }]);
+    if (followable(entry)) {
+      paths.push([
+        `${path}/follow`,
+        { get: followOperation(endpoint, followed, operationId, summary) },
+      ]);
+    }
+  }
+  return paths;
+}
+
+/** The document describing what a caller may call: the whole catalog, or what one credential may. */
+export function openApiDocument({ callable, metrics }: Described): OpenApiDocument {
   const statuses = [...new Set(Object.values(ERRORS).map(([status]) => status))];
   const params = new Map(callable.map((entry) => [entry.endpoint, parameters(entry)]));
+  const following = callable.filter(followable);
+  const service = serviceComponents();
   return {
     openapi: "3.1.0",
     info: {
       title: "Log & usage query service",
       version: packageJson.version,
       description:
-        "Saved, read-only analytics queries over request and function logs. Every call needs a " +
-        "credential: an API key as `X-API-KEY`, or an API key or signed access token as " +
-        "`Authorization: Bearer`. `GET /openapi.json` without a credential describes every endpoint; " +
-        "with one, only those it may call, with the parameters its scopes fix.",
+        "Saved, read-only analytics queries over request and function logs. Every call but the " +
+        "probes needs a credential: an API key as `X-API-KEY`, or an API key or signed access " +
+        "token as `Authorization: Bearer`. `GET /openapi.json` without a credential describes " +
+        "every endpoint; with one, only those it may call, with the parameters its scopes fix.",
     },
     security: [{ apiKey: [] }, { bearer: [] }],
-    tags: callable.map(({ endpoint }) => ({
-      name: endpoint.name,
-      description: endpoint.description,
-    })),
-    paths: Object.fromEntries(
-      callable.flatMap(({ endpoint }) => {
-        const names = Object.keys(params.get(endpoint) ?? {});
-        return pathsOf(endpoint).map(([path, operationId, summary]) => [
-          path,
-          { get: operation(endpoint, names, operationId, summary) },
-        ]);
-      }),
-    ),
+    tags: [
+      CATALOG_TAG,
+      ...callable.map(({ endpoint }) => ({
+        name: endpoint.name,
+        description: endpoint.description,
+      })),
+      SERVICE_TAG,
+    ],
+    paths: {
+      ...Object.fromEntries(
+        callable.flatMap((entry) => endpointPaths(entry, params.get(entry.endpoint) ?? {})),
+      ),
+      ...servicePaths(metrics),
+    },
     components: {
       securitySchemes: {
         apiKey: { type: "apiKey", in: "header", name: "X-API-KEY", description: "An API key." },
@@ -335,6 +488,8 @@ export function openApiDocument(callable: readonly Callable[]): OpenApiDocument 
         ...Object.fromEntries(
           callable.map(({ endpoint }) => [`${endpoint.name}.row`, endpoint.columns]),
         ),
+        ...(following.length > 0 && { "follow.end": FOLLOW_END }),
+        ...service.schemas,
         ...Object.fromEntries(
           Object.keys(ERRORS).map((code) => [`error.${code}`, errorSchema(code)]),
         ),
@@ -342,13 +497,20 @@ export function openApiDocument(callable: readonly Callable[]): OpenApiDocument 
       parameters: {
         ...Object.assign({}, ...params.values()),
         "If-None-Match": IF_NONE_MATCH,
+        ...(following.length > 0 && { "Last-Event-ID": LAST_EVENT_ID }),
       },
       responses: {
         ...Object.fromEntries(
           callable.map(({ endpoint }) => [`${endpoint.name}.ok`, okResponse(endpoint)]),
         ),
+        ...Object.fromEntries(
+          following.map(({ endpoint }) => [`${endpoint.name}.follow`, followResponse(endpoint)]),
+        ),
         NotModified: NOT_MODIFIED,
+        ...service.responses,
         ...Object.fromEntries(statuses.map((status) => [String(status), errorResponse(status)])),
+        ShuttingDown: errorResponse(503, ["shutting_down"]),
+        NotReady: errorResponse(503, ["not_ready", "shutting_down"]),
       },
       headers: HEADERS,
     },

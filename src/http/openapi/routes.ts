@@ -12,35 +12,44 @@ import type { FastifyInstance, preHandlerHookHandler } from "fastify";
 import { LRUCache } from "lru-cache";
 import { sha256Hex } from "../../credentials/authenticate.ts";
 import type { Credential } from "../../credentials/credential.ts";
-import { grantedParams } from "../../credentials/scope-rule.ts";
+import { grantedParams, hasFullAccess } from "../../credentials/scope-rule.ts";
 import { catalog } from "../../endpoints/catalog.ts";
 import type { AnonymousLimit } from "../anonymous-limit.ts";
 import { FixedBody } from "../fixed-body.ts";
-import { type Callable, openApiDocument } from "./document.ts";
+import { type Described, openApiDocument } from "./document.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
-const EVERY_ENDPOINT: readonly Callable[] = catalog.map((endpoint) => ({ endpoint, fixed: {} }));
+const EVERYTHING: Described = {
+  callable: catalog.map((endpoint) => ({ endpoint, fixed: {} })),
+  metrics: true,
+};
 
 /** What `credential` may call, with its fixed params. */
-function callableBy(credential: Credential): Callable[] {
-  return catalog.flatMap((endpoint) => {
-    const fixed = grantedParams(credential, endpoint);
-    return fixed ? [{ endpoint, fixed }] : [];
-  });
+function describedFor(credential: Credential): Described {
+  return {
+    callable: catalog.flatMap((endpoint) => {
+      const fixed = grantedParams(credential, endpoint);
+      return fixed ? [{ endpoint, fixed }] : [];
+    }),
+    metrics: hasFullAccess(credential),
+  };
 }
 
 /** GET /openapi.json, in the credential scope: a credential is optional there, but checked when sent. */
 export async function openApiRoute(app: FastifyInstance, { limit }: { limit: AnonymousLimit }) {
-  const everything = new FixedBody(JSON.stringify(openApiDocument(EVERY_ENDPOINT)), JSON_TYPE);
+  const everything = new FixedBody(JSON.stringify(openApiDocument(EVERYTHING)), JSON_TYPE);
   // By what the credential may call rather than by credential: tokens are new objects every request.
   const documents = new LRUCache<string, FixedBody>({ max: 1_000 });
   const documentFor = (credential: Credential) => {
-    const callable = callableBy(credential);
-    const grant = JSON.stringify(callable.map(({ endpoint, fixed }) => [endpoint.name, fixed]));
+    const described = describedFor(credential);
+    const grant = JSON.stringify([
+      described.metrics,
+      described.callable.map(({ endpoint, fixed }) => [endpoint.name, fixed]),
+    ]);
     let document = documents.get(grant);
     if (document === undefined) {
-      document = new FixedBody(JSON.stringify(openApiDocument(callable)), JSON_TYPE);
+      document = new FixedBody(JSON.stringify(openApiDocument(described)), JSON_TYPE);
       documents.set(grant, document);
     }
     return document;
@@ -109,7 +118,7 @@ export async function apiReference(app: FastifyInstance, { limit }: { limit: Ano
   swaggerUiAssets ??= readSwaggerUiAssets();
   const { version, bodies } = await swaggerUiAssets;
   // The plugin's types know OpenAPI 2 and 3.0 only; it serves the object it is given as it is.
-  const document = openApiDocument(EVERY_ENDPOINT) as unknown as StaticDocumentSpec["document"];
+  const document = openApiDocument(EVERYTHING) as unknown as StaticDocumentSpec["document"];
   await app.register(swagger, { mode: "static", specification: { document } });
   await app.register(swaggerUi, {
     routePrefix: "/docs",

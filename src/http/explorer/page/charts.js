@@ -13,19 +13,55 @@ function epochSeconds(value) {
   return Date.parse(/(Z|[+-]\d\d:\d\d)$/.test(millis) ? millis : `${millis}Z`) / 1000;
 }
 
+const MINUTE = 60;
+const HOUR = 3_600;
 const DAY = 86_400;
 
-/** Tick labels in UTC, 24-hour: the time of day, with the date where a tick starts a new day. */
-function utcTicks(_plot, ticks) {
-  const span = (ticks.at(-1) ?? 0) - (ticks[0] ?? 0);
+// The steps a time axis may take, in seconds, each a round one at its scale (from 30 days on, uPlot
+// steps by calendar months). Two minutes gives a 5-minute window on a narrow chart two labelled
+// ticks rather than one.
+const TIME_STEPS = [
+  ...[1, 2, 5, 10, 15, 30],
+  ...[1, 2, 5, 10, 15, 30].map((n) => n * MINUTE),
+  ...[1, 2, 3, 4, 6, 8, 12].map((n) => n * HOUR),
+  ...[1, 2, 3, 4, 5, 7, 10, 15, 30, 60, 90, 180, 365].map((n) => n * DAY),
+];
+
+/**
+ * Tick labels in UTC, 24-hour, as fine as the ticks' step: dates for steps of a day or more, else
+ * the time of day (with seconds below a minute), with the date under a tick that starts a new day.
+ */
+function utcTicks(_plot, ticks, _axis, _space, step) {
   return ticks.map((tick, i) => {
     const iso = new Date(tick * 1000).toISOString();
-    if (span >= 2 * DAY) return iso.slice(0, 10);
-    const time = span < 600 ? iso.slice(11, 19) : iso.slice(11, 16);
-    const newDay =
-      i === 0 || iso.slice(0, 10) !== new Date(ticks[i - 1] * 1000).toISOString().slice(0, 10);
-    return newDay ? `${time}\n${iso.slice(0, 10)}` : time;
+    const date = iso.slice(0, 10);
+    if (step >= DAY) return date;
+    const time = step < MINUTE ? iso.slice(11, 19) : iso.slice(11, 16);
+    const newDay = i === 0 || date !== new Date(ticks[i - 1] * 1000).toISOString().slice(0, 10);
+    return newDay ? `${time}\n${date}` : time;
   });
+}
+
+// uPlot's default font (its first choices), named so that the labels can be measured in it.
+const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+// Between two labels at least, so that they read as two.
+const LABEL_GAP = 16;
+
+/**
+ * The least room between two time ticks: the widest label utcTicks makes (a date, or a time with
+ * seconds, in the widest digit of the font) and a gap. uPlot draws labels on a canvas and picks the
+ * tick step from this alone, so it must fit the widest label at any interval and chart width.
+ */
+function timeTickSpace() {
+  const context = document.createElement("canvas").getContext("2d");
+  context.font = AXIS_FONT;
+  const width = (text) => context.measureText(text).width;
+  const digit = [..."0123456789"].reduce((widest, d) => (width(d) > width(widest) ? d : widest));
+  const widest = Math.max(
+    width("0000-00-00".replaceAll("0", digit)),
+    width("00:00:00".replaceAll("0", digit)),
+  );
+  return Math.ceil(widest) + LABEL_GAP;
 }
 
 // Counts are drawn from 0: an axis starting higher would misstate the areas under them.
@@ -53,7 +89,13 @@ function chart(title, series, { y, yScale = FROM_ZERO, bands = [] }) {
         tzDate: UTC,
         scales: { x: { time: true }, y: yScale },
         axes: [
-          { label: "UTC", values: utcTicks },
+          {
+            label: "UTC",
+            values: utcTicks,
+            font: AXIS_FONT,
+            space: timeTickSpace(),
+            incrs: TIME_STEPS,
+          },
           { size: 60, ...y },
         ],
         series: [{ label: "UTC", value: "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}" }, ...series],

@@ -1,7 +1,8 @@
 // The explorer: asks for the key once (kept in sessionStorage), lists the endpoints the key may
 // call, and gives each a form, a view of its rows and a status line; every view refreshes itself
-// with If-None-Match and redraws only when the answer changed. `?refresh=<seconds>` in the page's
-// URL sets the refresh interval (default 10 s, at least 1 s).
+// with If-None-Match and redraws only when the answer changed, and an error leaves it dimmed and
+// marked not current. `?refresh=<seconds>` in the page's URL sets the refresh interval (default
+// 10 s, at least 1 s).
 import { forgetKey, get, storedKey, storeKey } from "./api.js";
 import { statsView, usageView } from "./charts.js";
 import { h } from "./dom.js";
@@ -17,6 +18,8 @@ const REFRESH_SECONDS = Math.max(
 const keyForm = document.getElementById("key-form");
 const keyInput = document.getElementById("api-key");
 const keyMessage = document.getElementById("key-message");
+const keyNote = document.getElementById("key-note");
+const noKey = document.getElementById("no-key");
 const PLACEHOLDER = keyInput.placeholder;
 const autoRefresh = document.getElementById("auto-refresh");
 const endpoints = document.getElementById("endpoints");
@@ -52,6 +55,8 @@ function panel(endpoint) {
   const view = (VIEWS[endpoint.name] ?? tableView)();
   const status = h("p", { class: "status", "aria-live": "polite" });
   const message = h("p", { class: "error", role: "alert", hidden: true });
+  const staleLabel = h("p", { class: "stale-label", hidden: true });
+  view.element.classList.add("view");
   const section = h(
     "section",
     { class: "endpoint", "data-endpoint": endpoint.name, "data-draws": "0" },
@@ -60,12 +65,22 @@ function panel(endpoint) {
     form,
     status,
     message,
+    staleLabel,
     view.element,
   );
   // What is refreshed: the last query sent, and the ETag of what is drawn when it is that query's.
   let last = { path: "", etag: null };
   let timer;
   let sent = 0;
+
+  // What is drawn answered an earlier query, or one the service can no longer answer: it stays, dimmed
+  // and labelled, until an answer comes (one that keeps or replaces it).
+  const markCurrent = (current, reason = "") => {
+    const drawn = section.dataset.draws !== "0";
+    view.element.classList.toggle("stale", drawn && !current);
+    staleLabel.hidden = !drawn || current;
+    staleLabel.textContent = current ? "" : `not current: ${reason}`;
+  };
 
   const schedule = (afterSeconds = REFRESH_SECONDS) => {
     clearTimeout(timer);
@@ -80,11 +95,13 @@ function panel(endpoint) {
     if (mine !== sent) return;
     message.hidden = !answer.error;
     if (answer.status === 304) {
+      markCurrent(true);
       status.replaceChildren(...statusLine(answer, "not modified, kept what is drawn"));
     } else if (answer.error) {
       const unplaced = answer.error.details ? showDetails(answer.error.details) : [];
       const rest = unplaced.map((detail) => ` ${detail.param}: ${detail.message}.`).join("");
       message.textContent = `${describeError(answer)}${rest}`;
+      markCurrent(false, describeError(answer));
       status.replaceChildren(...statusLine(answer, "error"));
       if (path !== last.path) last = { path, etag: null };
       // A refused query or key stays refused until the form or the key changes; only 429, 5xx
@@ -96,6 +113,7 @@ function panel(endpoint) {
       last = { path, etag: answer.etag };
       view.draw(answer.result);
       section.dataset.draws = String(Number(section.dataset.draws) + 1);
+      markCurrent(true);
       const rows = `${answer.result.length} rows${answer.truncated ? " (truncated)" : ""}`;
       status.replaceChildren(...statusLine(answer, rows));
     }
@@ -122,21 +140,32 @@ function stopPanels() {
   for (const old of panels) old.stop();
   panels = [];
   endpoints.replaceChildren();
+  noKey.hidden = false;
+}
+
+function note(text) {
+  keyNote.textContent = text;
+  keyNote.hidden = false;
 }
 
 async function start() {
   keyMessage.hidden = true;
+  keyNote.hidden = true;
   stopPanels();
   const answer = await get("/api/endpoints");
   if (answer.error) {
     // A key the service does not know is not kept; one that is only throttled, or a service that
     // is down, is.
-    if (answer.status === 401) forgetKey();
+    if (answer.status === 401) {
+      forgetKey();
+      keyInput.placeholder = PLACEHOLDER;
+    }
     keyMessage.textContent = describeError(answer);
     keyMessage.hidden = false;
     return;
   }
   keyInput.placeholder = "key in use (enter another to replace it)";
+  noKey.hidden = true;
   panels = answer.result.map(panel);
   endpoints.replaceChildren(...panels.map((p) => p.section));
   for (const p of panels) p.run();
@@ -144,8 +173,14 @@ async function start() {
 
 keyForm.addEventListener("submit", (event) => {
   event.preventDefault();
-  storeKey(keyInput.value.trim());
+  const key = keyInput.value.trim();
   keyInput.value = "";
+  // An empty field is not a key: the one in use, if any, stays in use.
+  if (!key) {
+    note(storedKey() ? "The field was empty: still using the key in use." : "No key entered.");
+    return;
+  }
+  storeKey(key);
   start();
 });
 autoRefresh.addEventListener("change", () => {
@@ -154,6 +189,7 @@ autoRefresh.addEventListener("change", () => {
 document.getElementById("forget-key").addEventListener("click", () => {
   forgetKey();
   keyInput.placeholder = PLACEHOLDER;
+  keyNote.hidden = true;
   stopPanels();
 });
 if (storedKey()) start();

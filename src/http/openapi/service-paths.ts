@@ -1,0 +1,187 @@
+// The document's paths beside the endpoints': the catalog listing (GET /api/endpoints), the probes
+// (GET /health, GET /ready) and the metrics (GET /metrics), with the schemas and responses they
+// name.
+import {
+  ANY_REQUEST_ERRORS,
+  errorResponses,
+  headers,
+  INTEGER,
+  type Json,
+  RATE_LIMIT,
+  ref,
+  STRING,
+} from "./parts.ts";
+
+export const CATALOG_TAG = { name: "catalog", description: "What a credential may call, and how." };
+export const SERVICE_TAG = {
+  name: "service",
+  description:
+    "Probes and metrics. With MANAGEMENT_PORT set they are served there too, with no credential.",
+};
+
+const STRINGS = { type: "array", items: STRING };
+
+/** One parameter of an entry of GET /api/endpoints. */
+const CATALOG_PARAM: Json = {
+  type: "object",
+  required: ["name", "type", "required"],
+  properties: {
+    name: STRING,
+    type: { const: "string" },
+    required: { type: "boolean" },
+    description: STRING,
+    allowed: { ...STRINGS, description: "The only values taken." },
+    examples: { ...STRINGS, description: "Suggested values; others are taken too." },
+    format: { ...STRING, description: "`date-time` for a timestamp, `regex` for a pattern." },
+  },
+};
+
+/** One entry of GET /api/endpoints: an endpoint the credential may call. */
+const CATALOG_ENTRY: Json = {
+  type: "object",
+  required: [
+    "name",
+    "id",
+    "description",
+    "params",
+    "max_rows",
+    "cache",
+    "paths",
+    "example",
+    "fixed_params",
+  ],
+  properties: {
+    name: STRING,
+    id: { type: "string", format: "uuid" },
+    description: STRING,
+    params: { type: "array", items: CATALOG_PARAM },
+    max_rows: { ...INTEGER, description: "The most rows an answer holds." },
+    cache: {
+      description: "How long answers are kept and how often they are recomputed; null: never kept.",
+      oneOf: [
+        { type: "null" },
+        {
+          type: "object",
+          required: ["ttl_seconds", "warming_seconds"],
+          properties: { ttl_seconds: INTEGER, warming_seconds: INTEGER },
+        },
+      ],
+    },
+    paths: { ...STRINGS, description: "Where it answers; a followable one's follow stream too." },
+    example: { ...STRING, description: "A valid request: path and query string." },
+    fixed_params: {
+      type: "object",
+      additionalProperties: STRING,
+      description: "What the credential's scope fixes: omit these, or send exactly these values.",
+    },
+  },
+};
+
+const json = (schema: Json) => ({ "application/json": { schema } });
+
+export function serviceComponents(): { schemas: Json; responses: Json } {
+  return {
+    schemas: { "catalog.entry": CATALOG_ENTRY },
+    responses: {
+      "catalog.ok": {
+        description: "The endpoints the credential may call, each with the values its scopes fix.",
+        headers: headers("X-Request-Id", ...RATE_LIMIT),
+        content: json({
+          type: "object",
+          required: ["result"],
+          properties: { result: { type: "array", items: ref("schemas", "catalog.entry") } },
+        }),
+      },
+    },
+  };
+}
+
+/** The paths; /metrics only where the document is for a caller who may read it. */
+export function servicePaths(metrics: boolean): Record<string, { get: Json }> {
+  const paths: Record<string, { get: Json }> = {
+    "/api/endpoints": {
+      get: {
+        tags: ["catalog"],
+        operationId: "listEndpoints",
+        summary: "The endpoints this credential may call",
+        description:
+          "Each endpoint the credential may call: its name, id, parameters, the values its scopes " +
+          "fix, row cap, cache, paths and an example request. Takes no parameters.",
+        responses: {
+          200: ref("responses", "catalog.ok"),
+          ...errorResponses([400, 401, 429, 503, ...ANY_REQUEST_ERRORS]),
+        },
+      },
+    },
+    "/health": {
+      get: {
+        tags: ["service"],
+        operationId: "health",
+        summary: "Liveness: the process serves HTTP",
+        description: "Needs no credential, and is answered under load.",
+        security: [],
+        responses: {
+          200: {
+            description: "The process is alive.",
+            headers: headers("X-Request-Id"),
+            content: json({
+              type: "object",
+              required: ["status"],
+              properties: { status: { const: "ok" } },
+            }),
+          },
+          503: ref("responses", "ShuttingDown"),
+          ...errorResponses(ANY_REQUEST_ERRORS),
+        },
+      },
+    },
+    "/ready": {
+      get: {
+        tags: ["service"],
+        operationId: "ready",
+        summary: "Readiness: the engine answers a trivial query",
+        description:
+          "Needs no credential, and is answered under load. One check (a query on BigQuery) serves " +
+          "every probe for 5 s; it waits at most 5 s for the engine.",
+        security: [],
+        responses: {
+          200: {
+            description: "The engine answered.",
+            headers: headers("X-Request-Id"),
+            content: json({
+              type: "object",
+              required: ["status", "engine"],
+              properties: {
+                status: { const: "ready" },
+                engine: { enum: ["bigquery", "duckdb"] },
+              },
+            }),
+          },
+          503: ref("responses", "NotReady"),
+          ...errorResponses(ANY_REQUEST_ERRORS),
+        },
+      },
+    },
+  };
+  if (!metrics) return paths;
+  paths["/metrics"] = {
+    get: {
+      tags: ["service"],
+      operationId: "metrics",
+      summary: "Prometheus metrics",
+      description:
+        "Requests by endpoint and status, the result cache, the engine and its gate, connections, " +
+        "follow streams and Redis. Needs a credential with a `*` scope that fixes no parameter " +
+        "(403 otherwise); reading it does not count against the credential's rate limit.",
+      responses: {
+        200: {
+          description: "The Prometheus text exposition format, version 0.0.4.",
+          headers: headers("X-Request-Id"),
+          content: { "text/plain": { schema: STRING } },
+        },
+        ...errorResponses([401, 403, 429, 503, ...ANY_REQUEST_ERRORS]),
+      },
+    },
+  };
+  return paths;
+}
