@@ -103,12 +103,13 @@ export function optionalTimestamp(description: string) {
 
 /** The schema of an endpoint's query string: the given parameters and no others. */
 export function paramsOf<T extends z.ZodRawShape>(shape: T) {
-  const accepted = Object.keys(shape).join(", ");
+  const names = Object.keys(shape);
+  const unknown =
+    names.length === 0
+      ? "unknown parameter; this route takes none"
+      : `unknown parameter; this endpoint takes ${names.join(", ")}`;
   return z.strictObject(shape, {
-    error: (issue) =>
-      issue.code === "unrecognized_keys"
-        ? `unknown parameter; this endpoint takes ${accepted}`
-        : undefined,
+    error: (issue) => (issue.code === "unrecognized_keys" ? unknown : undefined),
   });
 }
 

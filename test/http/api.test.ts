@@ -414,7 +414,10 @@ describe("errors", () => {
     const response = await get("/api/endpoints?verbose=1");
     expect(response.statusCode).toBe(400);
     expect(json(response.body)).toMatchObject({
-      error: { code: "invalid_params", details: [{ param: "verbose" }] },
+      error: {
+        code: "invalid_params",
+        details: [{ param: "verbose", message: "unknown parameter; this route takes none" }],
+      },
     });
   });
 
