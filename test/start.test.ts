@@ -1,32 +1,15 @@
 // The service as a newcomer starts it (`npm start`'s command, embedded engine, demo data), asked
 // the curl examples of README.md.
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it, vi } from "vitest";
-import { children, start } from "./support/service-process.ts";
+import { start, startAndExit } from "./support/service-process.ts";
 
 const KEY = "start-test-key-0123456789";
-/** Starts the service expecting it to stop by itself; its exit code and everything it wrote to stderr. */
-async function startAndExit(
-  env: Record<string, string>,
-  nodeOptions: string[] = [],
-): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [...nodeOptions, "src/main.ts"], {
-    env: { PATH: process.env.PATH, LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  let stderr = "";
-  child.stderr?.on("data", (chunk) => {
-    stderr += chunk;
-  });
-  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-  return { code, stderr };
-}
 
 /** Runs one of scripts/ as npm run would, and returns what it printed. */
 async function runScript(
