@@ -204,6 +204,20 @@ describe("npm start", () => {
     });
   });
 
+  it("warns at start of a variable that nearly spells a setting, naming both, never its value", async () => {
+    const value = "meant-as-a-key-0123456789";
+    const { stdout, stderr } = await start({ API_KEYS: KEY, API_KEY: value });
+    const warnings = stdout()
+      .split("\n")
+      .filter((line) => line.includes('"level":40'));
+    expect(warnings).toEqual([
+      expect.stringContaining(
+        '"msg":"API_KEY is not a setting of this service and does nothing: did you mean API_KEYS?"',
+      ),
+    ]);
+    expect(stdout() + stderr()).not.toContain(value);
+  });
+
   it("warns at start with REDIS_URL but no CURSOR_SECRET, and never logs the secret", async () => {
     const folder = mkdtempSync(join(tmpdir(), "start-exports-"));
     writeFileSync(join(folder, "edge_logs-0.ndjson"), "");
