@@ -144,7 +144,7 @@ const environment = z.object({
     .max(50, "expects 1 to 50 ms: a slower Redis must not hold up cached answers")
     .default(50),
   CURSOR_SECRET: z.string().min(32, "needs at least 32 characters").optional(),
-  LOG_FORMAT: z.enum(["json", "pretty"], { error: "expects json or pretty" }).default("json"),
+  LOG_FORMAT: z.enum(["json", "pretty"], { error: "expects json or pretty" }).optional(),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `expects one of ${LOG_LEVELS.join(", ")}` })
     .default("info"),
@@ -237,7 +237,7 @@ export interface Config {
   /** Signs page cursors and event ids; absent: a secret of this process's own. Never log it. */
   cursorSecret?: string;
   logLevel: (typeof LOG_LEVELS)[number];
-  /** JSON lines (production), or pino-pretty's readable lines (`npm run dev`). */
+  /** JSON lines (production, a pipe), or pino-pretty's readable lines (a terminal, `npm run dev`). */
   logFormat: "json" | "pretty";
 }
 
@@ -245,7 +245,8 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv): Config {
+/** `stdoutIsTerminal`: a person reads the log, so it is readable lines unless LOG_FORMAT says. */
+export function loadConfig(env: NodeJS.ProcessEnv, stdoutIsTerminal = false): Config {
   // An empty variable counts as unset, as in most shells' `VAR= command`.
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
   const parsed = environment.safeParse(present);
@@ -319,7 +320,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     }),
     cursorSecret: e.CURSOR_SECRET,
     logLevel: e.LOG_LEVEL,
-    logFormat: e.LOG_FORMAT,
+    logFormat: e.LOG_FORMAT ?? (stdoutIsTerminal ? "pretty" : "json"),
   };
 }
 

@@ -16,7 +16,7 @@ import { startTracing } from "./telemetry/tracing.ts";
 
 function readConfig() {
   try {
-    return loadConfig(process.env);
+    return loadConfig(process.env, process.stdout.isTTY === true);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`Configuration error: ${error.message}\n`);

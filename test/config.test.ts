@@ -178,6 +178,14 @@ describe("loadConfig", () => {
     });
   });
 
+  it("logs readable lines to a terminal and JSON lines to anything else, unless LOG_FORMAT says", () => {
+    expect(loadConfig({}, true).logFormat).toBe("pretty");
+    expect(loadConfig({}, false).logFormat).toBe("json");
+    expect(loadConfig({}).logFormat).toBe("json");
+    expect(loadConfig({ LOG_FORMAT: "json" }, true).logFormat).toBe("json");
+    expect(loadConfig({ LOG_FORMAT: "pretty" }, false).logFormat).toBe("pretty");
+  });
+
   it("treats an empty variable as unset", () => {
     expect(loadConfig({ PORT: "", QUERY_ENGINE: "" }).port).toBe(3000);
   });

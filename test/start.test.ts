@@ -1,13 +1,13 @@
 // The service as a newcomer starts it (`npm start`'s command, embedded engine, demo data), asked
 // the curl examples of README.md.
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it, vi } from "vitest";
-import { start, startAndExit } from "./support/service-process.ts";
+import { children, start, startAndExit } from "./support/service-process.ts";
 
 const KEY = "start-test-key-0123456789";
 
@@ -175,6 +175,44 @@ describe("npm start", () => {
     const pretty = await start({ API_KEYS: KEY, LOG_FORMAT: "pretty" });
     expect(pretty.stdout()).toMatch(/^\[[\d:.]+\] INFO \(\d+\): /m);
     expect(pretty.stdout()).not.toContain('{"level"');
+  });
+
+  it("logs readable lines when its output is a terminal, as npm start in a shell", async () => {
+    // util-linux's `script` gives the service a pseudo-terminal for its output and copies it here.
+    const child = spawn(
+      "script",
+      [
+        "--quiet",
+        "--flush",
+        "--return",
+        "--command",
+        `exec ${process.execPath} src/main.ts`,
+        "/dev/null",
+      ],
+      {
+        env: { PATH: process.env.PATH, PORT: "0", API_KEYS: KEY, LOG_LEVEL: "info" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    children.push(child);
+    let screen = "";
+    child.stdout?.on("data", (chunk) => {
+      screen += chunk;
+    });
+    // The service's pid, from its log: `INFO (pid):` in readable lines, `"pid":` in JSON ones.
+    const pid = await vi.waitFor(
+      () => {
+        expect(screen).toContain("Server listening at");
+        const [, readable, json] = /INFO\S* \((\d+)\)|"pid":(\d+)/.exec(screen) ?? [];
+        return Number(readable ?? json);
+      },
+      { timeout: 20_000, interval: 100 },
+    );
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    process.kill(pid, "SIGTERM");
+    expect(await exited).toBe(0);
+    expect(screen).not.toContain('{"level"');
+    expect(screen).toMatch(/^\S*\[[\d:.]+\] \S*INFO\S* \(\d+\): /m);
   });
 
   it("serves LOCAL_DATA exports that appear while it runs, without a restart", async () => {
