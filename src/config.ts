@@ -144,7 +144,7 @@ const environment = z.object({
     .max(50, "expects 1 to 50 ms: a slower Redis must not hold up cached answers")
     .default(50),
   CURSOR_SECRET: z.string().min(32, "needs at least 32 characters").optional(),
-  LOG_FORMAT: z.enum(["json", "pretty"], { error: "expects json or pretty" }).default("json"),
+  LOG_FORMAT: z.enum(["json", "pretty"], { error: "expects json or pretty" }).optional(),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `expects one of ${LOG_LEVELS.join(", ")}` })
     .default("info"),
@@ -237,7 +237,7 @@ export interface Config {
   /** Signs page cursors and event ids; absent: a secret of this process's own. Never log it. */
   cursorSecret?: string;
   logLevel: (typeof LOG_LEVELS)[number];
-  /** JSON lines (production), or pino-pretty's readable lines (`npm run dev`). */
+  /** JSON lines (production, a pipe), or pino-pretty's readable lines (a terminal, `npm run dev`). */
   logFormat: "json" | "pretty";
 }
 
@@ -245,7 +245,8 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv): Config {
+/** `stdoutIsTerminal`: a person reads the log, so it is readable lines unless LOG_FORMAT says. */
+export function loadConfig(env: NodeJS.ProcessEnv, stdoutIsTerminal = false): Config {
   // An empty variable counts as unset, as in most shells' `VAR= command`.
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
   const parsed = environment.safeParse(present);
@@ -319,7 +320,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     }),
     cursorSecret: e.CURSOR_SECRET,
     logLevel: e.LOG_LEVEL,
-    logFormat: e.LOG_FORMAT,
+    logFormat: e.LOG_FORMAT ?? (stdoutIsTerminal ? "pretty" : "json"),
   };
 }
 
@@ -373,4 +374,63 @@ function engineSettings(e: z.infer<typeof environment>): Config["engine"] {
     jobTimeoutMs: e.BIGQUERY_JOB_TIMEOUT_MS,
     maximumBytesBilled: e.BIGQUERY_MAX_BYTES_BILLED,
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Near misses: a variable that nearly spells a setting does nothing, silently, unless told.
+
+const SETTINGS = Object.keys(environment.shape);
+
+/** A name with each word's plural ending dropped, so that API_KEY and API_KEYS compare equal. */
+function singular(name: string): string {
+  return name
+    .split("_")
+    .map((word) => word.replace(/IES$/, "Y").replace(/S$/, ""))
+    .join("_");
+}
+
+const SETTING_PREFIXES = new Set(SETTINGS.map((name) => singular(name.split("_")[0] ?? "")));
+
+/** Levenshtein distance, or `limit + 1` as soon as it is known to exceed `limit`. */
+function editDistance(a: string, b: string, limit: number): number {
+  if (Math.abs(a.length - b.length) > limit) return limit + 1;
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution);
+    }
+    if (Math.min(...current) > limit) return limit + 1;
+    previous = current;
+  }
+  return previous[b.length] ?? limit + 1;
+}
+
+/**
+ * One warning per variable that is not a setting but nearly spells one: two edits or fewer, or
+ * singular for plural (API_KEY for API_KEYS, REDIS_URI for REDIS_URL), in any case. Only names
+ * that begin as a setting does are looked at, so PATH, HOME and the like never are. Names only:
+ * never a value.
+ */
+export function nearMisses(env: NodeJS.ProcessEnv): string[] {
+  const warnings: string[] = [];
+  for (const name of Object.keys(env).sort()) {
+    const upper = name.toUpperCase();
+    if (SETTINGS.includes(name) || !SETTING_PREFIXES.has(singular(upper.split("_")[0] ?? ""))) {
+      continue;
+    }
+    const meant = SETTINGS.map((setting) => ({
+      setting,
+      distance: singular(setting) === singular(upper) ? 0 : editDistance(upper, setting, 2),
+    }))
+      .filter(({ distance }) => distance <= 2)
+      .sort((a, b) => a.distance - b.distance)[0];
+    if (meant) {
+      warnings.push(
+        `${name} is not a setting of this service and does nothing: did you mean ${meant.setting}?`,
+      );
+    }
+  }
+  return warnings;
 }

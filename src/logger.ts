@@ -1,4 +1,4 @@
-// The service's logger: pino's JSON lines, or pino-pretty's readable ones (`npm run dev`).
+// The service's logger: pino's JSON lines, or pino-pretty's readable ones (a terminal, `npm run dev`).
 import { type Logger, pino } from "pino";
 import type { Config } from "./config.ts";
 

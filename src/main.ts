@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import closeWithGrace from "close-with-grace";
 import { buildApp } from "./app.ts";
-import { type AuthSettings, ConfigError, loadConfig } from "./config.ts";
+import { type AuthSettings, ConfigError, loadConfig, nearMisses } from "./config.ts";
 import { KeysFile } from "./credentials/keys-file.ts";
 import { createTokenVerifier } from "./credentials/tokens.ts";
 import { openEngine } from "./engines/open-engine.ts";
@@ -16,7 +16,7 @@ import { startTracing } from "./telemetry/tracing.ts";
 
 function readConfig() {
   try {
-    return loadConfig(process.env);
+    return loadConfig(process.env, process.stdout.isTTY === true);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`Configuration error: ${error.message}\n`);
@@ -55,6 +55,7 @@ if (config.managementPort !== undefined) {
   await checkListenAddress("MANAGEMENT_PORT", config.managementPort);
 }
 const log = createLogger(config);
+for (const warning of nearMisses(process.env)) log.warn(warning);
 
 /** The keys file and token keys, read now: a bad one stops startup with one line naming it. */
 function openCredentialSources(auth: AuthSettings) {

@@ -1,5 +1,6 @@
 // The BigQuery engine through the official client, over real HTTP to the local stand-in, which runs
 // the SQL on GoogleSQL's reference engine. Expected rows come from the reference engine directly.
+import { JWT } from "google-auth-library";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import {
   type BigQueryEngineOptions,
@@ -26,6 +27,7 @@ import {
   SECOND,
   shift,
 } from "./support/fixtures.ts";
+import { freePort } from "./support/free-port.ts";
 import type { Row } from "./support/googlesql.ts";
 import { bigQuerySql } from "./support/queries.ts";
 import { referenceEngine } from "./support/reference-engine.ts";
@@ -349,6 +351,48 @@ describe("a client that fails before BigQuery answers", () => {
       "The service could not reach BigQuery with its configuration; see the service log.",
     );
     expect(error.detail?.cause).toMatch(/^client: .*Invalid URL/);
+  });
+});
+
+describe("a failure's message", () => {
+  it.each<[StandInFault, RegExp]>([
+    [{ kind: "unauthenticated" }, /^BigQuery did not accept the service's credentials/],
+    [{ kind: "accessDenied" }, /^The service's BigQuery credentials may not run/],
+    [{ kind: "notFound" }, /does not exist in BigQuery/],
+    [{ kind: "quotaExceeded" }, /^The service's BigQuery quota or rate limit is used up/],
+    [{ kind: "rateLimitExceeded", times: 10 }, /^The service's BigQuery quota or rate limit/],
+    [{ kind: "backendError", times: 10 }, /^BigQuery is temporarily unavailable/],
+    [
+      { kind: "connectionReset", times: 10 },
+      /^The service could not reach BigQuery over the network/,
+    ],
+    [{ kind: "invalidQuery" }, /as invalid/],
+  ])("names the cause of %o, not BigQuery's words", async (fault, message) => {
+    standIn.injectFault(fault);
+    const error = await rejection(engine().run(adHoc("SELECT 1 AS one")));
+    expect(error.code).toBe("engine_error");
+    expect(error.message).toMatch(message);
+    expect(error.message).not.toMatch(/injected|standin/);
+    // BigQuery's own words go to the log only.
+    expect(error.detail?.cause).toMatch(/^\w+: \S/);
+  });
+
+  it("names the network when nothing listens at BigQuery's address", async () => {
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const error = await rejection(engine({ apiEndpoint: closed }).run(adHoc("SELECT 1")));
+    expect(error.message).toMatch(/^The service could not reach BigQuery over the network/);
+    expect(error.detail?.cause).toMatch(/^ECONNREFUSED: /);
+  });
+
+  it("names the credentials when the client cannot load any", async () => {
+    const authClient = new JWT({
+      keyFile: "/no/such/service-account.json",
+      scopes: ["https://www.googleapis.com/auth/bigquery"],
+    });
+    const error = await rejection(engine({ authClient }).run(adHoc("SELECT 1")));
+    expect(error.message).toMatch(/^BigQuery did not accept the service's credentials/);
+    expect(error.detail?.cause).toContain("/no/such/service-account.json");
+    expect(standIn.queryCalls).toHaveLength(0);
   });
 });
 

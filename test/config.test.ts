@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../src/config.ts";
+import { ConfigError, loadConfig, nearMisses } from "../src/config.ts";
 
 const BIGQUERY = { BIGQUERY_PROJECT_ID: "acme", BIGQUERY_DATASET: "logs" };
 
@@ -178,6 +178,14 @@ describe("loadConfig", () => {
     });
   });
 
+  it("logs readable lines to a terminal and JSON lines to anything else, unless LOG_FORMAT says", () => {
+    expect(loadConfig({}, true).logFormat).toBe("pretty");
+    expect(loadConfig({}, false).logFormat).toBe("json");
+    expect(loadConfig({}).logFormat).toBe("json");
+    expect(loadConfig({ LOG_FORMAT: "json" }, true).logFormat).toBe("json");
+    expect(loadConfig({ LOG_FORMAT: "pretty" }, false).logFormat).toBe("pretty");
+  });
+
   it("treats an empty variable as unset", () => {
     expect(loadConfig({ PORT: "", QUERY_ENGINE: "" }).port).toBe(3000);
   });
@@ -201,5 +209,39 @@ describe("loadConfig", () => {
   ])("rejects %j with one line naming the variable", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+  });
+});
+
+describe("nearMisses", () => {
+  it.each([
+    ["API_KEY", "API_KEYS"],
+    ["API_KEYS_FIL", "API_KEYS_FILE"],
+    ["REDIS_URI", "REDIS_URL"],
+    ["LOG_LEVL", "LOG_LEVEL"],
+    ["JWT_PUBLIC_KEY_FILE", "JWT_PUBLIC_KEYS_FILE"],
+    ["CACHE_MAX_ENTRY", "CACHE_MAX_ENTRIES"],
+    ["STREAM_MAX_OPEN", "STREAMS_MAX_OPEN"],
+    ["api_keys", "API_KEYS"],
+  ])("names %s and the setting it nearly spells, %s", (name, setting) => {
+    expect(nearMisses({ [name]: "a-value-never-repeated" })).toEqual([
+      `${name} is not a setting of this service and does nothing: did you mean ${setting}?`,
+    ]);
+  });
+
+  it("says nothing of settings, of other programs' variables, or of names far from every setting", () => {
+    const env = {
+      API_KEYS: "k".repeat(16),
+      LOG_LEVEL: "info",
+      PATH: "/usr/bin",
+      HOME: "/root",
+      HOSTNAME: "box",
+      LOGNAME: "root",
+      HTTP_PROXY: "http://proxy:3128",
+      NODE_ENV: "production",
+      REDIS_HOST: "cache",
+      REDIS_PORT: "tcp://10.0.0.2:6379",
+      OTEL_SERVICE_NAME: "query",
+    };
+    expect(nearMisses(env)).toEqual([]);
   });
 });

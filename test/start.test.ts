@@ -7,26 +7,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it, vi } from "vitest";
-import { children, start } from "./support/service-process.ts";
+import { children, start, startAndExit } from "./support/service-process.ts";
 
 const KEY = "start-test-key-0123456789";
-/** Starts the service expecting it to stop by itself; its exit code and everything it wrote to stderr. */
-async function startAndExit(
-  env: Record<string, string>,
-  nodeOptions: string[] = [],
-): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [...nodeOptions, "src/main.ts"], {
-    env: { PATH: process.env.PATH, LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  let stderr = "";
-  child.stderr?.on("data", (chunk) => {
-    stderr += chunk;
-  });
-  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-  return { code, stderr };
-}
 
 /** Runs one of scripts/ as npm run would, and returns what it printed. */
 async function runScript(
@@ -194,6 +177,44 @@ describe("npm start", () => {
     expect(pretty.stdout()).not.toContain('{"level"');
   });
 
+  it("logs readable lines when its output is a terminal, as npm start in a shell", async () => {
+    // util-linux's `script` gives the service a pseudo-terminal for its output and copies it here.
+    const child = spawn(
+      "script",
+      [
+        "--quiet",
+        "--flush",
+        "--return",
+        "--command",
+        `exec ${process.execPath} src/main.ts`,
+        "/dev/null",
+      ],
+      {
+        env: { PATH: process.env.PATH, PORT: "0", API_KEYS: KEY, LOG_LEVEL: "info" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    children.push(child);
+    let screen = "";
+    child.stdout?.on("data", (chunk) => {
+      screen += chunk;
+    });
+    // The service's pid, from its log: `INFO (pid):` in readable lines, `"pid":` in JSON ones.
+    const pid = await vi.waitFor(
+      () => {
+        expect(screen).toContain("Server listening at");
+        const [, readable, json] = /INFO\S* \((\d+)\)|"pid":(\d+)/.exec(screen) ?? [];
+        return Number(readable ?? json);
+      },
+      { timeout: 20_000, interval: 100 },
+    );
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    process.kill(pid, "SIGTERM");
+    expect(await exited).toBe(0);
+    expect(screen).not.toContain('{"level"');
+    expect(screen).toMatch(/^\S*\[[\d:.]+\] \S*INFO\S* \(\d+\): /m);
+  });
+
   it("serves LOCAL_DATA exports that appear while it runs, without a restart", async () => {
     const folder = mkdtempSync(join(tmpdir(), "start-exports-"));
     const record = (id: string) =>
@@ -219,6 +240,20 @@ describe("npm start", () => {
       timeout: 15_000,
       interval: 250,
     });
+  });
+
+  it("warns at start of a variable that nearly spells a setting, naming both, never its value", async () => {
+    const value = "meant-as-a-key-0123456789";
+    const { stdout, stderr } = await start({ API_KEYS: KEY, API_KEY: value });
+    const warnings = stdout()
+      .split("\n")
+      .filter((line) => line.includes('"level":40'));
+    expect(warnings).toEqual([
+      expect.stringContaining(
+        '"msg":"API_KEY is not a setting of this service and does nothing: did you mean API_KEYS?"',
+      ),
+    ]);
+    expect(stdout() + stderr()).not.toContain(value);
   });
 
   it("warns at start with REDIS_URL but no CURSOR_SECRET, and never logs the secret", async () => {

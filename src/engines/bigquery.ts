@@ -3,6 +3,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { BigQuery, type BigQueryOptions, common, type Job } from "@google-cloud/bigquery";
 import { PassThroughClient } from "google-auth-library";
+import { sourceTables } from "../schema.ts";
 import { labelValue } from "../telemetry/attribution.ts";
 import { decodeRows, type RestField, type RestRow } from "./bigquery-rows.ts";
 import { EngineError, type QueryEngine, type QueryRequest, type QueryResult } from "./engine.ts";
@@ -34,7 +35,15 @@ export interface BigQueryEngineOptions {
   authClient?: BigQueryOptions["authClient"];
 }
 
-export function createBigQueryEngine(options: BigQueryEngineOptions): QueryEngine {
+export interface BigQueryEngine extends QueryEngine {
+  /**
+   * Proves with one dry run, which BigQuery does not bill, that the credentials may query every
+   * source table of the dataset; rejects with one line saying what is wrong.
+   */
+  checkSources(): Promise<void>;
+}
+
+export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEngine {
   const retry = options.retry ?? DEFAULT_RETRY;
   const client = new BigQuery({
     projectId: options.projectId,
@@ -93,7 +102,7 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): QueryEngin
     return { ...pageOf(answer), ...ids };
   }
 
-  function jobsQuery(body: JobsQueryRequest): Promise<JobsQueryResponse> {
+  function jobsQuery(body: JobsQueryRequest | DryRunRequest): Promise<JobsQueryResponse> {
     return new Promise((resolve, reject) => {
       client.request({ method: "POST", uri: "/queries", json: body }, (error, response) =>
         error ? reject(error) : resolve(response as JobsQueryResponse),
@@ -101,34 +110,86 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): QueryEngin
     });
   }
 
-  async function run(request: QueryRequest): Promise<QueryResult> {
-    const deadline = request.deadline ?? Date.now() + options.jobTimeoutMs;
+  /**
+   * Runs `work` until it succeeds, fails for good or the deadline passes: transient failures are
+   * tried again. A final failure is thrown as `fail` makes it.
+   */
+  async function withRetries<T>(
+    deadline: number,
+    callerSignal: AbortSignal | undefined,
+    work: (attempt: Attempt) => Promise<T>,
+    fail: (failure: Failure, attempts: number, jobId?: string) => Error,
+  ): Promise<T> {
     for (let attemptNumber = 1; ; attemptNumber++) {
       const timeout = AbortSignal.timeout(Math.max(0, deadline - Date.now()));
       const attempt: Attempt = {
-        signal: request.signal ? AbortSignal.any([timeout, request.signal]) : timeout,
+        signal: callerSignal ? AbortSignal.any([timeout, callerSignal]) : timeout,
       };
-      let page: FirstPage;
       try {
-        page = await untilAborted(runQuery(request, deadline, attempt), attempt.signal);
+        return await untilAborted(work(attempt), attempt.signal);
       } catch (error) {
-        const failure = classify(error);
+        const failure = await diagnose(error);
         const delay = backoff(retry, attemptNumber);
         if (
-          !request.signal?.aborted &&
-          failure.kind === "transient" &&
+          !callerSignal?.aborted &&
+          failure.retryable &&
           attemptNumber < retry.attempts &&
           Date.now() + delay < deadline
         ) {
           await sleep(delay);
           continue;
         }
-        throw engineError(failure, attempt.jobId, attemptNumber, options.jobTimeoutMs);
+        throw fail(failure, attemptNumber, attempt.jobId);
       }
-      // Decoding is ours: a failure here is a bug (500), not BigQuery's.
-      const { fields, rows, ...result } = page;
-      return { rows: decodeRows(fields, rows), ...result };
     }
+  }
+
+  /**
+   * Classifies a failure; one that came before BigQuery answered is the credentials' when they
+   * cannot give a token now (the client reports a credential failure as it found it: a missing
+   * file, no default credentials, a refused refresh), else the client's configuration.
+   */
+  async function diagnose(error: unknown): Promise<Failure> {
+    const failure = classify(error);
+    if (failure.cause !== "configuration") return failure;
+    try {
+      await client.authClient.getAccessToken();
+      return failure;
+    } catch (authError) {
+      const auth = classify(authError);
+      if (auth.cause === "network") return auth;
+      return { cause: "credentials", retryable: false, reason: "credentials", text: auth.text };
+    }
+  }
+
+  async function run(request: QueryRequest): Promise<QueryResult> {
+    const deadline = request.deadline ?? Date.now() + options.jobTimeoutMs;
+    const page = await withRetries(
+      deadline,
+      request.signal,
+      (attempt) => runQuery(request, deadline, attempt),
+      (failure, attempts, jobId) => engineError(failure, jobId, attempts, options.jobTimeoutMs),
+    );
+    // Decoding is ours: a failure here is a bug (500), not BigQuery's.
+    const { fields, rows, ...result } = page;
+    return { rows: decodeRows(fields, rows), ...result };
+  }
+
+  async function checkSources(): Promise<void> {
+    const tables = sourceTables().map((table) => table.name);
+    await withRetries(
+      Date.now() + options.jobTimeoutMs,
+      undefined,
+      () =>
+        jobsQuery({
+          query: `SELECT 1 FROM ${tables.join(", ")} LIMIT 0`,
+          useLegacySql: false,
+          dryRun: true,
+          defaultDataset: { projectId: options.projectId, datasetId: options.dataset },
+          location: options.location,
+        }),
+      (failure) => new Error(sourcesProblem(failure, options, tables)),
+    );
   }
 
   return {
@@ -137,6 +198,7 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): QueryEngin
     async ping() {
       await run({ endpoint: "ping", sql: "SELECT 1", params: {}, maxRows: 1 });
     },
+    checkSources,
     async close() {},
   };
 }
@@ -174,6 +236,15 @@ interface JobsQueryRequest {
   maximumBytesBilled?: string;
   maxResults: number;
   formatOptions: { useInt64Timestamp: true };
+}
+
+/** A jobs.query call that BigQuery only plans: it checks access, tables and SQL, and bills nothing. */
+interface DryRunRequest {
+  query: string;
+  useLegacySql: false;
+  dryRun: true;
+  defaultDataset: { projectId: string; datasetId: string };
+  location?: string;
 }
 
 /** The parts of jobs.query's and jobs.getQueryResults' answers the service reads. */
@@ -237,48 +308,118 @@ function backoff(policy: RetryPolicy, attemptNumber: number): number {
 // ---------------------------------------------------------------------------------------------
 // Failures
 
+/** What went wrong, in the terms a caller or an operator acts on. */
+type Cause =
+  | "timeout"
+  | "credentials"
+  | "permission"
+  | "notFound"
+  | "quota"
+  | "unavailable"
+  | "network"
+  | "invalidQuery"
+  | "bytesLimit"
+  | "configuration"
+  | "other";
+
 interface Failure {
-  kind: "timeout" | "transient" | "rejected";
+  cause: Cause;
+  /** The same call may succeed a moment later: BigQuery or the network asked for patience. */
+  retryable: boolean;
   /** BigQuery's reason (`invalidQuery`, ...), HTTP status or network error code. */
   reason: string;
   /** The engine's own text: for the log only. */
-  cause: string;
+  text: string;
 }
 
-const TRANSIENT_REASONS = new Set([
+const REASON_CAUSES: Record<string, Cause> = {
+  timeout: "timeout",
+  accessDenied: "permission",
+  notFound: "notFound",
+  rateLimitExceeded: "quota",
+  userRateLimitExceeded: "quota",
+  quotaExceeded: "quota",
+  backendError: "unavailable",
+  internalError: "unavailable",
+  invalidQuery: "invalidQuery",
+  bytesBilledLimitExceeded: "bytesLimit",
+};
+const STATUS_CAUSES: Record<number, Cause> = {
+  401: "credentials",
+  403: "permission",
+  404: "notFound",
+  408: "unavailable",
+  429: "quota",
+  500: "unavailable",
+  502: "unavailable",
+  503: "unavailable",
+  504: "unavailable",
+};
+const RETRYABLE_REASONS = new Set([
   "rateLimitExceeded",
   "userRateLimitExceeded",
   "backendError",
   "internalError",
 ]);
-const TRANSIENT_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
-const NETWORK_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "EPIPE", "EAI_AGAIN"]);
+const RETRYABLE_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
+/** Network failures worth another attempt; the others (a name that does not resolve) stay. */
+const RETRYABLE_NETWORK_CODES = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EAI_AGAIN",
+]);
+const NETWORK_CODES = new Set([
+  ...RETRYABLE_NETWORK_CODES,
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ECONNABORTED",
+]);
+const DNS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN"]);
 
-const REJECTION_MESSAGES: Record<string, string> = {
-  client: "The service could not reach BigQuery with its configuration; see the service log.",
-  invalidQuery: "BigQuery rejected the endpoint's query as invalid.",
+const CAUSE_MESSAGES: Record<Exclude<Cause, "timeout">, string> = {
+  credentials:
+    "BigQuery did not accept the service's credentials (missing, invalid or expired); see the service log.",
+  permission: "The service's BigQuery credentials may not run this endpoint's query.",
   notFound: "A table or dataset this endpoint reads does not exist in BigQuery.",
-  accessDenied: "The service's BigQuery credentials may not run this endpoint's query.",
-  bytesBilledLimitExceeded: "The query would scan more bytes than the service allows.",
+  quota: "The service's BigQuery quota or rate limit is used up; try again shortly.",
+  unavailable: "BigQuery is temporarily unavailable; try again shortly.",
+  network: "The service could not reach BigQuery over the network; try again shortly.",
+  invalidQuery: "BigQuery rejected the endpoint's query as invalid.",
+  bytesLimit: "The query would scan more bytes than the service allows.",
+  configuration:
+    "The service could not reach BigQuery with its configuration; see the service log.",
+  other: "BigQuery could not run the endpoint's query.",
 };
 
 function classify(error: unknown): Failure {
   if (error instanceof DOMException && error.name === "TimeoutError") {
-    return { kind: "timeout", reason: "deadline", cause: error.message };
+    return { cause: "timeout", retryable: false, reason: "deadline", text: error.message };
+  }
+  // Nobody waits for the answer any more (shutdown, a caller gone): nothing to diagnose.
+  if (error instanceof DOMException && error.name === "AbortError") {
+    return { cause: "other", retryable: false, reason: "aborted", text: error.message };
   }
   if (error instanceof common.ApiError) {
     const reason = error.errors?.find((e) => e.reason)?.reason ?? String(error.code ?? "unknown");
-    // BigQuery's own verdict when the job outlived the jobTimeoutMs it was sent with.
-    if (reason === "timeout") return { kind: "timeout", reason, cause: error.message };
-    const transient = TRANSIENT_REASONS.has(reason) || TRANSIENT_STATUSES.has(error.code ?? 0);
-    return { kind: transient ? "transient" : "rejected", reason, cause: error.message };
+    const status = error.code ?? 0;
+    return {
+      // BigQuery's reason is the finer verdict (a 403 may be a rate limit); the status, the fallback.
+      cause: REASON_CAUSES[reason] ?? STATUS_CAUSES[status] ?? "other",
+      retryable: RETRYABLE_REASONS.has(reason) || RETRYABLE_STATUSES.has(status),
+      reason,
+      text: error.message,
+    };
   }
   const code = (error as { code?: unknown } | null)?.code;
+  const text = (error as Error | null)?.message ?? String(error);
   if (typeof code === "string" && NETWORK_CODES.has(code)) {
-    return { kind: "transient", reason: code, cause: (error as Error).message };
+    return { cause: "network", retryable: RETRYABLE_NETWORK_CODES.has(code), reason: code, text };
   }
   // The client failed before BigQuery answered: credentials, configuration, a malformed reply.
-  return { kind: "rejected", reason: "client", cause: (error as Error)?.message ?? String(error) };
+  return { cause: "configuration", retryable: false, reason: "client", text };
 }
 
 function engineError(
@@ -287,25 +428,50 @@ function engineError(
   attempts: number,
   jobTimeoutMs: number,
 ): EngineError {
-  const detail = { ...(jobId && { jobId }), cause: `${failure.reason}: ${failure.cause}` };
-  switch (failure.kind) {
-    case "timeout":
-      return new EngineError(
-        "engine_timeout",
-        `BigQuery did not finish the query within the ${jobTimeoutMs} ms job timeout.`,
-        detail,
-      );
-    case "transient":
-      return new EngineError(
-        "engine_error",
-        "BigQuery is rate-limited or temporarily unavailable; try again shortly.",
-        { ...detail, cause: `${detail.cause} (after ${attempts} attempts)` },
-      );
-    case "rejected":
-      return new EngineError(
-        "engine_error",
-        REJECTION_MESSAGES[failure.reason] ?? "BigQuery could not run the endpoint's query.",
-        detail,
-      );
+  const tries = attempts > 1 ? ` (after ${attempts} attempts)` : "";
+  const detail = { ...(jobId && { jobId }), cause: `${failure.reason}: ${failure.text}${tries}` };
+  if (failure.cause === "timeout") {
+    return new EngineError(
+      "engine_timeout",
+      `BigQuery did not finish the query within the ${jobTimeoutMs} ms job timeout.`,
+      detail,
+    );
   }
+  return new EngineError("engine_error", CAUSE_MESSAGES[failure.cause], detail);
+}
+
+/** The one line startup prints when the source tables cannot be queried: what to fix, and where. */
+function sourcesProblem(
+  failure: Failure,
+  options: BigQueryEngineOptions,
+  tables: string[],
+): string {
+  const { projectId, dataset } = options;
+  const said = failure.text.replace(/\s+/g, " ").trim();
+  switch (failure.cause) {
+    case "credentials":
+      return `BigQuery did not accept the service's credentials (${said}); set GOOGLE_APPLICATION_CREDENTIALS to a service account key file, or run gcloud auth application-default login`;
+    case "permission":
+      return `the service's BigQuery credentials lack permission to query ${projectId}:${dataset} (${said}); they need the BigQuery Job User role on project ${projectId} and BigQuery Data Viewer on the dataset`;
+    case "notFound":
+      return `BigQuery ${missingSource(said) ?? `dataset ${projectId}:${dataset} or one of its tables ${tables.join(", ")} does not exist`}; check BIGQUERY_PROJECT_ID, BIGQUERY_DATASET and BIGQUERY_LOCATION`;
+    case "network": {
+      const endpoint = options.apiEndpoint ?? "https://bigquery.googleapis.com";
+      const dns = DNS_CODES.has(failure.reason) ? "its host name does not resolve, DNS " : "";
+      return `cannot reach BigQuery at ${endpoint} (${dns}${failure.reason})`;
+    }
+    case "timeout":
+      return `BigQuery did not answer the startup check within ${options.jobTimeoutMs} ms (BIGQUERY_JOB_TIMEOUT_MS)`;
+    default:
+      return `BigQuery refused the startup check (${failure.reason}: ${said})`;
+  }
+}
+
+/** The dataset or table a notFound names, as BigQuery writes it: `Not found: Table p:d.t was not found in location US`. */
+function missingSource(text: string): string | undefined {
+  const found =
+    /Not found: (Dataset|Table) ([\w.:-]+)(?: was not found in location ([\w-]+))?/.exec(text);
+  if (!found) return undefined;
+  const [, kind = "", name, location] = found;
+  return `${kind.toLowerCase()} ${name} does not exist${location ? ` in location ${location}` : ""}`;
 }

@@ -1,4 +1,5 @@
-// Picks and opens the configured engine; for the embedded one, loads the data it serves.
+// Picks and opens the configured engine: checks that BigQuery's source tables can be queried, or
+// loads the data the embedded one serves.
 // Each engine's module is imported only when chosen: neither pays for the other's startup.
 import { createRequire } from "node:module";
 import type { FastifyBaseLogger } from "fastify";
@@ -13,7 +14,10 @@ export async function openEngine(
     const { createBigQueryEngine } = await import("./bigquery.ts");
     const { projectId, dataset, location } = settings;
     log.info({ engine: "bigquery", projectId, dataset, location }, "query engine: BigQuery");
-    return createBigQueryEngine(settings);
+    const engine = createBigQueryEngine(settings);
+    // Wrong credentials or a missing table stop startup here, not every query after it.
+    await engine.checkSources();
+    return engine;
   }
 
   const { createDuckDbEngine } = await import("./duckdb.ts").catch(explainMissingBinding);

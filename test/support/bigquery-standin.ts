@@ -1,23 +1,26 @@
 // A local stand-in for the part of the BigQuery v2 REST API the service uses to run a query: jobs.query
 // with optional job creation, answered complete in its reply or with a job to poll through
-// jobs.getQueryResults. It executes the SQL on the
+// jobs.getQueryResults, and jobs.query's dry run (startup's check). It executes the SQL on the
 // GoogleSQL reference harness over fixture tables with a pinned clock, records every request so tests
 // can assert what the client sent, and injects faults on request. Wire shapes follow
 // /work/shared/notes/bigquery-wire-probe.md.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { SchemaField } from "../../src/schema.ts";
+import { type SchemaField, sourceTables } from "../../src/schema.ts";
 import { parseIsoTimestamp } from "../../src/time.ts";
 import { type Column, GoogleSql, type Row, referencedParams } from "./googlesql.ts";
 
 export type StandInFault = { times?: number } & (
   | { kind: "invalidQuery" | "notFound" | "backendError" }
-  | { kind: "rateLimitExceeded" | "connectionReset" }
+  | { kind: RefusalKind | "connectionReset" }
   | { kind: "slowJob"; polls: number }
 );
+type RefusalKind = "rateLimitExceeded" | "quotaExceeded" | "unauthenticated" | "accessDenied";
 // Where each fault strikes, as BigQuery does it:
 // - invalidQuery, notFound, backendError: jobs.query answers with the failure.
-// - rateLimitExceeded: jobs.query is refused with 403. connectionReset: jobs.query's socket is cut.
+// - rateLimitExceeded, quotaExceeded, accessDenied: jobs.query is refused with 403 before the query
+//   is read; unauthenticated: with 401 (a missing, invalid or expired token).
+// - connectionReset: jobs.query's socket is cut.
 // - slowJob: jobs.query creates a job and answers jobComplete:false; getQueryResults then says
 //   jobComplete:false `polls` times (Infinity: until the job's jobTimeoutMs fails it, reason "timeout").
 
@@ -51,6 +54,7 @@ export interface QueryCall {
   queryParameters?: QueryParameter[];
   defaultDataset?: { projectId?: string; datasetId: string };
   location?: string;
+  dryRun?: boolean;
   labels?: Record<string, string>;
   jobCreationMode?: string;
   jobTimeoutMs?: string;
@@ -93,6 +97,7 @@ interface Job {
 
 const STATUS_NAMES: Record<number, string> = {
   400: "INVALID_ARGUMENT",
+  401: "UNAUTHENTICATED",
   403: "PERMISSION_DENIED",
   404: "NOT_FOUND",
   500: "INTERNAL",
@@ -116,10 +121,28 @@ const INJECTED_FAILURES: Record<"invalidQuery" | "notFound" | "backendError", Ap
   },
 };
 
-const RATE_LIMITED: ApiFailure = {
-  status: 403,
-  reason: "rateLimitExceeded",
-  message: "Exceeded rate limits: too many api requests per user per method (injected)",
+const REFUSALS: Record<RefusalKind, ApiFailure> = {
+  rateLimitExceeded: {
+    status: 403,
+    reason: "rateLimitExceeded",
+    message: "Exceeded rate limits: too many api requests per user per method (injected)",
+  },
+  quotaExceeded: {
+    status: 403,
+    reason: "quotaExceeded",
+    message: "Quota exceeded: Your project exceeded quota for free query bytes scanned (injected)",
+  },
+  unauthenticated: {
+    status: 401,
+    reason: "authError",
+    message: "Request had invalid authentication credentials (injected)",
+  },
+  accessDenied: {
+    status: 403,
+    reason: "accessDenied",
+    message:
+      "Access Denied: Project standin: User does not have bigquery.jobs.create permission in project standin. (injected)",
+  },
 };
 
 // BigQuery label keys and values: lowercase letters, digits, `_` and `-`, at most 63 characters.
@@ -133,6 +156,11 @@ export class BigQueryStandIn {
   /** Mutable between queries: the next job reads the current fixtures and clock. */
   tables: Record<string, Row[]>;
   now: string;
+  /**
+   * Datasets (`logs`) and tables (`logs.edge_logs`) that do not exist; every other dataset holds
+   * every source table. A query naming one fails as BigQuery's does, dry runs included.
+   */
+  missing: string[] = [];
   readonly requests: RecordedRequest[] = [];
   /** The jobs.query calls received, oldest first. */
   readonly queryCalls: AnsweredQuery[] = [];
@@ -142,6 +170,7 @@ export class BigQueryStandIn {
   private readonly server: Server;
   private readonly incompleteWaitMs: number;
   private readonly maxRowsWithoutJob: number;
+  private readonly sourceTables = sourceTables().map((table) => table.name);
   private nextId = 1;
 
   /** Use startBigQueryStandIn, which also starts listening. */
@@ -220,7 +249,9 @@ export class BigQueryStandIn {
       req.socket.destroy();
       return;
     }
-    if (fault?.kind === "rateLimitExceeded") return sendFailure(res, RATE_LIMITED);
+    if (fault && fault.kind in REFUSALS) {
+      return sendFailure(res, REFUSALS[fault.kind as RefusalKind]);
+    }
     const invalidLabel = Object.entries(body.labels ?? {}).find(
       ([key, value]) => !LABEL_KEY.test(key) || !LABEL_VALUE.test(value),
     );
@@ -231,9 +262,15 @@ export class BigQueryStandIn {
         message: `Label ${invalidLabel[0]}=${invalidLabel[1]} has invalid characters`,
       });
     }
-    if (fault && fault.kind !== "slowJob") return sendFailure(res, INJECTED_FAILURES[fault.kind]);
+    if (fault && fault.kind !== "slowJob") {
+      return sendFailure(res, INJECTED_FAILURES[fault.kind as keyof typeof INJECTED_FAILURES]);
+    }
+    const location = body.location ?? "US";
+    const absent = this.absentSource(projectId, body, location);
+    if (absent) return sendFailure(res, absent);
+    if (body.dryRun) return this.dryRun(projectId, body, location, res);
     const outcome = this.execute(body);
-    const reference = { projectId, jobId: `job_${this.nextId++}`, location: body.location ?? "US" };
+    const reference = { projectId, jobId: `job_${this.nextId++}`, location };
     const timeoutMs = Number(body.jobTimeoutMs ?? Number.POSITIVE_INFINITY);
     const job: Job = { reference, outcome, incompletePolls: 0, deadline: Date.now() + timeoutMs };
     if (fault?.kind === "slowJob") {
@@ -256,6 +293,51 @@ export class BigQueryStandIn {
     }
     call.queryId = `query_${this.nextId++}`;
     return send(res, 200, { kind: "bigquery#queryResponse", queryId: call.queryId, ...page });
+  }
+
+  /** BigQuery's notFound for the dataset, or the first table, of `missing` that the query reads. */
+  private absentSource(
+    projectId: string,
+    body: QueryCall,
+    location: string,
+  ): ApiFailure | undefined {
+    const dataset = body.defaultDataset?.datasetId ?? "";
+    const notFound = (what: string): ApiFailure => ({
+      status: 404,
+      reason: "notFound",
+      message: `Not found: ${what} was not found in location ${location}`,
+    });
+    if (this.missing.includes(dataset)) return notFound(`Dataset ${projectId}:${dataset}`);
+    // The source tables are named bare (the default dataset's); \b keeps edge_logs out of
+    // function_edge_logs, `_` being a word character.
+    const table = this.sourceTables.find(
+      (name) =>
+        this.missing.includes(`${dataset}.${name}`) && new RegExp(`\\b${name}\\b`).test(body.query),
+    );
+    return table === undefined ? undefined : notFound(`Table ${projectId}:${dataset}.${table}`);
+  }
+
+  /** A dry run: the query is analysed, not run; BigQuery answers with its schema and no rows. */
+  private async dryRun(
+    projectId: string,
+    body: QueryCall,
+    location: string,
+    res: ServerResponse,
+  ): Promise<void> {
+    let columns: Column[];
+    try {
+      columns = await this.engine.analyze(body.query);
+    } catch (error) {
+      return sendFailure(res, harnessFailure(error));
+    }
+    send(res, 200, {
+      kind: "bigquery#queryResponse",
+      jobReference: { projectId, location },
+      schema: { fields: restFields(columns) },
+      totalBytesProcessed: "0",
+      jobComplete: true,
+      cacheHit: false,
+    });
   }
 
   private takeFault(): Required<StandInFault> | undefined {
@@ -283,10 +365,7 @@ export class BigQueryStandIn {
     try {
       return await this.engine.query(query, { tables: this.tables, params, now: this.now });
     } catch (error) {
-      const message = (error as Error).message;
-      return message.startsWith("Table not found")
-        ? { failure: { status: 404, reason: "notFound", message: `Not found: ${message}` } }
-        : invalidQuery(message);
+      return { failure: harnessFailure(error) };
     }
   }
 
@@ -332,8 +411,7 @@ export class BigQueryStandIn {
     const start = Number(query.get("pageToken") ?? query.get("startIndex") ?? 0);
     const pageSize = Number(query.get("maxResults") ?? outcome.rows.length);
     const end = Math.min(start + pageSize, outcome.rows.length);
-    // BigQuery names unnamed columns f0_, f1_, ...; the harness leaves them empty.
-    const fields = outcome.columns.map((c, i) => schemaField({ ...c, name: c.name || `f${i}_` }));
+    const fields = restFields(outcome.columns);
     const timestamps =
       query.get("formatOptions.useInt64Timestamp") === "true" ? "micros" : "seconds";
     const page = outcome.rows.slice(start, end).map((row) => ({
@@ -366,6 +444,14 @@ function pageQuery(body: QueryCall): Record<string, string> {
   };
 }
 
+/** The reference engine's refusal as BigQuery words it: an unknown table, or an invalid query. */
+function harnessFailure(error: unknown): ApiFailure {
+  const message = (error as Error).message;
+  return message.startsWith("Table not found")
+    ? { status: 404, reason: "notFound", message: `Not found: ${message}` }
+    : { status: 400, reason: "invalidQuery", message };
+}
+
 function invalidQuery(message: string): Outcome {
   return { failure: { status: 400, reason: "invalidQuery", message } };
 }
@@ -385,6 +471,11 @@ const REST_TYPES: Record<string, string> = {
   TYPE_DATETIME: "DATETIME",
   TYPE_STRUCT: "RECORD",
 };
+
+function restFields(columns: Column[]): SchemaField[] {
+  // BigQuery names unnamed columns f0_, f1_, ...; the harness leaves them empty.
+  return columns.map((c, i) => schemaField({ ...c, name: c.name || `f${i}_` }));
+}
 
 function schemaField(column: Column): SchemaField {
   const repeated = column.type.type_kind === "TYPE_ARRAY";

@@ -42,3 +42,21 @@ export function start(env: Record<string, string>, nodeOptions: string[] = []): 
     child.once("exit", (code) => reject(new Error(`exited ${code}: ${stderr}`)));
   });
 }
+
+/** Starts the service expecting it to stop by itself; its exit code and everything it wrote to stderr. */
+export async function startAndExit(
+  env: Record<string, string>,
+  nodeOptions: string[] = [],
+): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [...nodeOptions, "src/main.ts"], {
+    env: { PATH: process.env.PATH, LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let stderr = "";
+  child.stderr?.on("data", (chunk) => {
+    stderr += chunk;
+  });
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  return { code, stderr };
+}
