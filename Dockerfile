@@ -1,20 +1,26 @@
 # syntax=docker/dockerfile:1
 # Build stage: production dependencies only (Node 24 runs the TypeScript itself by stripping types).
-FROM node:24-bookworm-slim AS deps
+# The minor version the `node` package pins for development (package.json), so the image runs what
+# the tests ran; patch releases come with a rebuild.
+FROM node:24.21-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
+# Exactly the lockfile's versions; production dependencies have no install scripts to allow.
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
-FROM node:24-bookworm-slim
+FROM node:24.21-bookworm-slim
 # Probes and the scraper use the management port: it answers while the main one is saturated.
-ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 MANAGEMENT_PORT=9464
+# JSON log lines even under `docker run -t`, whose terminal would otherwise make them pretty.
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 MANAGEMENT_PORT=9464 LOG_FORMAT=json
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY src ./src
 COPY queries ./queries
+# `npm run key` and `npm run token` in the container: docker run --rm log-query npm run key -- ...
+COPY scripts ./scripts
 # Named volumes mounted here take this owner, so DUCKDB_PATH=/data/db/... and the demo exports
-# (docker-compose.yml) are writable by node.
+# (docker-compose.demo.yml) are writable by node.
 RUN mkdir -p /data/db /data/exports && chown node:node /data/db /data/exports
 USER node
 EXPOSE 3000 9464
