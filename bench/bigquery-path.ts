@@ -2,7 +2,7 @@
 // (HTTP, auth, validation, admission, engine, JSON) against the official client's own `query()`
 // running the same SQL with the same parameters, both against the same local BigQuery stand-in,
 // interleaved in one run; and the HTTP calls each makes to BigQuery per query.
-// Run: node bench/bigquery-path.ts (loopback only, about 30 s). Prints markdown for the README.
+// Run: node bench/bigquery-path.ts (loopback only, about 30 s). Prints markdown for docs/benchmarks.md.
 import { cpus, loadavg, platform, totalmem } from "node:os";
 import { BigQuery } from "@google-cloud/bigquery";
 import { PassThroughClient } from "google-auth-library";

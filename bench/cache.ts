@@ -2,7 +2,7 @@
 // (a) throughput of a cached hit against a bare Fastify route sending the same bytes and headers, both
 //     measured in this run; (b) engine queries for 200 concurrent identical cold requests; (c) a
 //     simulated hour of 100 dashboards polling 10 keys every 10 s on a fake clock.
-// Run: node bench/cache.ts (loopback only, about 90 s). Prints markdown for the README.
+// Run: node bench/cache.ts (loopback only, about 90 s). Prints markdown for docs/benchmarks.md.
 import { cpus, platform, totalmem } from "node:os";
 import { mock } from "node:test";
 import autocannon from "autocannon";

@@ -1,7 +1,7 @@
 // A light query's answer time while another credential floods the engine with the costliest
 // patterns the validator accepts (issue 15), on the embedded DuckDB engine over demo data:
 // with the engine gate wide open (what the service did before it) and with its defaults.
-// Run: node bench/flood.ts (about a minute). Prints markdown for the README.
+// Run: node bench/flood.ts (about a minute). Prints markdown for docs/benchmarks.md.
 import { availableParallelism, cpus, loadavg, platform, totalmem } from "node:os";
 import { buildApp } from "../src/app.ts";
 import type { AdmissionOptions } from "../src/engines/admission.ts";

@@ -1,6 +1,6 @@
 // Follow streams on the embedded engine, over real HTTP: (a) how fast one follower receives a burst
 // of records that arrive at once; (b) engine queries a minute for 50 followers over 5 parameter sets.
-// Run: node bench/follow.ts (loopback only, about 80 s). Prints markdown for the README.
+// Run: node bench/follow.ts (loopback only, about 80 s). Prints markdown for docs/benchmarks.md.
 import { cpus, loadavg, platform, totalmem } from "node:os";
 import { buildApp } from "../src/app.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";

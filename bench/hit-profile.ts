@@ -3,7 +3,7 @@
 // on) under `node --cpu-prof`; one warm-up request, then 20 connections for 15 s from this process.
 // Each sample in the load window is charged to the deepest frame of its stack that belongs to a
 // stage (library internals go to the stage that called them); µs of server CPU per request.
-// Run: node bench/hit-profile.ts [--runs N]. Prints markdown for the README.
+// Run: node bench/hit-profile.ts [--runs N]. Prints markdown for docs/benchmarks.md.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

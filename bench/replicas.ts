@@ -6,7 +6,7 @@
 // (c) a simulated hour of 100 dashboards polling 10 keys every 10 s, round-robin over the replicas,
 //     on a fake clock: misses after warm-up and engine queries per key, all replicas together.
 // All replicas run in this one process (one event loop): (a) compares costs per request, not scaling.
-// Run: node bench/replicas.ts (about 3 minutes). Prints markdown for the README.
+// Run: node bench/replicas.ts (about 3 minutes). Prints markdown for docs/benchmarks.md.
 import { cpus, loadavg, totalmem } from "node:os";
 import { mock } from "node:test";
 import autocannon from "autocannon";

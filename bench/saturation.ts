@@ -2,7 +2,7 @@
 // and p99, and meanwhile a liveness probe on a new connection every 250 ms, sent to the main port
 // and to the management port. The service and the load generator (autocannon's CLI) run as
 // processes of their own, so the probes here measure the service, not this process.
-// Run: node bench/saturation.ts (about 70 s). Prints markdown for the README.
+// Run: node bench/saturation.ts (about 70 s). Prints markdown for docs/benchmarks.md.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { get } from "node:http";
 import { cpus, loadavg, platform, totalmem } from "node:os";

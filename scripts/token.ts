@@ -1,6 +1,6 @@
 // `JWT_SECRET=... npm run token -- --name acme --scope 'logs.all:project=acme' [--ttl 3600]
 //   [--rate-limit 120] [--audience <aud>] [--issuer <iss>]`
-// Mints an HS256 access token for curl and tests; production backends mint their own (README).
+// Mints an HS256 access token for curl and tests; production backends mint their own (docs/keys.md).
 import { SignJWT } from "jose";
 import { credentialArgs } from "./credential-args.ts";
 

@@ -140,7 +140,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   });
 
-  // DESIGN: every per-credential limit is counted once across replicas while Redis answers.
+  // Every per-credential limit is counted once across replicas while Redis answers.
   const budgets = deps.redis && new SharedBudgets(deps.redis);
   app.addHook("onClose", async () => budgets?.close());
   const limits = { ...DEFAULT_ADMISSION, ...deps.admission };

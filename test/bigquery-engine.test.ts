@@ -142,7 +142,7 @@ describe("endpoint queries", () => {
 });
 
 describe("wire format", () => {
-  it("writes each BigQuery type as DESIGN.md says, in the query's column order", async () => {
+  it("writes each BigQuery type as docs/api.md says, in the query's column order", async () => {
     const result = await engine().run(
       adHoc(`SELECT
         TIMESTAMP '2026-11-21 05:00:00+00' AS ts,

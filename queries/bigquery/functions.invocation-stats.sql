@@ -1,4 +1,4 @@
--- functions.invocation-stats (SPEC §4.1): execution-time statistics of one project's function
+-- functions.invocation-stats: execution-time statistics of one project's function
 -- invocations per time bucket. The window is the series of truncated timestamps from
 -- trunc(now - window) to trunc(now); a record counts in the bucket its truncated timestamp equals.
 -- Each metadata element of the project (and function, when given) is one invocation.

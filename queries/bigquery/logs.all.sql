@@ -1,4 +1,4 @@
--- logs.all (SPEC §4.2): the newest edge request records of one project, within the retention of
+-- logs.all: the newest edge request records of one project, within the retention of
 -- its tier and the optional range (iso_timestamp_start, iso_timestamp_end]. Records sharing a
 -- timestamp are ordered by id, so a page ends at a definite record: the cursor (cursor_timestamp,
 -- cursor_id) of the last record of a page makes the next page the records after it in this order.

@@ -1,4 +1,4 @@
--- usage.api-counts (SPEC §4.3): requests of one project per time bucket, by API area. Each request
+-- usage.api-counts: requests of one project per time bucket, by API area. Each request
 -- element whose URL matches the project regex counts once in every area its path contains.
 WITH requests AS (
   SELECT
@@ -11,7 +11,7 @@ WITH requests AS (
   FROM edge_logs AS t
   CROSS JOIN UNNEST(t.metadata) AS m
   CROSS JOIN UNNEST(m.request) AS r
-  -- No upper bound (DESIGN.md); an interval outside the table matches nothing.
+  -- No upper bound (docs/api.md); an interval outside the table matches nothing.
   WHERE t.timestamp >= CASE @interval
       WHEN 'minutely' THEN TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 60 MINUTE)
       WHEN 'hourly' THEN TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 HOUR)

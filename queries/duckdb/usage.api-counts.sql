@@ -8,7 +8,7 @@
 WITH requests AS MATERIALIZED (
   SELECT epoch_us(t.timestamp) AS us, t.url, t.rest, t.storage, t.auth, t.realtime, 1 AS requests
   FROM edge_requests AS t
-  -- No upper bound (DESIGN.md); an interval outside the table matches nothing.
+  -- No upper bound (docs/api.md); an interval outside the table matches nothing.
   WHERE t.timestamp >= $now - CASE $interval
       WHEN 'minutely' THEN INTERVAL 60 MINUTE
       WHEN 'hourly' THEN INTERVAL 1 HOUR

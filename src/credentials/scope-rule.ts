@@ -1,4 +1,4 @@
-// The scope rule, in this one place (README "Keys, tokens and scopes"). A request to endpoint E is
+// The scope rule, in this one place (docs/keys.md, "Scopes"). A request to endpoint E is
 // allowed when some scope names E (by name or UUID) or `*`, and for each fixed param of that scope
 // the request either omits it (the fixed value is then used) or gives exactly that value. The first
 // scope, in the credential's order, that allows the request supplies the values. Applied before

@@ -1,4 +1,4 @@
-// BigQuery REST result rows (`{f:[{v}]}` cells under a schema) → the wire format of DESIGN.md.
+// BigQuery REST result rows (`{f:[{v}]}` cells under a schema) → the wire format (docs/api.md, "Responses").
 // Decoded here rather than by the client, whose TIMESTAMP objects drop microseconds to ms form.
 import { formatDatetime, formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import type { JsonValue, Row } from "./engine.ts";

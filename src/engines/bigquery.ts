@@ -8,7 +8,7 @@ import { labelValue } from "../telemetry/attribution.ts";
 import { decodeRows, type RestField, type RestRow } from "./bigquery-rows.ts";
 import { EngineError, type QueryEngine, type QueryRequest, type QueryResult } from "./engine.ts";
 
-/** Whole-query retries of rate-limit and backend failures; see README "BigQuery timeouts and retries". */
+/** Whole-query retries of rate-limit and backend failures; see docs/engines.md, "Timeouts and retries". */
 export interface RetryPolicy {
   /** Attempts in all, the first included. */
   attempts: number;
@@ -72,7 +72,7 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEn
       })),
       defaultDataset: { projectId: options.projectId, datasetId: options.dataset },
       location: options.location,
-      // DESIGN: the query carries what caused it and who, as metrics and logs do.
+      // The query carries what caused it and who, as metrics and logs do.
       labels: {
         endpoint: labelValue(request.endpoint),
         ...(request.trigger && { trigger: request.trigger }),

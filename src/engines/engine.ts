@@ -8,7 +8,7 @@ export type JsonValue =
   | JsonValue[]
   | { [key: string]: JsonValue };
 
-/** A result row in the wire format of DESIGN.md (TIMESTAMP as RFC 3339 µs string, INT64 as number). */
+/** A result row in the wire format of docs/api.md (TIMESTAMP as RFC 3339 µs string, INT64 as number). */
 export type Row = Record<string, JsonValue>;
 
 export interface QueryRequest {

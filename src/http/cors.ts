@@ -22,7 +22,7 @@ const EXPOSED_HEADERS = [
 export const openCors = fp(async (app: FastifyInstance) => {
   // Every answer's two headers are the same, so they are set here rather than by @fastify/cors's
   // hook, which builds its options and Fastify's route options anew for each request: about 1.4 µs
-  // of a cached hit's 21 µs in bench/cache.ts (README, "Result cache").
+  // of a cached hit's 21 µs in bench/cache.ts (docs/benchmarks.md, "Result cache").
   app.addHook("onRequest", (_request, reply, done) => {
     reply
       .header("access-control-allow-origin", "*")

@@ -1,4 +1,4 @@
-// The query routes of SPEC §4 and DESIGN.md, and the catalog listing.
+// The query routes (docs/api.md), and the catalog listing.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
 import { z } from "zod";
@@ -50,7 +50,7 @@ export async function endpointRoutes(
     return reply.type("application/json; charset=utf-8").send(listingFor(request.credential));
   });
 
-  // By name (SPEC), by UUID (SPEC) and by name under /query (the path Logflare and Supabase Studio call).
+  // By name, by UUID, and by either under /query (the path Logflare and Supabase Studio call).
   for (const path of ["/api/endpoints/:nameOrId", "/api/endpoints/query/:nameOrId"]) {
     app.route({
       method: ["DELETE", "HEAD", "PATCH", "POST", "PUT"],

@@ -1,4 +1,4 @@
-// The error envelope of DESIGN.md: {"error":{"code","message",...}}, and the mapping from every
+// The error envelope (docs/api.md, "Errors"): {"error":{"code","message",...}}, and the mapping from every
 // failure to it. Bodies never carry stacks or engine internals.
 import { randomBytes } from "node:crypto";
 import { maxHeaderSize, STATUS_CODES } from "node:http";

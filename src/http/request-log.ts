@@ -51,7 +51,7 @@ interface PinoParts {
  * Writes a request's line in pino's format, to pino's stream, with pino's clock and bindings, when
  * info is enabled; undefined when the logger is not pino's (no logger: tests). The line is put
  * together here rather than by `logger.info`: in a micro-benchmark pino's generic serialiser took
- * 1.2 µs a line and this 0.4 (README, "Result cache").
+ * 1.2 µs a line and this 0.4 (docs/benchmarks.md, "Result cache").
  */
 function requestLineWriter(
   logger: FastifyBaseLogger,

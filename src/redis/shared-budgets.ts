@@ -1,4 +1,4 @@
-// Per-credential limits counted once across replicas (DESIGN: one budget, one place): uses a minute
+// Per-credential limits counted once across replicas (one budget, in one place): uses a minute
 // (forced refreshes) and things held at once (open follow streams, a share of engine work). Each
 // answers UNAVAILABLE while Redis is away, and its caller then counts in this process, as it does
 // without Redis. Keys name the limit and the credential, never a key or token.

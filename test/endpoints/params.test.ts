@@ -40,7 +40,7 @@ function issues(name: string, query: Record<string, unknown>) {
 }
 
 describe("catalog", () => {
-  it("holds the three endpoints of DESIGN.md with their ids, row caps and cache policies", () => {
+  it("holds the three endpoints of docs/api.md with their ids, row caps and cache policies", () => {
     expect(catalog.map((e) => [e.name, e.id, e.maxRows, e.cache])).toEqual([
       [
         "functions.invocation-stats",

@@ -241,10 +241,10 @@ describe("GET /openapi.json", () => {
     }
   });
 
-  it("has the envelope of every code in README's error table, at its status", async () => {
+  it("has the envelope of every code in the error table of docs/api.md, at its status", async () => {
     const { components } = await documentFor();
-    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-    const table = [...readme.matchAll(/^\| (\d{3}) \| `(\w+)` \|/gm)].map(([, status, code]) => ({
+    const page = readFileSync(new URL("../../docs/api.md", import.meta.url), "utf8");
+    const table = [...page.matchAll(/^\| (\d{3}) \| `(\w+)` \|/gm)].map(([, status, code]) => ({
       status: status as string,
       code: code as string,
     }));

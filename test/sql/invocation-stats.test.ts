@@ -1,5 +1,5 @@
-// Conformance of queries/bigquery/functions.invocation-stats.sql with SPEC §4.1 and DESIGN.md,
-// on GoogleSQL's reference engine with a pinned clock. Expected rows come from the rule: explicit
+// Conformance of queries/bigquery/functions.invocation-stats.sql with the rules of
+// docs/api.md, on GoogleSQL's reference engine with a pinned clock. Expected rows come from the rule: explicit
 // values, or the small model below, never from the query's own output.
 import { describe, expect, it } from "vitest";
 import {
@@ -97,7 +97,7 @@ function counts(rows: Row[]): Row[] {
 // ---------------------------------------------------------------------------------------------
 
 describe("functions.invocation-stats", () => {
-  it("returns the SPEC §2.3 columns in order, with their BigQuery types", async () => {
+  it("returns its columns in order, with their BigQuery types", async () => {
     const { columns } = await query([]);
     expect(columns.map((c) => [c.name, c.type.type_kind])).toEqual([
       ["timestamp", "TYPE_TIMESTAMP"],
@@ -111,7 +111,7 @@ describe("functions.invocation-stats", () => {
     ]);
   });
 
-  // First and last buckets written out from SPEC §4.1's table for NOW = 05:17:42.123456Z.
+  // First and last buckets written out from the interval table of docs/api.md for NOW = 05:17:42.123456Z.
   describe.each([
     ["5min", SECOND, "2026-11-21T05:12:42.000000Z", "2026-11-21T05:17:42.000000Z"],
     ["15min", MINUTE, "2026-11-21T05:02:00.000000Z", "2026-11-21T05:17:00.000000Z"],

@@ -1,4 +1,4 @@
-// Conformance of queries/bigquery/logs.all.sql with SPEC §4.2 and DESIGN.md, on GoogleSQL's
+// Conformance of queries/bigquery/logs.all.sql with the rules of docs/api.md, on GoogleSQL's
 // reference engine with a pinned clock. Expected rows come from the rule, not from the query.
 import { describe, expect, it } from "vitest";
 import {

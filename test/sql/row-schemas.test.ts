@@ -1,6 +1,6 @@
 // The row schema each catalog entry declares is what its BigQuery SQL returns: GoogleSQL's analyzer
 // gives the output columns and their SQL types, which must be the declared columns in the same
-// order with the JSON types the wire format gives them (README "Responses and errors"); and a
+// order with the JSON types the wire format gives them (docs/api.md, "Responses"); and a
 // column is declared nullable exactly where the SQL gives NULL over source rows holding NULL in
 // every nullable field it reads.
 import { describe, expect, it } from "vitest";

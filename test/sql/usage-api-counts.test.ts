@@ -1,5 +1,5 @@
-// Conformance of queries/bigquery/usage.api-counts.sql with SPEC §4.3 and DESIGN.md, on GoogleSQL's
-// reference engine with a pinned clock. Expected rows come from the rule, not from the query.
+// Conformance of queries/bigquery/usage.api-counts.sql with the rules of docs/api.md, on
+// GoogleSQL's reference engine with a pinned clock. Expected rows come from the rule, not from the query.
 import { describe, expect, it } from "vitest";
 import {
   DAY,
@@ -81,7 +81,7 @@ function totalsAt(
 // ---------------------------------------------------------------------------------------------
 
 describe("usage.api-counts", () => {
-  it("returns the SPEC §2.4 columns in order; timestamp is a DATETIME", async () => {
+  it("returns its columns in order; timestamp is a DATETIME", async () => {
     const { columns } = await query([]);
     expect(columns.map((c) => [c.name, c.type.type_kind])).toEqual([
       ["timestamp", "TYPE_DATETIME"],
@@ -92,8 +92,8 @@ describe("usage.api-counts", () => {
     ]);
   });
 
-  // Window starts (not truncated) and their bucket as a UTC DATETIME, written out from SPEC §4.3's
-  // table for NOW = 05:17:42.123456Z.
+  // Window starts (not truncated) and their bucket as a UTC DATETIME, written out from the interval
+  // table of docs/api.md for NOW = 05:17:42.123456Z.
   describe.each([
     ["minutely", MINUTE, "2026-11-21T04:17:42.123456Z", "2026-11-21T04:17:00"],
     ["hourly", HOUR, "2026-11-21T04:17:42.123456Z", "2026-11-21T04:00:00"],
@@ -227,7 +227,7 @@ describe("usage.api-counts", () => {
       expect(await usage([record])).toEqual([totalsAt(bucket, { rest: 1 })]);
     });
 
-    // Regex metacharacters are the value's own business (DESIGN: project is RE2); these have none.
+    // Regex metacharacters are the value's own business (project is an RE2 regex); these have none.
     it.each([
       "' OR 1=1 --",
       "x' OR 'a'='a",

@@ -2,8 +2,8 @@
 // with optional job creation, answered complete in its reply or with a job to poll through
 // jobs.getQueryResults, and jobs.query's dry run (startup's check). It executes the SQL on the
 // GoogleSQL reference harness over fixture tables with a pinned clock, records every request so tests
-// can assert what the client sent, and injects faults on request. Wire shapes follow
-// /work/shared/notes/bigquery-wire-probe.md.
+// can assert what the client sent, and injects faults on request. Wire shapes follow the BigQuery
+// v2 REST API's answers to those two calls.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type SchemaField, sourceTables } from "../../src/schema.ts";

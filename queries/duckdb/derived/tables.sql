@@ -1,5 +1,5 @@
 -- Tables derived from the BigQuery-shaped source tables at load, shaped for the three queries
--- (README "Embedded DuckDB at scale"). Rows are appended in timestamp order, so a time window
+-- (docs/benchmarks.md, "Embedded DuckDB at scale"). Rows are appended in timestamp order, so a time window
 -- reads only the row groups it overlaps. A record without a timestamp is in no window: not here.
 
 -- One row per function_edge_logs metadata element (an invocation).

@@ -1,4 +1,4 @@
-// DuckDB values → the wire format of DESIGN.md, the same JSON the BigQuery engine gives for the
+// DuckDB values → the wire format of docs/api.md, the same JSON the BigQuery engine gives for the
 // same rows: TIMESTAMPTZ (BigQuery TIMESTAMP) and TIMESTAMP (BigQuery DATETIME) as strings,
 // every integer width as a number, lists as arrays and structs as objects.
 import {

@@ -47,7 +47,7 @@ export interface OpenApiDocument {
   };
 }
 
-/** README's error table: every code answered in the envelope, its status, and when. */
+/** The error table of docs/api.md: every code answered in the envelope, its status, and when. */
 const ERRORS: Readonly<Record<string, readonly [status: number, when: string]>> = {
   invalid_params: [400, "a parameter is missing, unknown, repeated or malformed (see details)"],
   bad_request: [

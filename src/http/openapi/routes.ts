@@ -1,5 +1,5 @@
 // GET /openapi.json, the OpenAPI document, and GET /docs, Swagger UI over it. Without a credential
-// the document describes every endpoint (the catalog is public: README lists it); with one, only
+// the document describes every endpoint (the catalog is public: docs/api.md lists it); with one, only
 // what that credential may call, with the values its scopes fix. /docs and its assets are served
 // from node_modules, so the page works offline, and need no credential: what anyone may fetch is
 // counted per client address instead, and sent compressed.
