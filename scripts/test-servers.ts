@@ -1,11 +1,14 @@
-// The tests drive real servers that come from Debian packages. `npm test` runs this first: whatever
-// is missing is installed with apt-get (as root), so those tests run on a fresh machine instead of
-// skipping.
+// The tests drive real servers, and run the docs' shell commands with the tools they name, all from
+// Debian packages. `npm test` runs this first: whatever is missing is installed with apt-get (as
+// root), so those tests run on a fresh machine instead of skipping.
 import { type ExecFileSyncOptions, execFileSync, spawnSync } from "node:child_process";
 
 const servers = [
   { command: "redis-server", debianPackage: "redis-server" },
   { command: "chromium", debianPackage: "chromium" },
+  { command: "curl", debianPackage: "curl" },
+  { command: "jq", debianPackage: "jq" },
+  { command: "openssl", debianPackage: "openssl" },
 ];
 
 const onPath = (command: string) => spawnSync("sh", ["-c", `command -v ${command}`]).status === 0;

@@ -1,12 +1,21 @@
 // The service as a newcomer starts it (`npm start`'s command, embedded engine, demo data), asked
-// the curl examples of README.md.
+// every curl line of the docs as written.
 import { execFile, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it, vi } from "vitest";
+import {
+  type CurlVariables,
+  curlHome,
+  runShell,
+  shellCommands,
+  statusesOf,
+  streams,
+  whyCurlCannotRun,
+} from "./support/doc-commands.ts";
 import { children, start, startAndExit } from "./support/service-process.ts";
 
 const KEY = "start-test-key-0123456789";
@@ -23,38 +32,78 @@ async function runScript(
   return stdout;
 }
 
-/** The `curl -sG` examples of README.md that call an endpoint with $KEY, as path and query. */
-function readmeExamples(): string[] {
-  const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
-  return [
-    ...readme.matchAll(
-      /curl -sG -H "X-API-KEY: \$KEY" "http:\/\/127\.0\.0\.1:3000(\/api\/endpoints\/[^"]+)"((?: --data-urlencode "[^"]+")*)/g,
-    ),
-  ].map(([, path, data = ""]) => {
-    // curl -G --data-urlencode "name=value" percent-encodes the value into the query string.
-    const pairs = [...data.matchAll(/--data-urlencode "([^=]+)=([^"]*)"/g)].map(
-      ([, name = "", value = ""]) => `${name}=${encodeURIComponent(value)}`,
-    );
-    return `${path}?${pairs.join("&")}`;
-  });
+/** Runs the docs' `npm run key` command as written: the key it printed and its keys-file entry. */
+async function keyFromDocs(): Promise<{ key: string; entry: unknown }> {
+  const [command] = shellCommands().filter(({ text }) => text.startsWith("npm run key "));
+  const { code, stdout, stderr } = await runShell(command?.text as string, {});
+  expect(code, stderr).toBe(0);
+  return {
+    key: /^ {2}(\S+)$/m.exec(stdout)?.[1] as string,
+    entry: JSON.parse(stdout.slice(stdout.indexOf("{"))),
+  };
+}
+
+/** Runs the docs' commands that set JWT_SECRET and TOKEN, as written, in one shell: their values. */
+async function tokenFromDocs(): Promise<{ JWT_SECRET: string; TOKEN: string }> {
+  const commands = shellCommands().filter(({ text }) =>
+    /^(export )?(JWT_SECRET|TOKEN)=/.test(text),
+  );
+  const script = [...commands.map(({ text }) => text), `printf '%s\\n' "$JWT_SECRET" "$TOKEN"`];
+  const { code, stdout, stderr } = await runShell(script.join("\n"), {});
+  expect(code, stderr).toBe(0);
+  const [JWT_SECRET = "", TOKEN = ""] = stdout.trim().split("\n");
+  return { JWT_SECRET, TOKEN };
 }
 
 describe("npm start", () => {
-  it("answers the README's three curl examples with rows from the demo data", async () => {
-    const examples = readmeExamples().slice(0, 3);
-    expect(examples.map((path) => path.split("?")[0])).toEqual([
-      "/api/endpoints/functions.invocation-stats",
-      "/api/endpoints/logs.all",
-      "/api/endpoints/usage.api-counts",
-    ]);
-    const { baseUrl } = await start({ API_KEYS: KEY });
-    for (const path of examples) {
-      const response = await fetch(`${baseUrl}${path}`, { headers: { "X-API-KEY": KEY } });
-      expect(response.status, path).toBe(200);
-      const { result } = (await response.json()) as { result: unknown[] };
-      expect(result.length, path).toBeGreaterThan(0);
+  it("answers every curl line of README.md and docs/ as written, the README's first three with rows", async () => {
+    const curls = shellCommands().filter(({ text }) => text.startsWith("curl "));
+    for (const { file, line, text } of curls) {
+      expect(whyCurlCannotRun(text), `${file}:${line}`).toBeUndefined();
     }
-  });
+    const acme = await keyFromDocs();
+    const keysFile = join(mkdtempSync(join(tmpdir(), "keys-")), "keys.json");
+    writeFileSync(keysFile, JSON.stringify({ keys: [acme.entry] }));
+    const { JWT_SECRET, TOKEN } = await tokenFromDocs();
+    const { baseUrl } = await start({
+      API_KEYS: KEY,
+      API_KEYS_FILE: keysFile,
+      JWT_SECRET,
+      // New demo records every second, and followers asking for them as often.
+      DEMO_DATA_INTERVAL_SECONDS: "1",
+      LOGS_FOLLOW_INTERVAL_SECONDS: "1",
+    });
+    const env: CurlVariables & { CURL_HOME: string } = {
+      KEY,
+      ACME_KEY: acme.key,
+      TOKEN,
+      API_KEYS: KEY,
+      CURL_HOME: curlHome(baseUrl, { statusOnStderr: true }),
+    };
+
+    const rowCounts: number[] = [];
+    for (const { file, line, text } of curls) {
+      const where = `${file}:${line}: ${text}`;
+      if (streams(text)) {
+        // A stream runs until stopped: its first record is enough.
+        const { stdout } = await runShell(text, env, {
+          until: (out) => out.includes("\n"),
+          timeoutMs: 60_000,
+        });
+        const first = JSON.parse(stdout.split("\n")[0] as string);
+        expect(Object.keys(first), where).toEqual(["timestamp", "event_message"]);
+        continue;
+      }
+      const { code, stdout, stderr } = await runShell(text, env);
+      expect({ code, statuses: statusesOf(stderr) }, where).toEqual({ code: 0, statuses: [200] });
+      expect(stdout, where).not.toBe("");
+      if (file === "README.md" && rowCounts.length < 3) {
+        rowCounts.push((JSON.parse(stdout) as { result: unknown[] }).result.length);
+      }
+    }
+    expect(rowCounts).toHaveLength(3);
+    expect(Math.min(...rowCounts), "rows of the README's first three").toBeGreaterThan(0);
+  }, 120_000);
 
   it("prints a generated key once, on stderr, and accepts it", async () => {
     const { baseUrl, stderr } = await start({});
