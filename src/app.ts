@@ -240,6 +240,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       run,
       refreshBudget: new RefreshBudget(deps.forcedRefreshPerMinute ?? 6, budgets),
       cursors,
+      // One clock for where streams start and where `since` windows do.
+      now: () => followHub.now(),
     });
     await api.register(followRoutes, {
       hub: followHub,

@@ -124,12 +124,17 @@ const usageCase = (project: string, interval: string) =>
   ["usage.api-counts", { project, interval }] as [string, Params];
 /** A page position as logs.all binds its cursor. */
 type Position = { timestamp: string; id: string } | null;
+/** logs.all's filters as the service binds them: each absent (null) unless given. */
+type Filters = Partial<Record<(typeof FILTERS)[number], string | null>>;
+const FILTERS = ["status", "method", "path", "search", "search_regex"] as const;
+const noFilters = Object.fromEntries(FILTERS.map((name) => [name, null]));
 const logsCase = (
   project: string,
   tier: string,
   start: string | null,
   end: string | null,
   cursor: Position = null,
+  filters: Filters = {},
 ) =>
   [
     "logs.all",
@@ -140,14 +145,70 @@ const logsCase = (
       iso_timestamp_end: end,
       cursor_timestamp: cursor?.timestamp ?? null,
       cursor_id: cursor?.id ?? null,
+      ...noFilters,
+      ...filters,
     },
   ] as [string, Params];
 
-const seekCase = (project: string, tier: string, start: string | null, end: string | null) =>
+const seekCase = (
+  project: string,
+  tier: string,
+  start: string | null,
+  end: string | null,
+  filters: Filters = {},
+) =>
   [
     "seek/logs.all",
-    { project, project_tier: tier, iso_timestamp_start: start, iso_timestamp_end: end },
+    {
+      project,
+      project_tier: tier,
+      iso_timestamp_start: start,
+      iso_timestamp_end: end,
+      ...noFilters,
+      ...filters,
+    },
   ] as [string, Params];
+
+// Filter values in the form the service binds them (status terms lower case, methods upper case).
+// Search terms keep to characters whose case both engines map alike; the records' text does not.
+const STATUS_TERMS = ["200", "404", "500", "503", "5xx", "4xx", "2xx", "1xx", "3xx", "302"];
+const METHOD_TERMS = ["GET", "POST", "PATCH", "DELETE", "ƒN"];
+const PATH_PREFIXES = [
+  "/v1",
+  "/rest/v1/",
+  "/rest",
+  "/",
+  "/REST",
+  "/ünï",
+  "/storage/v1/object/public/a.png",
+  "/graphql/v1x",
+];
+const SEARCH_TERMS = ["get", "GET", "%", "_", "\\", "ü", "Ü", "rest", "| 1", "a", "🚀"];
+const SEARCH_REGEXES = ["^GET", "(?i)get", "\\d", "ü|%", "^$", "a.b", "\\pL", "(?s)."];
+
+/** One filter, over every record of a long retention: cases that select some records, not none. */
+const oneFilterArb: fc.Arbitrary<Filters> = fc.oneof(
+  fc.subarray(STATUS_TERMS, { minLength: 1, maxLength: 3 }).map((t) => ({ status: t.join(",") })),
+  fc.subarray(METHOD_TERMS, { minLength: 1, maxLength: 2 }).map((t) => ({ method: t.join(",") })),
+  fc.constantFrom(...PATH_PREFIXES).map((path) => ({ path })),
+  fc.constantFrom(...SEARCH_TERMS).map((search) => ({ search })),
+  fc.constantFrom(...SEARCH_REGEXES).map((search_regex) => ({ search_regex })),
+);
+
+const filtersArb: fc.Arbitrary<Filters> = fc.record(
+  {
+    status: fc
+      .subarray(STATUS_TERMS, { minLength: 1, maxLength: 3 })
+      .map((terms) => terms.join(",")),
+    method: fc
+      .subarray(METHOD_TERMS, { minLength: 1, maxLength: 2 })
+      .map((terms) => terms.join(",")),
+    path: fc.constantFrom(...PATH_PREFIXES),
+    search: fc.constantFrom(...SEARCH_TERMS),
+    search_regex: fc.constantFrom(...SEARCH_REGEXES),
+  },
+  { requiredKeys: [] },
+);
 
 // ---------------------------------------------------------------------------------------------
 // Fixture rows
@@ -211,7 +272,12 @@ const pathArb = fc.option(
   { freq: 8 },
 );
 const requestArb = fc
-  .record({ ref: refArb, path: pathArb, query: fc.string({ maxLength: 6 }), method: textArb })
+  .record({
+    ref: refArb,
+    path: pathArb,
+    query: fc.string({ maxLength: 6 }),
+    method: fc.oneof(textArb, fc.constantFrom("GET", "get", "Post", "PATCH", "delete")),
+  })
   .chain(({ ref, path, query, method }) =>
     fc.constantFrom(null, `https://${ref}.supabase.co${path ?? ""}?q=${query}`).map((url) => ({
       method,
@@ -253,7 +319,17 @@ function tablesArb(nowMicros: bigint) {
       fc.record({
         id,
         timestamp,
-        event_message: textArb,
+        // Random text, and messages the search filters find.
+        event_message: fc.oneof(
+          textArb,
+          fc.constantFrom(
+            "GET | 200 | ok",
+            "get | 500 | rate",
+            "POST 100% a_b",
+            "Ünï \\ 🚀",
+            "x| 1",
+          ),
+        ),
         project: fc.constantFrom(P, P, OTHER, null),
         metadata: fc.array(
           fc.record({ request: fc.array(requestArb, { maxLength: 3 }), response: statusesArb }),
@@ -319,11 +395,18 @@ function casesArb(nowMicros: bigint, tables: Tables) {
         start: bound,
         end: bound,
         cursor,
+        filters: filtersArb,
       })
-      .map((c) => logsCase(c.project, c.tier, c.start, c.end, c.cursor)),
+      .map((c) => logsCase(c.project, c.tier, c.start, c.end, c.cursor, c.filters)),
+    oneFilterArb.map((filters) => logsCase(P, "PAYG", null, null, null, filters)),
     fc
-      .record({ project: fc.constantFrom(P, OTHER), tier: fc.constantFrom(...TIERS), start: bound })
-      .map((c) => seekCase(c.project, c.tier, c.start, null)),
+      .record({
+        project: fc.constantFrom(P, OTHER),
+        tier: fc.constantFrom(...TIERS),
+        start: bound,
+        filters: filtersArb,
+      })
+      .map((c) => seekCase(c.project, c.tier, c.start, null, c.filters)),
   );
 }
 
@@ -441,6 +524,21 @@ describe("DuckDB SQL gives the BigQuery SQL's rows", () => {
         seekCase(P, tier, "0001-01-01T00:00:00Z", null),
         seekCase(P, tier, start, null),
         seekCase(OTHER, tier, null, start),
+      ]),
+      ...[
+        { status: "2xx" },
+        { status: "5xx,404" },
+        { method: "GET" },
+        { path: "/rest/v1/" },
+        { path: "/realtime" },
+        { search: "get | 1" },
+        { search: "%" },
+        { search_regex: "\\| [0-9]$" },
+        { status: "200", method: "GET", path: "/storage/", search: "GET", search_regex: "^G" },
+      ].flatMap((filters) => [
+        logsCase(P, "PRO", null, null, null, filters),
+        logsCase(P, "PRO", null, null, { timestamp: stamps[3] as string, id: "e3" }, filters),
+        seekCase(P, "PRO", null, null, filters),
       ]),
     ]);
   });

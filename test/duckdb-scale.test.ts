@@ -122,6 +122,11 @@ describe(`DuckDB at ${ROWS} rows per table`, () => {
       project_tier: "PRO",
       iso_timestamp_start: null,
       iso_timestamp_end: null,
+      status: null,
+      method: null,
+      path: null,
+      search: null,
+      search_regex: null,
       cursor_timestamp: null,
       cursor_id: null,
     });

@@ -2,6 +2,10 @@
 -- its tier and the optional range (iso_timestamp_start, iso_timestamp_end]. Records sharing a
 -- timestamp are ordered by id, so a page ends at a definite record: the cursor (cursor_timestamp,
 -- cursor_id) of the last record of a page makes the next page the records after it in this order.
+-- The filters (status, method, path, search, search_regex) only narrow; NULL is no filter. A record
+-- matches a metadata filter when any of its metadata elements does. The service gives status and
+-- method as comma-separated terms, each once: status codes (404) or classes (5xx), methods in upper
+-- case.
 SELECT
   t.id,
   t.timestamp,
@@ -18,6 +22,22 @@ WHERE t.project = @project
   -- An empty or absent bound compares as NULL, which IFNULL turns into "no bound".
   AND IFNULL(t.timestamp > CAST(NULLIF(@iso_timestamp_start, '') AS TIMESTAMP), TRUE)
   AND IFNULL(t.timestamp <= CAST(NULLIF(@iso_timestamp_end, '') AS TIMESTAMP), TRUE)
+  -- A class's x stands for any digit: 5xx is LIKE '5__', which a 3-digit code of 500-599 matches.
+  AND (@status IS NULL OR EXISTS (
+    SELECT 1
+    FROM UNNEST(t.metadata) AS m, UNNEST(m.response) AS r, UNNEST(SPLIT(@status, ',')) AS term
+    WHERE CAST(r.status_code AS STRING) LIKE REPLACE(term, 'x', '_')))
+  AND (@method IS NULL OR EXISTS (
+    SELECT 1
+    FROM UNNEST(t.metadata) AS m, UNNEST(m.request) AS q
+    WHERE UPPER(q.method) IN UNNEST(SPLIT(@method, ','))))
+  AND (@path IS NULL OR EXISTS (
+    SELECT 1
+    FROM UNNEST(t.metadata) AS m, UNNEST(m.request) AS q
+    WHERE STARTS_WITH(q.path, @path)))
+  -- A substring, not a LIKE pattern: % _ and \ in it are plain characters.
+  AND (@search IS NULL OR STRPOS(LOWER(t.event_message), LOWER(@search)) > 0)
+  AND (@search_regex IS NULL OR REGEXP_CONTAINS(t.event_message, @search_regex))
   -- No cursor compares as NULL: no narrowing. A NULL id sorts as '' (last among equal timestamps).
   AND IFNULL(
     t.timestamp < CAST(@cursor_timestamp AS TIMESTAMP)

@@ -79,11 +79,12 @@ function scopeProblem(scope: Scope): string | undefined {
 }
 
 /**
- * A pinned regular expression must confine the caller: matched anywhere, `acme` also matches
- * `acme-staging` and `.../acme.png`, and an alternation can add any other tenant.
+ * A pinned regular expression that picks the project must confine the caller: matched anywhere,
+ * `acme` also matches `acme-staging` and `.../acme.png`, and an alternation can add any other
+ * tenant. A pattern that only narrows within a project (logs.all's search_regex) needs no anchor.
  */
 function pinProblem(endpoint: EndpointDefinition, param: string, value: string) {
-  if (!isPatternParam(endpoint, param)) return undefined;
+  if (param !== "project" || !isPatternParam(endpoint, param)) return undefined;
   return value.startsWith("^") && !value.includes("|")
     ? undefined
     : `a pinned pattern must start with ^ and hold no |, e.g. ^https://acme\\. (fix ${param} per endpoint when it means a project ref elsewhere)`;

@@ -15,6 +15,9 @@ import {
 } from "./columns.ts";
 import {
   oneOf,
+  optionalDuration,
+  optionalList,
+  optionalRe2Pattern,
   optionalText,
   optionalTimestamp,
   type ParamsSchema,
@@ -93,6 +96,34 @@ export const catalog: readonly EndpointDefinition[] = [
       ),
       iso_timestamp_start: optionalTimestamp("only records strictly after this ISO 8601 instant"),
       iso_timestamp_end: optionalTimestamp("only records at or before this ISO 8601 instant"),
+      // Filters: a record matches one when any of its metadata elements does; they combine with AND.
+      status: optionalList(
+        "only records with a response status among these comma-separated codes (404) or classes (4xx, 5xx)",
+        /^[1-5][0-9][0-9]$|^[1-5]xx$/i,
+        "a status code (100 to 599) such as 404 or a class (1xx to 5xx) such as 5xx",
+        (term) => term.toLowerCase(),
+        ["5xx", "404", "4xx,5xx"],
+      ),
+      method: optionalList(
+        "only records of a request with one of these comma-separated HTTP methods, in any case",
+        /^[A-Za-z]{1,20}$/,
+        "an HTTP method such as GET",
+        (term) => term.toUpperCase(),
+        ["GET", "POST,PATCH"],
+      ),
+      path: optionalText(
+        "only records of a request whose path starts with this text, compared exactly (no wildcards)",
+        ["/rest/v1/", "/auth/v1/", "/storage/v1/"],
+      ),
+      search: optionalText(
+        "only records whose event_message contains this text, in any case (% _ and \\ are plain characters)",
+      ),
+      search_regex: optionalRe2Pattern(
+        "only records whose event_message matches this RE2 regular expression",
+      ),
+      since: optionalDuration(
+        "only records strictly after now minus this duration: a whole number and s, m, h or d (15m); not with iso_timestamp_start",
+      ),
     }),
     example: { project: "default", project_tier: "FREE" },
     columns: struct({

@@ -1,6 +1,6 @@
 // A page cursor (and a follow stream's event id): the position of a record in a paged endpoint's
 // order (timestamp, then id), opaque to callers. It is base64url of a tag, the timestamp in
-// microseconds and the id. The tag is an HMAC under the service's secret (CURSOR_SECRET), so that
+// microseconds, the start of the window being paged when the page had one, and the id. The tag is an HMAC under the service's secret (CURSOR_SECRET), so that
 // only the service makes cursors: one cut, edited or made up is refused, whoever knows the format.
 // The position itself is no secret: a cursor only narrows an answer that every other filter and the
 // caller's scope still bound.
@@ -13,6 +13,11 @@ export interface RecordPosition {
   timestamp: string;
   /** A missing id orders as the empty string, as in the SQL. */
   id: string;
+  /**
+   * The window's start (RFC 3339) of the page the cursor follows: where a relative start (`since`)
+   * was resolved, so that every page of one run keeps the first page's window.
+   */
+  windowStart?: string;
 }
 
 /** Cursors under one secret: made once per service, shared by everything that makes or reads them. */
@@ -20,19 +25,25 @@ export interface CursorCodec {
   encode(position: RecordPosition): string;
   /** The position a cursor names; undefined for anything not made under this secret. */
   decode(cursor: string): RecordPosition | undefined;
-  /** The cursor of the page after `row`, the last of a full page (or the event id of `row`). */
-  after(row: Row): string;
+  /**
+   * The cursor of the page after `row`, the last of a full page (or the event id of `row`), in a
+   * window that starts after `windowStart` when given.
+   */
+  after(row: Row, windowStart?: string | null): string;
 }
 
 // 128 bits: past guessing, and a cursor stays short enough for a URL.
 const TAG_BYTES = 16;
-const BODY = /^(-?\d{1,18}):([\s\S]*)$/;
+const BODY = /^(-?\d{1,18})(?:>(-?\d{1,18}))?:([\s\S]*)$/;
 
 export function cursorCodec(secret: string | Buffer): CursorCodec {
   const tag = (body: Buffer) =>
     createHmac("sha256", secret).update(body).digest().subarray(0, TAG_BYTES);
   const encode = (position: RecordPosition) => {
-    const body = Buffer.from(`${parseIsoTimestamp(position.timestamp)}:${position.id}`);
+    const start = position.windowStart && `>${parseIsoTimestamp(position.windowStart)}`;
+    const body = Buffer.from(
+      `${parseIsoTimestamp(position.timestamp)}${start || ""}:${position.id}`,
+    );
     return Buffer.concat([tag(body), body]).toString("base64url");
   };
   return {
@@ -43,12 +54,24 @@ export function cursorCodec(secret: string | Buffer): CursorCodec {
       if (bytes.length <= TAG_BYTES) return undefined;
       const body = bytes.subarray(TAG_BYTES);
       if (!timingSafeEqual(bytes.subarray(0, TAG_BYTES), tag(body))) return undefined;
-      const [, digits, id] = BODY.exec(body.toString()) ?? [];
+      const [, digits, startDigits, id] = BODY.exec(body.toString()) ?? [];
       if (digits === undefined || id === undefined) return undefined;
       const micros = BigInt(digits);
-      return inTimestampRange(micros) ? { timestamp: formatTimestamp(micros), id } : undefined;
+      const start = startDigits === undefined ? undefined : BigInt(startDigits);
+      if (!inTimestampRange(micros) || (start !== undefined && !inTimestampRange(start))) {
+        return undefined;
+      }
+      return {
+        timestamp: formatTimestamp(micros),
+        id,
+        ...(start !== undefined && { windowStart: formatTimestamp(start) }),
+      };
     },
-    after: (row) =>
-      encode({ timestamp: String(row.timestamp), id: typeof row.id === "string" ? row.id : "" }),
+    after: (row, windowStart) =>
+      encode({
+        timestamp: String(row.timestamp),
+        id: typeof row.id === "string" ? row.id : "",
+        ...(windowStart && { windowStart }),
+      }),
   };
 }

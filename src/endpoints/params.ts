@@ -47,11 +47,15 @@ export function requiredText(description: string, example: string) {
     .describe(description);
 }
 
-/** An optional value; given empty it counts as absent (null). */
-export function optionalText(description: string) {
+/**
+ * An optional value; given empty it counts as absent (null). `examples` go on the text itself: JSON
+ * Schema drops them from a transform, whose input they would not describe.
+ */
+export function optionalText(description: string, examples?: string[]) {
   return z
     .string({ error: inputError(description, "text") })
     .max(MAX_LENGTH, LENGTH_LIMIT)
+    .meta(examples ? { examples } : {})
     .optional()
     .transform((value) => value || null)
     .describe(description);
@@ -68,17 +72,68 @@ export function oneOf<const T extends readonly [string, ...string[]]>(
     .describe(`${description} (${expected})`);
 }
 
-/** An RE2 regular expression (BigQuery's regex language, which a JS RegExp is not) both engines run. */
+/** The check of an RE2 regular expression (BigQuery's regex language, which a JS RegExp is not) both engines run. */
+function refuseBadPattern(pattern: string | null, ctx: z.RefinementCtx) {
+  const problem = pattern === null ? undefined : re2PatternProblem(pattern);
+  if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+}
+
+/** A required RE2 regular expression. */
 export function re2Pattern(description: string, example: string) {
   return (
     requiredText(description, example)
-      .superRefine((pattern, ctx) => {
-        const problem = re2PatternProblem(pattern);
-        if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
-      })
+      .superRefine(refuseBadPattern)
       // JSON Schema's name for a regular expression; credentials pinning it must anchor it.
       .meta({ format: "regex" })
   );
+}
+
+/** An optional RE2 regular expression; empty = absent. */
+export function optionalRe2Pattern(description: string) {
+  return optionalText(description).superRefine(refuseBadPattern).meta({ format: "regex" });
+}
+
+/**
+ * An optional comma-separated list whose terms each match `term` (described by `expected`), given
+ * to the SQL in `normalise`d form, each once, joined by commas; empty = absent.
+ */
+export function optionalList(
+  description: string,
+  term: RegExp,
+  expected: string,
+  normalise: (term: string) => string,
+  examples: string[],
+) {
+  return optionalText(description, examples).transform((value, ctx) => {
+    if (value === null) return null;
+    const terms = value.split(",").map((t) => t.trim());
+    const bad = terms.filter((t) => !term.test(t));
+    if (bad.length === 0) return [...new Set(terms.map(normalise))].join(",");
+    ctx.addIssue({
+      code: "custom",
+      message: `${bad.map((t) => JSON.stringify(t)).join(", ")} ${bad.length === 1 ? "is" : "are"} not ${expected}; separate several with commas`,
+    });
+    return z.NEVER;
+  });
+}
+
+const DURATION = /^([1-9][0-9]{0,9})([smhd])$/;
+const UNIT_SECONDS = { s: 1, m: 60, h: 3_600, d: 86_400 } as const;
+
+/** A duration such as 90s, 15m, 2h or 7d, given to the SQL as a number of seconds; empty = absent. */
+export function optionalDuration(description: string) {
+  return optionalText(description, ["90s", "15m", "2h", "7d"]).transform((value, ctx) => {
+    if (value === null) return null;
+    const [, count, unit] = DURATION.exec(value) ?? [];
+    if (count !== undefined && unit !== undefined) {
+      return String(Number(count) * UNIT_SECONDS[unit as keyof typeof UNIT_SECONDS]);
+    }
+    ctx.addIssue({
+      code: "custom",
+      message: "must be a positive whole number and a unit, s, m, h or d: e.g. 90s, 15m, 2h or 7d",
+    });
+    return z.NEVER;
+  });
 }
 
 /** An ISO 8601 timestamp with a zone, normalised to RFC 3339 UTC with microseconds; empty = absent. */
@@ -135,7 +190,8 @@ function pageCursor(cursors?: CursorCodec) {
 
 /**
  * The schema of a paged endpoint's query string: the given parameters and `cursor`, which its SQL
- * binds as `cursor_timestamp` and `cursor_id` (both null without a cursor).
+ * binds as `cursor_timestamp` and `cursor_id` (both null without a cursor). A page after the first
+ * keeps the first page's window: with `since`, its cursor carries the start `since` resolved to.
  */
 export function pagedParamsOf<T extends z.ZodRawShape>(shape: T) {
   const schema = pagedSchema(shape);
@@ -144,16 +200,56 @@ export function pagedParamsOf<T extends z.ZodRawShape>(shape: T) {
 }
 
 function pagedSchema<T extends z.ZodRawShape>(shape: T, cursors?: CursorCodec) {
-  return paramsOf({ ...shape, cursor: pageCursor(cursors) }).transform((parsed) => {
-    const { cursor, ...params } = parsed as Record<string, string | null> & {
-      cursor: RecordPosition | null;
-    };
-    return {
-      ...params,
-      cursor_timestamp: cursor?.timestamp ?? null,
-      cursor_id: cursor?.id ?? null,
-    };
-  });
+  return paramsOf({ ...shape, cursor: pageCursor(cursors) })
+    .superRefine(refuseTwoStarts)
+    .transform((parsed) => {
+      const { cursor, ...params } = parsed as Record<string, string | null> & {
+        cursor: RecordPosition | null;
+      };
+      const keptStart = params.since != null &&
+        cursor?.windowStart !== undefined && {
+          since: null,
+          iso_timestamp_start: cursor.windowStart,
+        };
+      return {
+        ...params,
+        ...keptStart,
+        cursor_timestamp: cursor?.timestamp ?? null,
+        cursor_id: cursor?.id ?? null,
+      };
+    });
+}
+
+/** `since` and `iso_timestamp_start` both say where the window starts: one of them, not both. */
+function refuseTwoStarts(params: Record<string, unknown>, ctx: z.RefinementCtx) {
+  if (params.since == null || params.iso_timestamp_start == null) return;
+  for (const param of ["since", "iso_timestamp_start"]) {
+    ctx.addIssue({
+      code: "custom",
+      path: [param],
+      message: "give since or iso_timestamp_start, not both: each says where the window starts",
+    });
+  }
+}
+
+// Past the longest retention (90 days), a longer `since` selects nothing more.
+const LONGEST_SINCE_US = 1_000n * 86_400_000_000n;
+
+/**
+ * The parameters an engine binds, `since` (seconds) resolved against `now` (epoch µs) into the
+ * `iso_timestamp_start` it means: only records strictly after now − since. Resolved per request,
+ * not with the rest of the parameters, which are validated once per query string.
+ */
+export function withWindowStart(params: SqlParams, now: bigint): SqlParams {
+  // Only logs.all takes `since`: a dashboard's cached request keeps its memoised object.
+  if (!("since" in params)) return params;
+  const { since, ...bound } = params;
+  if (since === null) return bound;
+  const back = BigInt(since) * 1_000_000n;
+  return {
+    ...bound,
+    iso_timestamp_start: formatTimestamp(now - (back < LONGEST_SINCE_US ? back : LONGEST_SINCE_US)),
+  };
 }
 
 // A paged schema as a service parses it: built again with the service's cursor codec (zod hands a

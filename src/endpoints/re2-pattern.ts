@@ -1,8 +1,9 @@
-// Which `project` regexes the service accepts. The engines run C++ RE2 (BigQuery's, DuckDB's, and
+// Which regexes the service accepts (usage.api-counts' `project`, logs.all's `search_regex`). The engines run C++ RE2 (BigQuery's, DuckDB's, and
 // the GoogleSQL reference's in tests); validation runs re2js, a port that accepts some patterns they
 // refuse, which then failed as 502s. The rule, probed on DuckDB and the reference engine with a bound
 // pattern (every pattern it accepts ran on both):
-// - at most 256 characters: a project-ref pattern needs far fewer, and it bounds compile time;
+// - at most 256 characters: a project-ref or message pattern needs far fewer, and it bounds
+//   compile time;
 // - valid re2js syntax. Lookaround, backreferences, possessive quantifiers, `\Z`, `\G` and counts
 //   above 1000 fail there as in C++ RE2; re2js also refuses `\C` (any byte), which C++ RE2 takes
 //   and a URL match never needs. `(?i)`, `\Q…\E`, lazy quantifiers, `\b`, `\z`, `\pL` all run;
@@ -36,7 +37,7 @@ interface Program {
 /** Why the engines would refuse `pattern`, as a sentence a person can act on; undefined when it is fine. */
 export function re2PatternProblem(pattern: string): string | undefined {
   if (pattern.length > MAX_LENGTH) {
-    return `longer than ${MAX_LENGTH} characters (${pattern.length}); a project-ref pattern such as ^https://default\\. needs far fewer`;
+    return `longer than ${MAX_LENGTH} characters (${pattern.length}); a pattern such as ^https://default\\. or timeout|refused needs far fewer`;
   }
   return verdicts.memo(pattern).problem;
 }
@@ -64,7 +65,7 @@ function compileProblem(pattern: string): string | undefined {
     return `has the named group "${name}", which not every engine accepts; write (…) or (?:…) instead`;
   }
   if (programSteps(compiled.re2Input.prog as Program, MAX_STEPS) > MAX_STEPS) {
-    return `too costly to run: it compiles to more than ${MAX_STEPS} steps, and every request URL in the window is matched against it (a Unicode class such as \\pL is 1600 steps, and \\pL{20} twenty times that); use a narrower class such as [a-z0-9] or a smaller count`;
+    return `too costly to run: it compiles to more than ${MAX_STEPS} steps, and every value in the window (a request URL, a log message) is matched against it (a Unicode class such as \\pL is 1600 steps, and \\pL{20} twenty times that); use a narrower class such as [a-z0-9] or a smaller count`;
   }
   return undefined;
 }

@@ -126,7 +126,11 @@ export function createRunner(deps: {
     return {
       payload: rendition ? rendition.render(payload) : payload,
       execution,
-      ...(last && rows.length === endpoint.pageSize && { nextCursor: cursors.after(last) }),
+      // The window's start rides along, so that a `since` resolved for this page holds for the next.
+      ...(last &&
+        rows.length === endpoint.pageSize && {
+          nextCursor: cursors.after(last, params.iso_timestamp_start),
+        }),
     };
   }
 

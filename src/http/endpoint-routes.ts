@@ -13,7 +13,7 @@ import {
   findEndpoint,
 } from "../endpoints/catalog.ts";
 import type { CursorCodec } from "../endpoints/cursor.ts";
-import { paramsOf, parseParams, type SqlParams } from "../endpoints/params.ts";
+import { paramsOf, parseParams, type SqlParams, withWindowStart } from "../endpoints/params.ts";
 import type { Answer, RunEndpoint } from "../endpoints/runner.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { HttpError, sendError } from "./errors.ts";
@@ -27,7 +27,14 @@ export async function endpointRoutes(
     run,
     refreshBudget,
     cursors,
-  }: { run: RunEndpoint; refreshBudget: RefreshBudget; cursors: CursorCodec },
+    now,
+  }: {
+    run: RunEndpoint;
+    refreshBudget: RefreshBudget;
+    cursors: CursorCodec;
+    /** Epoch µs: where a relative start (`since`) counts back from. */
+    now: () => bigint;
+  },
 ) {
   const validParams = paramsValidator(cursors);
   const descriptions = new Map(catalog.map((endpoint) => [endpoint, describeEndpoint(endpoint)]));
@@ -67,7 +74,7 @@ export async function endpointRoutes(
       annotateRequestSpan(request, endpoint.name);
       const raw = request.query as RawQuery;
       const query = authorize(request.credential, endpoint, raw);
-      const params = validParams(endpoint, query);
+      const params = withWindowStart(validParams(endpoint, query), now());
       // The request is otherwise valid; only now can its Accept be what fails it.
       const format = named ?? negotiated(request, reply);
       if (!format) {

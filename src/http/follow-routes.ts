@@ -8,7 +8,12 @@ import { authorize, type RawQuery } from "../credentials/scope-rule.ts";
 import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
 import type { CursorCodec } from "../endpoints/cursor.ts";
 import type { FollowHub, StartingPoint } from "../endpoints/follow.ts";
-import { InvalidParamsError, parseParams, type SqlParams } from "../endpoints/params.ts";
+import {
+  InvalidParamsError,
+  parseParams,
+  type SqlParams,
+  withWindowStart,
+} from "../endpoints/params.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { parseIsoTimestamp } from "../time.ts";
 import { presentedSecret } from "./auth.ts";
@@ -52,7 +57,8 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       refuseNotFollowed(raw);
       const authorized = authorize(request.credential, endpoint, raw);
       refusePinnedEnd(authorized);
-      const params = parseParams(endpoint.params, authorized);
+      // `since` starts the stream as iso_timestamp_start would.
+      const params = withWindowStart(parseParams(endpoint.params, authorized), hub.now());
       const from = startingPoint(request, params, hub.options.cursors);
       const contentType = new Negotiator(request).mediaType([EVENT_STREAM, NDJSON]);
       if (!contentType) {

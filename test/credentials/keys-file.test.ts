@@ -79,6 +79,18 @@ describe("API_KEYS_FILE", () => {
     expect(file.lookup(sha256Hex("unknown-key-0123456789"))).toBeUndefined();
   });
 
+  it("takes a scope pinning logs.all's filters, an unanchored search_regex among them", () => {
+    const fixed = { project: "acme", status: "5xx", search_regex: "timeout|refused" };
+    const path = keysFileWith({
+      keys: [
+        entry("support", ACME_KEY, { scopes: [{ endpoint: "logs.all", fixed_params: fixed }] }),
+      ],
+    });
+    expect(new KeysFile(path).lookup(sha256Hex(ACME_KEY))?.credential.scopes).toEqual([
+      { endpoint: "logs.all", fixed_params: fixed },
+    ]);
+  });
+
   it.each([
     ["not JSON", "{keys: [", /: not JSON \(/],
     [

@@ -10,7 +10,19 @@ import { HttpError } from "../../src/http/errors.ts";
 // Written out rather than read from the catalog, so that the oracle shares no code with the rule.
 const DECLARED: Readonly<Record<string, readonly string[]>> = {
   "functions.invocation-stats": ["project", "function_id", "interval"],
-  "logs.all": ["project", "project_tier", "iso_timestamp_start", "iso_timestamp_end", "cursor"],
+  "logs.all": [
+    "project",
+    "project_tier",
+    "iso_timestamp_start",
+    "iso_timestamp_end",
+    "status",
+    "method",
+    "path",
+    "search",
+    "search_regex",
+    "since",
+    "cursor",
+  ],
   "usage.api-counts": ["project", "interval"],
 };
 const ALL_PARAMS = [...new Set(Object.values(DECLARED).flat())];
@@ -23,6 +35,9 @@ const POOLS: Readonly<Record<string, readonly [string, string]>> = {
   project_tier: ["FREE", "PRO"],
   iso_timestamp_start: ["2026-11-21T00:00:00Z", "2026-11-20T00:00:00Z"],
   iso_timestamp_end: ["2026-11-21T05:00:00Z", "2026-11-21T06:00:00Z"],
+  status: ["5xx", "404"],
+  method: ["GET", "POST"],
+  since: ["15m", "1h"],
 };
 const poolOf = (param: string): readonly string[] => POOLS[param] ?? ["x", "y"];
 

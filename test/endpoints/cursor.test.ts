@@ -8,13 +8,19 @@ import { unkeyedCursor } from "../support/unkeyed-cursor.ts";
 const SECRET = "cursor-secret-of-this-test-0123456789";
 const cursors = cursorCodec(SECRET);
 
-const position = fc.record({
-  // BigQuery's TIMESTAMP range in µs.
-  timestamp: fc
-    .bigInt({ min: -62_135_596_800_000_000n, max: 253_402_300_799_999_999n })
-    .map(formatTimestamp),
-  id: fc.string({ unit: "binary", maxLength: 40 }),
-});
+// BigQuery's TIMESTAMP range in µs.
+const instant = fc
+  .bigInt({ min: -62_135_596_800_000_000n, max: 253_402_300_799_999_999n })
+  .map(formatTimestamp);
+const position = fc.record(
+  {
+    timestamp: instant,
+    id: fc.string({ unit: "binary", maxLength: 40 }),
+    // Where the paged window starts, carried for `since` (see params.ts).
+    windowStart: instant,
+  },
+  { requiredKeys: ["timestamp", "id"] },
+);
 
 describe("page cursor", () => {
   it("names the position it was made from, whatever the id holds", () => {
@@ -34,6 +40,12 @@ describe("page cursor", () => {
       id: "rec-1",
     });
     expect(cursors.decode(cursors.after({ timestamp, id: null }))).toEqual({ timestamp, id: "" });
+    const windowStart = "2026-11-21T05:02:42.123456Z";
+    expect(cursors.decode(cursors.after({ timestamp, id: "a:>1" }, windowStart))).toEqual({
+      timestamp,
+      id: "a:>1",
+      windowStart,
+    });
   });
 
   it("refuses any single-character edit of a cursor it made", () => {

@@ -1,7 +1,12 @@
 import { DuckDBInstance } from "@duckdb/node-api";
 import { describe, expect, it } from "vitest";
 import { catalog, findEndpoint } from "../../src/endpoints/catalog.ts";
-import { InvalidParamsError, parseParams, type SqlParams } from "../../src/endpoints/params.ts";
+import {
+  InvalidParamsError,
+  parseParams,
+  type SqlParams,
+  withWindowStart,
+} from "../../src/endpoints/params.ts";
 
 function endpoint(name: string) {
   const found = findEndpoint(name);
@@ -142,9 +147,89 @@ describe("logs.all params", () => {
       project_tier: "PRO",
       iso_timestamp_start: "2026-11-21T05:00:00.000000Z",
       iso_timestamp_end: null,
+      status: null,
+      method: null,
+      path: null,
+      search: null,
+      search_regex: null,
+      since: null,
       cursor_timestamp: null,
       cursor_id: null,
     });
+  });
+
+  const logs = (query: Record<string, string>) =>
+    parse("logs.all", { project: "p", project_tier: "FREE", ...query });
+  const logsIssues = (query: Record<string, string>) =>
+    issues("logs.all", { project: "p", project_tier: "FREE", ...query });
+
+  it("gives the SQL status terms lower case and methods upper case, each once", () => {
+    expect(logs({ status: "5XX, 404,5xx" }).status).toBe("5xx,404");
+    expect(logs({ method: "get,Post,GET" }).method).toBe("GET,POST");
+    expect(logs({ path: "/rest/v1/", search: "100%_\\" })).toMatchObject({
+      path: "/rest/v1/",
+      search: "100%_\\",
+    });
+  });
+
+  it.each(["600", "5x", "xx", "5xxx", "50", "abc", "5xx,", "0xx"])(
+    "rejects the status term in %j, saying what a term is",
+    (status) => {
+      expect(logsIssues({ status })).toEqual([
+        {
+          param: "status",
+          message: expect.stringContaining("is not a status code (100 to 599) such as 404"),
+        },
+      ]);
+    },
+  );
+
+  it.each(["GET POST", "G3T", "GET;", ""])(
+    "takes method %j only when each term is letters",
+    (method) => {
+      if (method === "") expect(logs({ method }).method).toBeNull();
+      else expect(logsIssues({ method })[0]?.param).toBe("method");
+    },
+  );
+
+  it.each([
+    ["90s", "90"],
+    ["15m", "900"],
+    ["2h", "7200"],
+    ["7d", "604800"],
+  ])("takes since %j as %s seconds", (since, seconds) => {
+    expect(logs({ since }).since).toBe(seconds);
+  });
+
+  it.each(["0s", "15", "m", "1.5h", "-5m", "15M", "1w", "01m", " 5m"])(
+    "rejects since %j",
+    (since) => {
+      expect(logsIssues({ since })).toEqual([
+        {
+          param: "since",
+          message:
+            "must be a positive whole number and a unit, s, m, h or d: e.g. 90s, 15m, 2h or 7d",
+        },
+      ]);
+    },
+  );
+
+  it("refuses since with iso_timestamp_start, naming both", () => {
+    expect(logsIssues({ since: "15m", iso_timestamp_start: "2026-11-21T05:00:00Z" })).toEqual([
+      { param: "since", message: expect.stringContaining("not both") },
+      { param: "iso_timestamp_start", message: expect.stringContaining("not both") },
+    ]);
+  });
+
+  it("resolves since against now into the start the SQL binds, and leaves it out", () => {
+    const now = 1_795_238_262_123_456n;
+    const resolved = withWindowStart(logs({ since: "15m" }), now);
+    expect(resolved.iso_timestamp_start).toBe("2026-11-21T05:02:42.123456Z");
+    expect("since" in resolved).toBe(false);
+    expect("since" in withWindowStart(logs({}), now)).toBe(false);
+    // Longer than any retention: the same answer as the longest, and never before year 1.
+    const far = withWindowStart(logs({ since: "9999999999d" }), now);
+    expect(far.iso_timestamp_start).toBe("2024-02-25T05:17:42.123456Z");
   });
 
   it("keeps project_tier as given: case-sensitive, unknown tiers fall back in the SQL", () => {
@@ -275,7 +360,7 @@ describe("usage.api-counts params", () => {
       {
         param: "project",
         message:
-          "longer than 256 characters (257); a project-ref pattern such as ^https://default\\. needs far fewer",
+          "longer than 256 characters (257); a pattern such as ^https://default\\. or timeout|refused needs far fewer",
       },
     ]);
   });

@@ -43,7 +43,7 @@ describe("usage.api-counts project patterns", () => {
     "refuses %s, which took 2.3–2.7 s before the cap, saying why and what to write instead",
     (pattern) => {
       expect(re2PatternProblem(pattern)).toBe(
-        "too costly to run: it compiles to more than 6000 steps, and every request URL in the window is matched against it (a Unicode class such as \\pL is 1600 steps, and \\pL{20} twenty times that); use a narrower class such as [a-z0-9] or a smaller count",
+        "too costly to run: it compiles to more than 6000 steps, and every value in the window (a request URL, a log message) is matched against it (a Unicode class such as \\pL is 1600 steps, and \\pL{20} twenty times that); use a narrower class such as [a-z0-9] or a smaller count",
       );
     },
   );

@@ -17,6 +17,7 @@ import {
   edgeRequests,
   functionCall,
   MINUTE,
+  micros,
   OTHER_PROJECT,
   PROJECT,
   request,
@@ -131,29 +132,43 @@ describe("the three endpoints", () => {
 
   it("binds every declared parameter as STRING, an absent one as null", async () => {
     const { get, standIn } = await service();
-    await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=PRO&iso_timestamp_start=`);
+    await get(
+      `/api/endpoints/logs.all?project=${PROJECT}&project_tier=PRO&iso_timestamp_start=&status=5XX,404&method=get`,
+    );
     const sent = standIn.queryCalls[0]?.body.queryParameters;
+    const string = (name: string, value: string | null) => ({
+      name,
+      parameterType: { type: "STRING" },
+      parameterValue: { value },
+    });
     expect(sent).toEqual([
-      { name: "project", parameterType: { type: "STRING" }, parameterValue: { value: PROJECT } },
-      { name: "project_tier", parameterType: { type: "STRING" }, parameterValue: { value: "PRO" } },
-      {
-        name: "iso_timestamp_start",
-        parameterType: { type: "STRING" },
-        parameterValue: { value: null },
-      },
-      {
-        name: "iso_timestamp_end",
-        parameterType: { type: "STRING" },
-        parameterValue: { value: null },
-      },
+      string("project", PROJECT),
+      string("project_tier", "PRO"),
+      string("iso_timestamp_start", null),
+      string("iso_timestamp_end", null),
+      // Filters as the SQL takes them: status terms lower case, methods upper case.
+      string("status", "5xx,404"),
+      string("method", "GET"),
+      string("path", null),
+      string("search", null),
+      string("search_regex", null),
       // No cursor: the position of the next page binds as two nulls.
-      {
-        name: "cursor_timestamp",
-        parameterType: { type: "STRING" },
-        parameterValue: { value: null },
-      },
-      { name: "cursor_id", parameterType: { type: "STRING" }, parameterValue: { value: null } },
+      string("cursor_timestamp", null),
+      string("cursor_id", null),
     ]);
+  });
+
+  it("binds since as the start it means, counted back from the service's clock", async () => {
+    const { get, standIn } = await service({ follow: { clock: () => micros(NOW) } });
+    await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=PRO&since=90s`);
+    const sent = standIn.queryCalls[0]?.body.queryParameters as {
+      name: string;
+      parameterValue: { value: unknown };
+    }[];
+    expect(sent.map((p) => p.name)).not.toContain("since");
+    expect(sent.find((p) => p.name === "iso_timestamp_start")?.parameterValue.value).toBe(
+      shift(NOW, -90n * SECOND),
+    );
   });
 
   it("caps a result at 1000 rows and says so in X-Result-Truncated", async () => {

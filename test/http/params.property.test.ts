@@ -86,11 +86,15 @@ function declared(endpoint: EndpointDefinition) {
     required?: string[];
   };
   const names = Object.keys(schema.properties);
-  // A paged endpoint's SQL binds its cursor as the position it names.
+  // A paged endpoint's SQL binds its cursor as the position it names, and `since` as the
+  // iso_timestamp_start it resolves to.
   const position = ["cursor_timestamp", "cursor_id"];
+  const unbound = ["cursor", "since"];
   return {
     names,
-    bound: endpoint.pageSize ? [...names.filter((name) => name !== "cursor"), ...position] : names,
+    bound: endpoint.pageSize
+      ? [...names.filter((name) => !unbound.includes(name)), ...position]
+      : names,
     required: schema.required ?? [],
     timestamps: [
       ...names.filter((name) => schema.properties[name]?.format === "date-time"),

@@ -9,6 +9,7 @@ import {
   MICROSECOND,
   OTHER_PROJECT,
   PROJECT,
+  request,
   shift,
 } from "../support/fixtures.ts";
 import type { Params, Row } from "../support/googlesql.ts";
@@ -74,5 +75,23 @@ describe("seek/logs.all", () => {
     ];
     expect(await oldest(rows)).toEqual(["a"]);
     expect(await oldest([...rows, { ...edgeLog(instant), id: null }])).toEqual([null]);
+  });
+
+  it("returns the oldest record the filters keep, as logs.all applies them", async () => {
+    const rows = [
+      edgeLog(shift(NOW, -3n * HOUR), { id: "oldest-200" }),
+      edgeLog(shift(NOW, -2n * HOUR), {
+        id: "older-500",
+        message: "GET | 500 | failed",
+        metadata: [{ request: [request("/rest/v1/x")], response: [{ status_code: 500 }] }],
+      }),
+      edgeLog(shift(NOW, -HOUR), { id: "newer-200" }),
+    ];
+    expect(await oldest(rows)).toEqual(["oldest-200"]);
+    expect(await oldest(rows, { status: "5xx" })).toEqual(["older-500"]);
+    expect(await oldest(rows, { search: "FAILED", method: "GET", path: "/rest/" })).toEqual([
+      "older-500",
+    ]);
+    expect(await oldest(rows, { search_regex: "^POST" })).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 -- Where a follow stream of logs.all starts reading history: the oldest record that
 -- queries/bigquery/logs.all.sql would return for these parameters, in its order (timestamp, then
--- id), or no row. One query skips any stretch without records, however long, so that a start far
+-- id), or no row: its filters included. One query skips any stretch without records, however long, so that a start far
 -- in the past costs no more than one that is near. Conditions as in logs.all.sql, which holds the
 -- rules; a differential test holds the two to the same records.
 SELECT
@@ -16,5 +16,21 @@ WHERE t.project = @project
     END DAY)
   AND IFNULL(t.timestamp > CAST(NULLIF(@iso_timestamp_start, '') AS TIMESTAMP), TRUE)
   AND IFNULL(t.timestamp <= CAST(NULLIF(@iso_timestamp_end, '') AS TIMESTAMP), TRUE)
+  -- A class's x stands for any digit: 5xx is LIKE '5__', which a 3-digit code of 500-599 matches.
+  AND (@status IS NULL OR EXISTS (
+    SELECT 1
+    FROM UNNEST(t.metadata) AS m, UNNEST(m.response) AS r, UNNEST(SPLIT(@status, ',')) AS term
+    WHERE CAST(r.status_code AS STRING) LIKE REPLACE(term, 'x', '_')))
+  AND (@method IS NULL OR EXISTS (
+    SELECT 1
+    FROM UNNEST(t.metadata) AS m, UNNEST(m.request) AS q
+    WHERE UPPER(q.method) IN UNNEST(SPLIT(@method, ','))))
+  AND (@path IS NULL OR EXISTS (
+    SELECT 1
+    FROM UNNEST(t.metadata) AS m, UNNEST(m.request) AS q
+    WHERE STARTS_WITH(q.path, @path)))
+  -- A substring, not a LIKE pattern: % _ and \ in it are plain characters.
+  AND (@search IS NULL OR STRPOS(LOWER(t.event_message), LOWER(@search)) > 0)
+  AND (@search_regex IS NULL OR REGEXP_CONTAINS(t.event_message, @search_regex))
 ORDER BY t.timestamp, IFNULL(t.id, '')
 LIMIT 1
