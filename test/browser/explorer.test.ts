@@ -549,6 +549,36 @@ describe("the explorer page", () => {
     await page.context().close();
   });
 
+  it("filters logs.all from its form: typed values and suggested ones, the table then only 5xx", async () => {
+    // A service of its own: the demo app's per-key rate limit is the other tests' budget.
+    const { page } = await openExplorer("", await otherService({}));
+    await enterKey(page);
+    await page.waitForSelector(`${LOGS} table`);
+    for (const param of ["status", "method", "path", "search", "search_regex", "since"]) {
+      await expect(page.locator(`${LOGS} input[name="${param}"]`).count()).resolves.toBe(1);
+    }
+    const suggested = await page
+      .locator(`${LOGS} datalist[id="logs.all.status.suggestions"] option`)
+      .evaluateAll((options) => options.map((option) => (option as { value: string }).value));
+    expect(suggested).toContain("5xx");
+    const draws = Number(await attribute(page, LOGS, "data-draws"));
+    await page.fill(`${LOGS} input[name="status"]`, "5xx");
+    await page.fill(`${LOGS} input[name="project_tier"]`, "PRO");
+    await page.click(`${LOGS} button[type="submit"]`);
+    await page.waitForSelector(`${LOGS}[data-draws="${draws + 1}"]`);
+    const expected = (
+      await api("/api/endpoints/logs.all?project=default&project_tier=PRO&status=5xx")
+    ).body.result;
+    expect(expected.length).toBeGreaterThan(0);
+    const column = await page.locator(`${LOGS} thead th`).allTextContents();
+    const messages = await page
+      .locator(`${LOGS} tbody tr td:nth-child(${column.indexOf("event_message") + 1})`)
+      .allTextContents();
+    expect(messages).toEqual(expected.map((record) => record.event_message));
+    expect(messages.every((message) => / \| 5\d\d \| /.test(message))).toBe(true);
+    await page.context().close();
+  });
+
   it("scrolls a big metadata record inside its cell", async () => {
     const id = "big-metadata-record";
     const connection = await demo.engine.connect();

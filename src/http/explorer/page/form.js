@@ -9,9 +9,22 @@ const asInputTimestamp = (iso) => iso.replace(/(\.\d+)?(Z|[+-]\d\d:\d\d)$/, "");
 
 function input(param, value, fieldId) {
   const common = { id: fieldId, name: param.name, required: param.required };
-  // Suggested values get a select too: the only parameter that has them, invocation-stats'
-  // interval, reads any other value as 1day, so the list loses nothing.
-  const choices = param.allowed ?? param.examples;
+  // Allowed values are the only ones: a select. A required parameter's suggested values too: the
+  // one there is, invocation-stats' interval, reads any other value as 1day, so the list loses
+  // nothing. An optional one's suggestions (logs.all's filters) are offered as a datalist, and any
+  // other value may be typed.
+  const choices = param.allowed ?? (param.required ? param.examples : undefined);
+  if (param.examples && !choices) {
+    const listId = `${fieldId}.suggestions`;
+    const field = h("input", { ...common, type: "text", spellcheck: "false", list: listId });
+    field.value = value;
+    const suggestions = h(
+      "datalist",
+      { id: listId },
+      ...param.examples.map((v) => h("option", { value: v })),
+    );
+    return [field, suggestions];
+  }
   if (choices) {
     const options = param.required ? choices : ["", ...choices];
     const select = h("select", common, ...options.map((v) => h("option", { value: v }, v || "—")));
