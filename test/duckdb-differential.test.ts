@@ -156,6 +156,7 @@ const seekCase = (
   start: string | null,
   end: string | null,
   filters: Filters = {},
+  after: Position = null,
 ) =>
   [
     "seek/logs.all",
@@ -166,6 +167,8 @@ const seekCase = (
       iso_timestamp_end: end,
       ...noFilters,
       ...filters,
+      after_timestamp: after?.timestamp ?? null,
+      after_id: after?.id ?? null,
     },
   ] as [string, Params];
 
@@ -405,8 +408,9 @@ function casesArb(nowMicros: bigint, tables: Tables) {
         tier: fc.constantFrom(...TIERS),
         start: bound,
         filters: filtersArb,
+        after: cursor,
       })
-      .map((c) => seekCase(c.project, c.tier, c.start, null, c.filters)),
+      .map((c) => seekCase(c.project, c.tier, c.start, null, c.filters, c.after)),
   );
 }
 
@@ -524,6 +528,8 @@ describe("DuckDB SQL gives the BigQuery SQL's rows", () => {
         seekCase(P, tier, "0001-01-01T00:00:00Z", null),
         seekCase(P, tier, start, null),
         seekCase(OTHER, tier, null, start),
+        seekCase(P, tier, null, null, {}, { timestamp: stamps[3] as string, id: "e3" }),
+        seekCase(P, tier, null, null, {}, { timestamp: stamps[3] as string, id: "" }),
       ]),
       ...[
         { status: "2xx" },

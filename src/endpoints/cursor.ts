@@ -11,8 +11,11 @@ import { formatTimestamp, inTimestampRange, parseIsoTimestamp } from "../time.ts
 export interface RecordPosition {
   /** RFC 3339 UTC with microseconds, as the wire format writes it. */
   timestamp: string;
-  /** A missing id orders as the empty string, as in the SQL. */
-  id: string;
+  /**
+   * A missing id orders as the empty string, as in the SQL. Absent: the position after every record
+   * at `timestamp` (where a stream settled with nothing to send, or where its start was an instant).
+   */
+  id?: string;
   /**
    * The window's start (RFC 3339) of the page the cursor follows: where a relative start (`since`)
    * was resolved, so that every page of one run keeps the first page's window.
@@ -34,16 +37,16 @@ export interface CursorCodec {
 
 // 128 bits: past guessing, and a cursor stays short enough for a URL.
 const TAG_BYTES = 16;
-const BODY = /^(-?\d{1,18})(?:>(-?\d{1,18}))?:([\s\S]*)$/;
+// `<micros>[><window start micros>]:<id>`, or `.` in place of `:<id>` for an instant's end.
+const BODY = /^(-?\d{1,18})(?:>(-?\d{1,18}))?(?::([\s\S]*)|\.)$/;
 
 export function cursorCodec(secret: string | Buffer): CursorCodec {
   const tag = (body: Buffer) =>
     createHmac("sha256", secret).update(body).digest().subarray(0, TAG_BYTES);
   const encode = (position: RecordPosition) => {
     const start = position.windowStart && `>${parseIsoTimestamp(position.windowStart)}`;
-    const body = Buffer.from(
-      `${parseIsoTimestamp(position.timestamp)}${start || ""}:${position.id}`,
-    );
+    const after = position.id === undefined ? "." : `:${position.id}`;
+    const body = Buffer.from(`${parseIsoTimestamp(position.timestamp)}${start || ""}${after}`);
     return Buffer.concat([tag(body), body]).toString("base64url");
   };
   return {
@@ -54,8 +57,8 @@ export function cursorCodec(secret: string | Buffer): CursorCodec {
       if (bytes.length <= TAG_BYTES) return undefined;
       const body = bytes.subarray(TAG_BYTES);
       if (!timingSafeEqual(bytes.subarray(0, TAG_BYTES), tag(body))) return undefined;
-      const [, digits, startDigits, id] = BODY.exec(body.toString()) ?? [];
-      if (digits === undefined || id === undefined) return undefined;
+      const [matched, digits, startDigits, id] = BODY.exec(body.toString()) ?? [];
+      if (matched === undefined || digits === undefined) return undefined;
       const micros = BigInt(digits);
       const start = startDigits === undefined ? undefined : BigInt(startDigits);
       if (!inTimestampRange(micros) || (start !== undefined && !inTimestampRange(start))) {
@@ -63,7 +66,7 @@ export function cursorCodec(secret: string | Buffer): CursorCodec {
       }
       return {
         timestamp: formatTimestamp(micros),
-        id,
+        ...(id !== undefined && { id }),
         ...(start !== undefined && { windowStart: formatTimestamp(start) }),
       };
     },

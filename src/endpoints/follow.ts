@@ -39,6 +39,8 @@ export interface Follower {
   ready(): Promise<void>;
   /** Catching up failed; the stream should end with this error. */
   fail(error: unknown): void;
+  /** A settled run sent all it had to: the cursor the next run resumes from. */
+  settled?(cursor: string): void;
 }
 
 interface Position {
@@ -99,17 +101,20 @@ export class FollowHub {
 
   /**
    * Streams the endpoint's records for these validated parameters to `follower`: first every record
-   * after `from` (when given) up to now, then live from its feed. Returns the function that stops it,
-   * and with it any query of its catch-up.
+   * after `from` (when given) up to now, then live from its feed. With `settledUntil`, a settled
+   * run instead: every record after `from` up to that instant, then `follower.settled`, never live.
+   * Returns the function that stops it, and with it any query of its catch-up.
    */
   follow(
     endpoint: EndpointDefinition,
     params: SqlParams,
     from: StartingPoint | undefined,
     follower: Follower,
+    settledUntil?: bigint,
   ): () => void {
     const live = { ...params, iso_timestamp_start: null };
-    const subscription = new Subscription(follower, from ?? { micros: this.clock() }, this);
+    const start = from ?? { micros: this.clock() };
+    const subscription = new Subscription(follower, start, this);
     const key = cacheKey(endpoint.id, live);
     const stopped = new AbortController();
     this.counts.open++;
@@ -123,10 +128,19 @@ export class FollowHub {
       }
       feed.subscribers.add(subscription);
     };
-    if (from) {
-      this.catchUp(endpoint, live, subscription, from, stopped.signal).then(join, (error) => {
-        if (!stopped.signal.aborted) follower.fail(error);
-      });
+    const failed = (error: unknown) => {
+      if (!stopped.signal.aborted) follower.fail(error);
+    };
+    if (settledUntil !== undefined) {
+      const settle = () => {
+        if (!stopped.signal.aborted) follower.settled?.(subscription.checkpoint());
+      };
+      this.catchUp(endpoint, live, subscription, start, stopped.signal, settledUntil).then(
+        settle,
+        failed,
+      );
+    } else if (from) {
+      this.catchUp(endpoint, live, subscription, from, stopped.signal).then(join, failed);
     } else join();
     return () => {
       if (stopped.signal.aborted) return;
@@ -201,18 +215,24 @@ export class FollowHub {
     }
   }
 
-  /** The time of the oldest record in (after, until], or undefined when there is none. */
+  /**
+   * The time of the oldest record in (after, until] that comes after `from` (a record's position,
+   * when it has an id), or undefined when there is none.
+   */
   private async oldest(
     endpoint: EndpointDefinition,
     params: SqlParams,
     after: bigint,
     until: bigint,
+    from: StartingPoint,
     attribution: { credential: string; signal: AbortSignal },
   ): Promise<bigint | undefined> {
     const [first] = await this.query(this.seeks, endpoint, attribution, {
       ...params,
       iso_timestamp_start: formatTimestamp(after),
       iso_timestamp_end: formatTimestamp(until),
+      after_timestamp: from.id === undefined ? null : formatTimestamp(from.micros),
+      after_id: from.id ?? null,
     });
     return first && positionOf(first).micros;
   }
@@ -236,9 +256,10 @@ export class FollowHub {
   }
 
   /**
-   * Delivers every record after `from` up to now, window by window, one query at a time. A window
-   * found empty is followed by one seek to the next record, so empty history (a start years back,
-   * or beyond the tier's retention, which the SQL applies) costs one query, not one per window.
+   * Delivers every record after `from` up to now (or up to `until`, inclusive), window by window,
+   * one query at a time. A window found empty is followed by one seek to the next record, so empty
+   * history (a start years back, or beyond the tier's retention, which the SQL applies) costs one
+   * query, not one per window.
    */
   private async catchUp(
     endpoint: EndpointDefinition,
@@ -246,6 +267,7 @@ export class FollowHub {
     subscription: Subscription,
     from: StartingPoint,
     signal: AbortSignal,
+    until?: bigint,
   ): Promise<void> {
     const attribution = { credential: subscription.credential, signal };
     // The start is exclusive in the SQL; one µs earlier keeps the records at `from` after its id.
@@ -253,17 +275,17 @@ export class FollowHub {
     let width = FIRST_WINDOW_US;
     let seek = true;
     while (!signal.aborted) {
-      const now = this.clock();
-      if (after >= now) return;
+      const end = until ?? this.clock();
+      if (after >= end) return;
       if (seek) {
-        const next = await this.oldest(endpoint, params, after, now, attribution);
+        const next = await this.oldest(endpoint, params, after, end, from, attribution);
         if (next === undefined) return;
         if (next - 1n > after) after = next - 1n;
       }
-      const until = after + width < now ? after + width : now;
-      const rows = await this.records(endpoint, params, after, until, attribution);
+      const windowEnd = after + width < end ? after + width : end;
+      const rows = await this.records(endpoint, params, after, windowEnd, attribution);
       await subscription.offerPaced(rows, signal);
-      after = until;
+      after = windowEnd;
       seek = rows.length === 0;
       const pages = rows.length / (endpoint.pageSize ?? Number.POSITIVE_INFINITY);
       if (pages <= 1 && width < WIDEST_WINDOW_US) width *= 2n;
@@ -372,6 +394,8 @@ class Feed {
 /** One follower: what it has been sent, so that overlapping polls deliver each record once. */
 class Subscription {
   private readonly sent: Seen;
+  /** The last record written to the follower. */
+  private last: Row | undefined;
   private readonly follower: Follower;
   private readonly from: StartingPoint;
   private readonly hub: FollowHub;
@@ -410,9 +434,20 @@ class Subscription {
     }
   }
 
+  /** Where the next run resumes: after the last record sent, else where this one started. */
+  checkpoint(): string {
+    const { cursors } = this.hub.options;
+    if (this.last) return cursors.after(this.last);
+    const { micros, id } = this.from;
+    return cursors.encode({ timestamp: formatTimestamp(micros), ...(id !== undefined && { id }) });
+  }
+
   private deliver(row: Row): void {
     // Counted only when written: a stream that has gone takes nothing.
-    if (this.follower.deliver(row, this.hub.options.cursors.after(row))) this.hub.countSent();
+    if (this.follower.deliver(row, this.hub.options.cursors.after(row))) {
+      this.hub.countSent();
+      this.last = row;
+    }
   }
 }
 

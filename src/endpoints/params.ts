@@ -215,7 +215,8 @@ function pagedSchema<T extends z.ZodRawShape>(shape: T, cursors?: CursorCodec) {
         ...params,
         ...keptStart,
         cursor_timestamp: cursor?.timestamp ?? null,
-        cursor_id: cursor?.id ?? null,
+        // Past every record at an instant, newest first, is every record before it: after id ''.
+        cursor_id: cursor ? (cursor.id ?? "") : null,
       };
     });
 }

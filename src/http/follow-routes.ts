@@ -14,6 +14,7 @@ import {
   type SqlParams,
   withWindowStart,
 } from "../endpoints/params.ts";
+import { retentionDays } from "../endpoints/retention.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { parseIsoTimestamp } from "../time.ts";
 import { presentedSecret } from "./auth.ts";
@@ -53,13 +54,17 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       const endpoint = followable(request.params.nameOrId);
       request.queryLog.endpoint = endpoint.name;
       annotateRequestSpan(request, endpoint.name);
-      const raw = request.query as RawQuery;
+      const { after, until, ...raw } = request.query as RawQuery;
       refuseNotFollowed(raw);
       const authorized = authorize(request.credential, endpoint, raw);
       refusePinnedEnd(authorized);
       // `since` starts the stream as iso_timestamp_start would.
       const params = withWindowStart(parseParams(endpoint.params, authorized), hub.now());
-      const from = startingPoint(request, params, hub.options.cursors);
+      const settled = settledMode(until);
+      const from = startingPoint(request, params, hub.options.cursors, after);
+      // A settled run ends with records that can no longer be overtaken by a late one.
+      const settledUntil = settled ? hub.now() - BigInt(hub.options.lagMs) * 1000n : undefined;
+      if (settled && from?.resumed) refuseDroppedRecords(from, params, hub.now());
       const contentType = new Negotiator(request).mediaType([EVENT_STREAM, NDJSON]);
       if (!contentType) {
         return sendError(
@@ -81,15 +86,22 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
         keysFile,
         (reason) => stream.end(reason),
       );
-      const stop = hub.follow(endpoint, params, from, {
-        credential: credential.name,
-        deliver: (record, cursor) => stream.record(record, cursor),
-        ready: () => stream.ready(),
-        fail: (error) => {
-          request.log.error({ err: error }, "follow stream could not catch up");
-          stream.end("error");
+      const stop = hub.follow(
+        endpoint,
+        params,
+        from,
+        {
+          credential: credential.name,
+          deliver: (record, cursor) => stream.record(record, cursor),
+          ready: () => stream.ready(),
+          fail: (error) => {
+            request.log.error({ err: error }, "follow stream could not catch up");
+            stream.end("error");
+          },
+          settled: (cursor) => stream.end("settled", { cursor }),
         },
-      });
+        settledUntil,
+      );
       stream.body.once("close", () => {
         stop();
         stopWatching();
@@ -145,29 +157,72 @@ function refusePinnedEnd(authorized: RawQuery): void {
   );
 }
 
+/** `until=settled` or nothing: anything else is refused, naming it. */
+function settledMode(until: unknown): boolean {
+  if (until === undefined || until === "") return false;
+  if (until === "settled") return true;
+  throw new InvalidParamsError([
+    {
+      param: "until",
+      message:
+        "must be settled: the stream then ends once every record that can no longer be overtaken by a late one was sent",
+    },
+  ]);
+}
+
+/** Where a stream starts, and whether from a cursor (a resume) rather than an instant. */
+type Start = StartingPoint & { resumed?: boolean };
+
 /**
- * A reconnect's Last-Event-ID wins over iso_timestamp_start, but never reaches before it (which a
- * scope may fix); without either, the stream starts now. The tier's retention bounds it in the SQL.
+ * A reconnect's Last-Event-ID wins over `after` (the same cursor, as a parameter), and either over
+ * iso_timestamp_start (or `since`), but never reaches before it (which a scope may fix); without any,
+ * the stream starts now. The tier's retention bounds it in the SQL.
  */
 function startingPoint(
   request: FastifyRequest,
   params: SqlParams,
   cursors: CursorCodec,
-): StartingPoint | undefined {
+  after: unknown,
+): Start | undefined {
   const start = params.iso_timestamp_start;
   const lower: StartingPoint | undefined = start
     ? { micros: parseIsoTimestamp(start) as bigint }
     : undefined;
   const lastEventId = request.headers["last-event-id"];
-  if (typeof lastEventId !== "string" || lastEventId === "") return lower;
-  const position = cursors.decode(lastEventId);
-  if (!position) {
+  const cursor = typeof lastEventId === "string" && lastEventId !== "" ? lastEventId : after;
+  if (cursor === undefined || cursor === "") return lower;
+  const position = typeof cursor === "string" ? cursors.decode(cursor) : undefined;
+  if (!position && cursor === lastEventId) {
     throw new HttpError(
       400,
       "bad_request",
       "Last-Event-ID is not an event id of this service's streams.",
     );
   }
+  if (!position) {
+    throw new InvalidParamsError([
+      {
+        param: "after",
+        message:
+          "is not a cursor this service made; pass an event id or the cursor a settled stream ended with, as it is",
+      },
+    ]);
+  }
   const resume = { micros: parseIsoTimestamp(position.timestamp) as bigint, id: position.id };
-  return lower && lower.micros >= resume.micros ? lower : resume;
+  return lower && lower.micros >= resume.micros ? lower : { ...resume, resumed: true };
+}
+
+/**
+ * A settled run resumes where the last one ended; if the tier's retention has passed that point, the
+ * records between were dropped, and a script must know rather than carry on with a gap.
+ */
+function refuseDroppedRecords(from: StartingPoint, params: SqlParams, now: bigint): void {
+  const days = retentionDays(params.project_tier);
+  if (from.micros > now - BigInt(days) * 86_400_000_000n) return;
+  throw new InvalidParamsError([
+    {
+      param: "after",
+      message: `is older than the ${days}-day retention of project_tier ${JSON.stringify(params.project_tier)}: records after it were dropped; start again with since or iso_timestamp_start`,
+    },
+  ]);
 }

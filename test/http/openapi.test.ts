@@ -100,7 +100,7 @@ const followPathsOf = (endpoint: EndpointDefinition) =>
 /** The paths beside the endpoints', for a caller who may read /metrics. */
 const SERVICE_PATHS = ["/api/endpoints", "/health", "/ready", "/metrics"];
 
-const END_REASONS = ["shutting_down", "token_expired", "revoked", "too_slow", "error"];
+const END_REASONS = ["shutting_down", "token_expired", "revoked", "too_slow", "error", "settled"];
 
 const exampleUrl = (endpoint: EndpointDefinition) =>
   `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`;
@@ -343,11 +343,14 @@ describe("GET /openapi.json, beside the endpoints", () => {
         const operation = paths[path]?.get as Operation;
         expect(operation.tags).toEqual([endpoint.name]);
         expect(operation.operationId).toMatch(/^\w+$/);
-        expect(operation.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual(
-          [...declaredParams(endpoint)].filter(
+        // The endpoint's parameters but those a stream refuses, then where it resumes and stops.
+        expect(operation.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual([
+          ...[...declaredParams(endpoint)].filter(
             (name) => !["iso_timestamp_end", "cursor"].includes(name),
           ),
-        );
+          "after",
+          "until",
+        ]);
         expect(operation.parameters.filter((p) => p.in === "header")).toEqual([
           expect.objectContaining({ name: "Last-Event-ID", required: false }),
         ]);

@@ -94,4 +94,21 @@ describe("seek/logs.all", () => {
     ]);
     expect(await oldest(rows, { search_regex: "^POST" })).toEqual([]);
   });
+
+  it("returns the oldest record after a resumed stream's position: a later timestamp, or the same and a greater id", async () => {
+    const instant = shift(NOW, -HOUR);
+    const rows = [
+      edgeLog(instant, { id: "a" }),
+      edgeLog(instant, { id: "c" }),
+      edgeLog(shift(instant, MICROSECOND), { id: "0" }),
+    ];
+    const at = (id: string) => ({ after_timestamp: instant, after_id: id });
+    expect(await oldest(rows, at("a"))).toEqual(["c"]);
+    expect(await oldest(rows, at("b"))).toEqual(["c"]);
+    expect(await oldest(rows, at("c"))).toEqual(["0"]);
+    expect(await oldest(rows, at(""))).toEqual(["a"]);
+    expect(
+      await oldest(rows, { after_timestamp: shift(instant, MICROSECOND), after_id: "0" }),
+    ).toEqual([]);
+  });
 });

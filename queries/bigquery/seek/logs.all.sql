@@ -1,7 +1,8 @@
 -- Where a follow stream of logs.all starts reading history: the oldest record that
 -- queries/bigquery/logs.all.sql would return for these parameters, in its order (timestamp, then
--- id), or no row: its filters included. One query skips any stretch without records, however long, so that a start far
--- in the past costs no more than one that is near. Conditions as in logs.all.sql, which holds the
+-- id), or no row: its filters included, and after a resumed stream's position. One query skips any
+-- stretch without records, however long, so that a start far in the past costs no more than one
+-- that is near, and a settled run with nothing new costs this one query. Conditions as in logs.all.sql, which holds the
 -- rules; a differential test holds the two to the same records.
 SELECT
   t.id,
@@ -32,5 +33,11 @@ WHERE t.project = @project
   -- A substring, not a LIKE pattern: % _ and \ in it are plain characters.
   AND (@search IS NULL OR STRPOS(LOWER(t.event_message), LOWER(@search)) > 0)
   AND (@search_regex IS NULL OR REGEXP_CONTAINS(t.event_message, @search_regex))
+  -- A resumed stream: only records after its position (after_timestamp, after_id) in this order.
+  -- No position compares as NULL: no narrowing.
+  AND IFNULL(
+    t.timestamp > CAST(@after_timestamp AS TIMESTAMP)
+      OR (t.timestamp = CAST(@after_timestamp AS TIMESTAMP) AND IFNULL(t.id, '') > @after_id),
+    TRUE)
 ORDER BY t.timestamp, IFNULL(t.id, '')
 LIMIT 1

@@ -26,5 +26,11 @@ WHERE t.project = $project
   -- A substring, not a LIKE pattern: % _ and \ in it are plain characters.
   AND ($search IS NULL OR contains(lower(t.event_message), lower($search)))
   AND ($search_regex IS NULL OR regexp_matches(t.event_message, $search_regex))
+  -- A resumed stream: only records after its position (after_timestamp, after_id) in this order.
+  -- No position compares as NULL: no narrowing.
+  AND coalesce(
+    t.timestamp > CAST($after_timestamp AS TIMESTAMPTZ)
+      OR (t.timestamp = CAST($after_timestamp AS TIMESTAMPTZ) AND coalesce(t.id, '') > $after_id),
+    TRUE)
 ORDER BY t.timestamp, coalesce(t.id, '')
 LIMIT 1

@@ -89,6 +89,8 @@ const END_REASONS: Record<EndReason, string> = {
     "the keys-file key that opened it left the file, was renamed, had its scopes changed or reached its expires_at",
   too_slow: "the client left more unread than the stream may hold for it",
   error: "the stream's catch-up failed in the engine",
+  settled:
+    "`until=settled` was given and every record that can no longer be overtaken by a late one was sent; `cursor` is where the next run resumes (`after`)",
 };
 
 const HEADERS: Record<string, Json> = {
@@ -327,6 +329,32 @@ function operation(
   };
 }
 
+/** A follow stream's own parameters, beside the endpoint's. */
+const FOLLOW_PARAMETERS: Record<string, Json> = {
+  "follow.after": {
+    name: "after",
+    in: "query",
+    required: false,
+    description:
+      "An event id, or the cursor a settled stream ended with: the stream starts after that " +
+      "record, as with Last-Event-ID (which wins when both are given), for clients that cannot " +
+      "set a header. A cursor this service did not make is 400 `invalid_params`; with " +
+      "`until=settled`, so is one older than the tier's retention (records after it were dropped).",
+    schema: STRING,
+  },
+  "follow.until": {
+    name: "until",
+    in: "query",
+    required: false,
+    description:
+      "`settled`: instead of going live, send every record up to now − LOGS_FOLLOW_LAG_SECONDS " +
+      "(which no late record can overtake any more), then end with `event: end` and " +
+      '`{"reason":"settled","cursor":…}` (NDJSON: a last line `{"end":{"reason":"settled","cursor":…}}`). ' +
+      "Runs each started `after` the last one's cursor give every record once, in order.",
+    schema: { enum: ["settled"] },
+  },
+};
+
 const LAST_EVENT_ID: Json = {
   name: "Last-Event-ID",
   in: "header",
@@ -350,12 +378,15 @@ const FOLLOW_END: Json = {
   required: ["event", "data"],
   properties: {
     event: { const: "end" },
-    data: {
-      type: "object",
-      required: ["reason"],
-      properties: { reason: { enum: Object.keys(END_REASONS) } },
-    },
+    data: ref("schemas", "follow.end-data"),
   },
+};
+
+/** What an `end` says: why, and after a settled run, where the next resumes. */
+const FOLLOW_END_DATA: Json = {
+  type: "object",
+  required: ["reason"],
+  properties: { reason: { enum: Object.keys(END_REASONS) }, cursor: STRING },
 };
 
 function followResponse(endpoint: EndpointDefinition): Json {
@@ -368,7 +399,7 @@ function followResponse(endpoint: EndpointDefinition): Json {
       "one per record, its fields as the schema gives them (`data:` the record as JSON, `id:` " +
       "the event id Last-Event-ID takes back), a comment line every 15 s while idle, and " +
       "`event: end` (follow.end) when the service ends the stream. application/x-ndjson: one " +
-      "record per line, nothing else.",
+      "record per line, and after a settled run a last line with its end.",
     headers: headers("X-Request-Id", "Cache-Control"),
     content: {
       "text/event-stream": {
@@ -387,7 +418,18 @@ function followResponse(endpoint: EndpointDefinition): Json {
           ],
         },
       },
-      "application/x-ndjson": { schema: row },
+      "application/x-ndjson": {
+        schema: {
+          oneOf: [
+            row,
+            {
+              type: "object",
+              required: ["end"],
+              properties: { end: ref("schemas", "follow.end-data") },
+            },
+          ],
+        },
+      },
     },
   };
 }
@@ -406,11 +448,15 @@ function followOperation(
     description:
       "`tail -f` for the endpoint: its parameters but `iso_timestamp_end` and `cursor` (400 " +
       "naming them; 403 for a credential whose scope fixes `iso_timestamp_end`). Without " +
-      "`iso_timestamp_start` the stream starts at the moment of connection; with it, it first " +
-      "sends every record after that instant, then goes live. At most " +
+      "`iso_timestamp_start` (or `since`, or a cursor as `after` or Last-Event-ID) the stream " +
+      "starts at the moment of connection; with it, it first sends every record after that " +
+      "point, then goes live, or with `until=settled` ends once what can no longer change was " +
+      "sent. At most " +
       "LOGS_FOLLOW_MAX_PER_CREDENTIAL streams per credential and STREAMS_MAX_PER_ADDRESS per " +
       "client address (429 `rate_limited`), STREAMS_MAX_OPEN per process (503 `overloaded`).",
-    parameters: [...parameterNames, "Last-Event-ID"].map((name) => ref("parameters", name)),
+    parameters: [...parameterNames, "follow.after", "follow.until", "Last-Event-ID"].map((name) =>
+      ref("parameters", name),
+    ),
     responses: {
       200: ref("responses", `${endpoint.name}.follow`),
       ...errorResponses(FOLLOW_ERRORS),
@@ -488,7 +534,10 @@ export function openApiDocument({ callable, metrics }: Described): OpenApiDocume
         ...Object.fromEntries(
           callable.map(({ endpoint }) => [`${endpoint.name}.row`, endpoint.columns]),
         ),
-        ...(following.length > 0 && { "follow.end": FOLLOW_END }),
+        ...(following.length > 0 && {
+          "follow.end": FOLLOW_END,
+          "follow.end-data": FOLLOW_END_DATA,
+        }),
         ...service.schemas,
         ...Object.fromEntries(
           Object.keys(ERRORS).map((code) => [`error.${code}`, errorSchema(code)]),
@@ -497,7 +546,7 @@ export function openApiDocument({ callable, metrics }: Described): OpenApiDocume
       parameters: {
         ...Object.assign({}, ...params.values()),
         "If-None-Match": IF_NONE_MATCH,
-        ...(following.length > 0 && { "Last-Event-ID": LAST_EVENT_ID }),
+        ...(following.length > 0 && { ...FOLLOW_PARAMETERS, "Last-Event-ID": LAST_EVENT_ID }),
       },
       responses: {
         ...Object.fromEntries(

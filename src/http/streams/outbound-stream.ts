@@ -4,7 +4,13 @@ import { PassThrough } from "node:stream";
 import type { FastifyReply } from "fastify";
 
 /** Why a stream ended, as its last event tells a client (and so whether to reconnect at once). */
-export type EndReason = "shutting_down" | "token_expired" | "revoked" | "too_slow" | "error";
+export type EndReason =
+  | "shutting_down"
+  | "token_expired"
+  | "revoked"
+  | "too_slow"
+  | "error"
+  | "settled";
 
 /** Streams ended so far, by reason (a client leaving on its own is not counted). */
 export type StreamEnds = Map<EndReason, number>;
@@ -66,12 +72,15 @@ export class OutboundStream {
 
   /**
    * Ends the stream, telling an event-stream client why, so that it does not reconnect at once.
-   * `cut`: a client not reading gets no grace, its connection is closed now.
+   * `cut`: a client not reading gets no grace, its connection is closed now. `cursor`: where the
+   * next stream resumes, which an NDJSON client is told too, in a last line of its own.
    */
-  end(reason: EndReason, options: { cut?: boolean } = {}): void {
+  end(reason: EndReason, options: { cut?: boolean; cursor?: string } = {}): void {
     if (this.ended) return;
     this.ends.set(reason, (this.ends.get(reason) ?? 0) + 1);
-    if (this.events) this.body.write(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
+    const end = { reason, ...(options.cursor !== undefined && { cursor: options.cursor }) };
+    if (this.events) this.body.write(`event: end\ndata: ${JSON.stringify(end)}\n\n`);
+    else if (options.cursor !== undefined) this.body.write(`${JSON.stringify({ end })}\n`);
     this.body.end();
     const raw = this.reply.raw;
     if (options.cut && this.backedUp()) raw.destroy();

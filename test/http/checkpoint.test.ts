@@ -1,0 +1,261 @@
+// The settled follow stream (`until=settled`, resumed `after` a cursor) on both engines: each run
+// sends every record after its checkpoint up to now − lag, oldest first, and ends with the cursor
+// the next run resumes from; runs chained while records keep arriving, late ones within the lag
+// included, give every record once, in order. Expected sets come from the fixtures.
+import { describe, expect, it } from "vitest";
+import { buildApp } from "../../src/app.ts";
+import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
+import type { QueryEngine, QueryRequest } from "../../src/engines/engine.ts";
+import { formatTimestamp } from "../../src/time.ts";
+import { replaceTables } from "../support/duckdb-tables.ts";
+import {
+  DAY,
+  edgeLog,
+  MICROSECOND,
+  MINUTE,
+  micros,
+  PROJECT,
+  SECOND,
+  shift,
+} from "../support/fixtures.ts";
+import { closers } from "../support/follow-client.ts";
+import type { Row } from "../support/googlesql.ts";
+import { API_KEY, startService } from "../support/service.ts";
+
+const START = "2026-11-21T05:00:00.000000Z";
+const LAG_MS = 60_000;
+const QUERY = `project=${PROJECT}`;
+
+interface Run {
+  status: number;
+  records: Row[];
+  end?: { reason: string; cursor: string };
+  body: string;
+}
+
+/** A service on `engine` whose clock the test moves; every engine query counted. */
+async function serviceOn(engine: QueryEngine, clock: { now: bigint }) {
+  const runs: QueryRequest[] = [];
+  const app = await buildApp({
+    engine: {
+      ...engine,
+      run: (request) => {
+        runs.push(request);
+        return engine.run(request);
+      },
+    },
+    apiKeys: [API_KEY],
+    follow: { intervalMs: 40, lagMs: LAG_MS, clock: () => clock.now },
+  });
+  closers.push(() => app.close());
+  /** One settled run, read to its end, as NDJSON or Server-Sent Events; FREE unless `query` says. */
+  const settle = async (query: string, ndjson = true): Promise<Run> => {
+    const tier = query.includes("project_tier=") ? "" : "&project_tier=FREE";
+    const response = await app.inject({
+      url: `/api/endpoints/logs.all/follow?${QUERY}${tier}&until=settled${query}`,
+      headers: {
+        "x-api-key": API_KEY,
+        accept: ndjson ? "application/x-ndjson" : "text/event-stream",
+      },
+    });
+    if (response.statusCode !== 200)
+      return { status: response.statusCode, records: [], body: response.body };
+    if (!ndjson) {
+      const frames = response.body
+        .split("\n\n")
+        .filter((frame) => frame.startsWith("id:") || frame.startsWith("event:"));
+      const data = (frame: string) => JSON.parse(frame.slice(frame.indexOf("data: ") + 6));
+      const end = frames.find((frame) => frame.startsWith("event: end"));
+      return {
+        status: 200,
+        records: frames.filter((frame) => frame.startsWith("id:")).map(data),
+        ...(end && { end: data(end) }),
+        body: response.body,
+      };
+    }
+    const lines = response.body
+      .trimEnd()
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
+    const last = lines.at(-1);
+    return {
+      status: 200,
+      records: last?.end ? lines.slice(0, -1) : lines,
+      ...(last?.end && { end: last.end }),
+      body: response.body,
+    };
+  };
+  return { app, runs, settle };
+}
+
+/** Ascending (timestamp, id by bytes): the order of a stream, and of runs laid end to end. */
+const inOrder = (rows: Row[]) =>
+  [...rows].sort(
+    (a, b) =>
+      Number(micros(a.timestamp as string) - micros(b.timestamp as string)) ||
+      Buffer.compare(Buffer.from(String(a.id)), Buffer.from(String(b.id))),
+  );
+
+describe("a settled follow stream on DuckDB", () => {
+  async function duckDb(clock: { now: bigint }) {
+    const engine = await createDuckDbEngine({ now: () => clock.now });
+    closers.push(() => engine.close());
+    return { engine, ...(await serviceOn(engine, clock)) };
+  }
+
+  it("sends every record after the checkpoint up to now − lag, oldest first, then its cursor", async () => {
+    const clock = { now: micros(START) };
+    const { engine, settle } = await duckDb(clock);
+    const settledRows = [
+      edgeLog(shift(START, -30n * MINUTE), { id: "b" }),
+      edgeLog(shift(START, -30n * MINUTE), { id: "a" }),
+      edgeLog(shift(START, -2n * MINUTE), { id: "c" }),
+      edgeLog(shift(START, -BigInt(LAG_MS) * 1000n), { id: "at-the-horizon" }),
+    ];
+    const unsettled = [edgeLog(shift(START, -30n * SECOND), { id: "within-the-lag" })];
+    await replaceTables(engine, { edge_logs: [...settledRows, ...unsettled] });
+
+    for (const ndjson of [true, false]) {
+      const run = await settle("&since=1h", ndjson);
+      expect(run.status).toBe(200);
+      expect(run.records.map((r) => r.id)).toEqual(inOrder(settledRows).map((r) => r.id));
+      expect(run.end).toEqual({ reason: "settled", cursor: expect.stringMatching(/^[\w-]+$/) });
+    }
+  });
+
+  it("chained runs give every record once, in order, while records keep arriving, late ones too", async () => {
+    const clock = { now: micros(START) };
+    const { engine, settle } = await duckDb(clock);
+    const table: Row[] = [];
+    const exported: Row[] = [];
+    let cursor: string | undefined;
+    for (let run = 0; run < 12; run++) {
+      const now = formatTimestamp(clock.now);
+      // A burst of five sharing one timestamp, one more a second later, and a late record: its
+      // timestamp 40 s back (within the 60 s lag), arriving after a run whose horizon it is before.
+      table.push(
+        ...["e", "b", "d", "a", "c"].map((id) =>
+          edgeLog(shift(now, -5n * SECOND), { id: `${run}-${id}` }),
+        ),
+        edgeLog(shift(now, -4n * SECOND), { id: `${run}-next` }),
+        edgeLog(shift(now, -40n * SECOND), { id: `${run}-late` }),
+      );
+      await replaceTables(engine, { edge_logs: table });
+      const result = await settle(cursor ? `&after=${cursor}` : "&since=10m");
+      expect(result.status, result.body).toBe(200);
+      exported.push(...result.records);
+      cursor = result.end?.cursor;
+      clock.now += 25n * SECOND;
+    }
+    // Time passes with nothing new, so every record has settled; one more run takes the rest.
+    clock.now += 2n * MINUTE;
+    exported.push(...(await settle(`&after=${cursor}`)).records);
+    expect(exported.map((r) => r.id)).toEqual(inOrder(table).map((r) => r.id));
+  });
+
+  it("with nothing after the checkpoint ends at once with the same cursor, for one query", async () => {
+    const clock = { now: micros(START) };
+    const { engine, settle, runs } = await duckDb(clock);
+    await replaceTables(engine, {
+      edge_logs: [edgeLog(shift(START, -10n * MINUTE), { id: "only" })],
+    });
+    const first = await settle("&since=1h");
+    expect(first.records.map((r) => r.id)).toEqual(["only"]);
+    clock.now += MINUTE;
+    const before = runs.length;
+    const again = await settle(`&after=${first.end?.cursor}`);
+    expect(again.records).toEqual([]);
+    expect(again.end).toEqual({ reason: "settled", cursor: first.end?.cursor });
+    expect(runs.length - before).toBe(1);
+  });
+
+  it("applies the logs filters", async () => {
+    const clock = { now: micros(START) };
+    const { engine, settle } = await duckDb(clock);
+    const failed = (at: string, id: string, status: number) =>
+      edgeLog(at, { id, metadata: [{ request: [], response: [{ status_code: status }] }] });
+    await replaceTables(engine, {
+      edge_logs: [
+        failed(shift(START, -9n * MINUTE), "ok", 200),
+        failed(shift(START, -8n * MINUTE), "broken", 502),
+        failed(shift(START, -7n * MINUTE), "missing", 404),
+      ],
+    });
+    expect((await settle("&since=1h&status=5xx")).records.map((r) => r.id)).toEqual(["broken"]);
+  });
+
+  it("refuses a checkpoint older than the tier's retention, where a live follow starts at its edge", async () => {
+    const clock = { now: micros(START) };
+    const { engine, settle, app } = await duckDb(clock);
+    await replaceTables(engine, { edge_logs: [edgeLog(shift(START, -2n * DAY), { id: "old" })] });
+    const old = await settle("&project_tier=PRO&since=7d");
+    expect(old.records.map((r) => r.id)).toEqual(["old"]);
+    // The same cursor on the 1-day tier: records after it were dropped.
+    const refused = await settle(`&project_tier=FREE&after=${old.end?.cursor}`);
+    expect(refused.status).toBe(400);
+    expect(JSON.parse(refused.body).error).toMatchObject({
+      code: "invalid_params",
+      details: [
+        { param: "after", message: expect.stringContaining("older than the 1-day retention") },
+      ],
+    });
+    const base = await app.listen({ host: "127.0.0.1", port: 0 });
+    const controller = new AbortController();
+    const live = await fetch(
+      `${base}/api/endpoints/logs.all/follow?${QUERY}&project_tier=FREE&after=${old.end?.cursor}`,
+      {
+        headers: { "x-api-key": API_KEY },
+        signal: controller.signal,
+      },
+    );
+    expect(live.status).toBe(200);
+    controller.abort();
+  });
+
+  it("refuses an after that is no cursor of its own, and an until other than settled", async () => {
+    const { settle } = await duckDb({ now: micros(START) });
+    for (const [query, param] of [
+      ["&after=not-a-cursor", "after"],
+      ["&after=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "after"],
+    ]) {
+      const run = await settle(query as string);
+      expect(run.status, query).toBe(400);
+      expect(JSON.parse(run.body).error.details[0].param).toBe(param);
+    }
+    const app = (await duckDb({ now: micros(START) })).app;
+    const other = await app.inject({
+      url: `/api/endpoints/logs.all/follow?${QUERY}&project_tier=FREE&until=now`,
+      headers: { "x-api-key": API_KEY },
+    });
+    expect(other.statusCode).toBe(400);
+    expect(JSON.parse(other.body).error.details[0].param).toBe("until");
+  });
+});
+
+describe("a settled follow stream on BigQuery", () => {
+  it("sends what has settled after the checkpoint, then its cursor, from which the next run resumes", async () => {
+    const NOW = "2026-11-21T05:17:42.123456Z";
+    const rows = [
+      edgeLog(shift(NOW, -5n * MINUTE), { id: "first" }),
+      edgeLog(shift(NOW, -5n * MINUTE + MICROSECOND), { id: "second" }),
+      edgeLog(shift(NOW, -10n * SECOND), { id: "unsettled" }),
+    ];
+    const { app } = await startService({
+      now: NOW,
+      tables: { edge_logs: rows },
+      follow: { intervalMs: 40, lagMs: LAG_MS, clock: () => micros(NOW) },
+    });
+    const url = `/api/endpoints/logs.all/follow?${QUERY}&project_tier=FREE&until=settled`;
+    const headers = { "x-api-key": API_KEY, accept: "application/x-ndjson" };
+    const first = await app.inject({ url: `${url}&since=1h`, headers });
+    const lines = first.body
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(lines.slice(0, -1).map((r) => r.id)).toEqual(["first", "second"]);
+    const { cursor } = lines.at(-1).end;
+    const again = await app.inject({ url: `${url}&after=${cursor}`, headers });
+    expect(again.body).toBe(`${JSON.stringify({ end: { reason: "settled", cursor } })}\n`);
+  });
+});
