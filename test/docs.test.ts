@@ -68,6 +68,7 @@ const RUN_BY_TESTS: [RegExp, string][] = [
   [/^npm run key /, "test/start.test.ts, which calls with the key it makes"],
   [/^(export )?(JWT_SECRET|TOKEN)=/, "test/start.test.ts, which calls with the token they make"],
   [/^npm install --dry-run /, "this file, which checks what their comments say"],
+  [/^(npm link|log-query |export LOG_QUERY_KEY=)/, "test/cli.test.ts, against npm start's service"],
 ];
 
 const NO_DOCKER = "no Docker engine where the tests run";

@@ -1,0 +1,111 @@
+// The service as the command-line client sees it: a base URL and a key, GET requests with the key
+// in a header, waits on 429 and 503 as Retry-After says, and every failure as a CliError that says
+// what went wrong and with which exit code. Only HTTP: nothing of the server is imported.
+
+/** Exit codes, one per kind of failure, so that a script can tell them apart. */
+export const EXIT = {
+  ok: 0,
+  /** Anything unforeseen. */
+  failed: 1,
+  /** The command line, or a parameter the service refused (400). */
+  usage: 2,
+  /** No key, or a key the service refused (401, 403). */
+  auth: 3,
+  /** No such endpoint (404). */
+  notFound: 4,
+  /** The service failed or would not answer in time (5xx, 429 past the retries). */
+  server: 5,
+  /** The service could not be reached. */
+  network: 6,
+} as const;
+
+export class CliError extends Error {
+  readonly exitCode: number;
+
+  constructor(message: string, exitCode: number) {
+    super(message);
+    this.name = "CliError";
+    this.exitCode = exitCode;
+  }
+}
+
+export interface Connection {
+  /** The service's origin, e.g. http://127.0.0.1:3000. */
+  url: string;
+  key: string;
+}
+
+/** Waits before another try: Retry-After when the service gave one, else `fallbackMs`. */
+export function retryDelayMs(response: Response | undefined, fallbackMs: number): number {
+  const seconds = Number(response?.headers.get("retry-after"));
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : fallbackMs;
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Tries a refused or overloaded request again this many times before giving up. */
+const RETRIES = 8;
+
+/**
+ * GETs `path` (with its query string); on 429 or 503 waits and asks again, then gives up with a
+ * CliError, as for any other error status. The response is returned unread.
+ */
+export async function get(
+  connection: Connection,
+  path: string,
+  headers: Record<string, string> = {},
+  signal?: AbortSignal,
+): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    const response = await request(connection, path, headers, signal);
+    if (response.ok) return response;
+    if ((response.status === 429 || response.status === 503) && attempt < RETRIES) {
+      await response.body?.cancel();
+      await sleep(retryDelayMs(response, 1000 * 2 ** attempt));
+      continue;
+    }
+    throw await errorOf(response);
+  }
+}
+
+/** One GET, a network failure as a CliError. */
+export async function request(
+  connection: Connection,
+  path: string,
+  headers: Record<string, string>,
+  signal?: AbortSignal,
+): Promise<Response> {
+  try {
+    return await fetch(new URL(path, connection.url), {
+      headers: { "x-api-key": connection.key, ...headers },
+      signal,
+    });
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    throw new CliError(
+      `cannot reach ${connection.url}: ${cause?.code ?? cause?.message ?? (error as Error).message}`,
+      EXIT.network,
+    );
+  }
+}
+
+/** The error an answer's status and envelope stand for: `code: message`, and its exit code. */
+export async function errorOf(response: Response): Promise<CliError> {
+  const text = await response.text();
+  let said = `HTTP ${response.status}`;
+  try {
+    const { error } = JSON.parse(text) as { error?: { code?: string; message?: string } };
+    if (error?.code) said = `${error.code}: ${error.message ?? ""}`;
+  } catch {
+    // Not the service's envelope (a proxy's page): the status says enough.
+  }
+  return new CliError(said, exitCodeOf(response.status));
+}
+
+function exitCodeOf(status: number): number {
+  if (status === 401 || status === 403) return EXIT.auth;
+  if (status === 404) return EXIT.notFound;
+  if (status >= 400 && status < 500 && status !== 429) return EXIT.usage;
+  return EXIT.server;
+}

@@ -1,0 +1,67 @@
+// `log-query query <endpoint> [name=value ...]`: one endpoint's answer as JSON, NDJSON or CSV;
+// with --all, every page, following Link: rel="next", as one JSON document, one NDJSON stream or
+// one CSV table.
+import { CliError, type Connection, EXIT, get } from "./client.ts";
+import { formatOf, type Options, USAGE } from "./main.ts";
+import { writeStdout } from "./output.ts";
+
+const MEDIA_TYPES = {
+  json: "application/json",
+  ndjson: "application/x-ndjson",
+  csv: "text/csv",
+} as const;
+
+export async function runQuery(
+  connection: Connection,
+  positionals: string[],
+  values: Options,
+): Promise<number> {
+  const [endpoint, ...pairs] = positionals;
+  if (!endpoint) throw new CliError(`query needs an endpoint name\n\n${USAGE}`, EXIT.usage);
+  const params = new URLSearchParams();
+  for (const pair of pairs) {
+    const equals = pair.indexOf("=");
+    if (equals <= 0) throw new CliError(`"${pair}" is not name=value`, EXIT.usage);
+    params.append(pair.slice(0, equals), pair.slice(equals + 1));
+  }
+  const format = formatOf(values, ["json", "ndjson", "csv"], "json");
+  let next: string | undefined = `/api/endpoints/${encodeURIComponent(endpoint)}?${params}`;
+  const write = pageWriter(format);
+  while (next) {
+    const response = await get(connection, next, { accept: MEDIA_TYPES[format] });
+    await write(await response.text(), false);
+    next = values.all ? nextLink(response) : undefined;
+  }
+  await write(undefined, true);
+  return EXIT.ok;
+}
+
+/** The path of the next page an answer links to, if any. */
+function nextLink(response: Response): string | undefined {
+  const link = response.headers.get("link");
+  return link ? /<([^>]+)>;\s*rel="next"/.exec(link)?.[1] : undefined;
+}
+
+/**
+ * Writes pages as one output: JSON pages' results joined into one document, CSV pages under one
+ * header, NDJSON as it comes. `last` closes the output; a page of undefined only closes it.
+ */
+function pageWriter(format: keyof typeof MEDIA_TYPES) {
+  let pages = 0;
+  let rows = 0;
+  return async (page: string | undefined, last: boolean) => {
+    let text = "";
+    if (page !== undefined) {
+      if (format === "json") {
+        const { result } = JSON.parse(page) as { result: unknown[] };
+        for (const row of result)
+          text += `${rows++ === 0 ? '{"result":[' : ","}${JSON.stringify(row)}`;
+      } else if (format === "csv" && pages > 0) {
+        text = page.slice(page.indexOf("\n") + 1);
+      } else text = page;
+      pages++;
+    }
+    if (last && format === "json") text += rows === 0 ? '{"result":[]}\n' : "]}\n";
+    if (text !== "") await writeStdout(text);
+  };
+}

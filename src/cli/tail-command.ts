@@ -1,0 +1,62 @@
+// `log-query tail`: logs.all's follow stream, printed a record per line as records arrive. After a
+// dropped connection, a 503, or an end the service says to come back from, it reconnects by itself
+// with Last-Event-ID (after a wait that doubles, or Retry-After), so no record is lost or printed
+// twice; an end that says the key is gone stops it.
+import {
+  CliError,
+  type Connection,
+  EXIT,
+  errorOf,
+  request,
+  retryDelayMs,
+  sleep,
+} from "./client.ts";
+import { logsParams, type Options } from "./main.ts";
+import { formatRecord, writeStdout } from "./output.ts";
+import { events } from "./streams.ts";
+
+const FIRST_WAIT_MS = 500;
+const LONGEST_WAIT_MS = 30_000;
+/** Ends after which reconnecting cannot help. */
+const FINAL = new Set(["token_expired", "revoked"]);
+
+export async function runTail(connection: Connection, values: Options): Promise<number> {
+  const params = logsParams(values);
+  if (values.since !== undefined) params.set("since", values.since);
+  const format = values.format ?? (process.stdout.isTTY ? "text" : "ndjson");
+  if (format !== "text" && format !== "ndjson") {
+    throw new CliError("--format must be text or ndjson", EXIT.usage);
+  }
+  let lastEventId: string | undefined;
+  let wait = FIRST_WAIT_MS;
+  for (;;) {
+    let response: Response | undefined;
+    try {
+      // A reconnect resumes after the last record printed; `since` only placed the first start.
+      if (lastEventId !== undefined) params.delete("since");
+      response = await request(connection, `/api/endpoints/logs.all/follow?${params}`, {
+        accept: "text/event-stream",
+        ...(lastEventId !== undefined && { "last-event-id": lastEventId }),
+      });
+      if (response.ok) {
+        for await (const event of events(response)) {
+          if (event.event === "end") {
+            const { reason } = JSON.parse(event.data) as { reason: string };
+            if (FINAL.has(reason)) throw new CliError(`the stream ended: ${reason}`, EXIT.auth);
+            break;
+          }
+          await writeStdout(formatRecord(JSON.parse(event.data), format));
+          lastEventId = event.id;
+          wait = FIRST_WAIT_MS;
+        }
+      } else if (response.status !== 503 && response.status !== 429) {
+        throw await errorOf(response);
+      }
+    } catch (error) {
+      if (error instanceof CliError && error.exitCode !== EXIT.network) throw error;
+      // The connection failed or broke: the service may be restarting.
+    }
+    await sleep(retryDelayMs(response?.ok ? undefined : response, wait));
+    wait = Math.min(wait * 2, LONGEST_WAIT_MS);
+  }
+}

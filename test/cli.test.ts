@@ -1,0 +1,371 @@
+// log-query, the command-line client, run as a user runs it (bin/log-query.js in a process of its
+// own) against the service as `npm start` runs it, on the embedded engine with live exports dropped
+// into LOCAL_DATA: export runs chained while records keep arriving, export killed with SIGKILL at
+// random points, tail across a restart of the service, query, endpoints and the exit codes.
+import { type ChildProcess, spawn } from "node:child_process";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { codeBlocks, docFiles, runShell, shellCommands } from "./support/doc-commands.ts";
+import { freePort } from "./support/free-port.ts";
+import { start } from "./support/service-process.ts";
+
+const KEY = "cli-test-key-0123456789";
+const CLI = new URL("../bin/log-query.js", import.meta.url).pathname;
+// Longer than an export file takes to be loaded (two polls a second apart) plus the 1.5 s by which
+// the tests' late records are late.
+const LAG_SECONDS = 6;
+
+const running: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of running.splice(0)) child.kill("SIGKILL");
+});
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs log-query with `args`, the key in its environment unless `env` says otherwise. */
+function cli(
+  args: string[],
+  env: Record<string, string> = {},
+  cwd?: string,
+): Promise<Ran> & { child: ChildProcess } {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { PATH: process.env.PATH, LOG_QUERY_KEY: KEY, ...env },
+    cwd,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  running.push(child);
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (chunk) => {
+    stdout += chunk;
+  });
+  child.stderr?.on("data", (chunk) => {
+    stderr += chunk;
+  });
+  const done = new Promise<Ran>((resolve) =>
+    child.once("close", (code) => resolve({ code, stdout, stderr })),
+  ) as Promise<Ran> & { child: ChildProcess };
+  done.child = child;
+  return done;
+}
+
+/** A LOCAL_DATA folder that records are dropped into, one export file per batch. */
+function exports() {
+  const folder = mkdtempSync(join(tmpdir(), "cli-exports-"));
+  const all: { id: string; timestamp: string }[] = [];
+  let files = 0;
+  // The service starts only on a folder with an export in it: one of another project's.
+  writeFileSync(
+    join(folder, "edge_logs-start.ndjson"),
+    `${JSON.stringify({ id: "theirs", timestamp: new Date().toISOString(), event_message: "x", project: "other", metadata: [] })}\n`,
+  );
+  return {
+    folder,
+    all,
+    /** Writes one export file of records at the given instants (epoch ms), ids made unique. */
+    drop(instants: number[], label: string) {
+      const records = instants.map((ms, i) => ({
+        id: `${label}-${String(i).padStart(4, "0")}`,
+        timestamp: new Date(ms).toISOString().replace("Z", "000Z"),
+        event_message: `GET | 200 | ${label} ${i}`,
+        project: "acme",
+        metadata: [{ request: [], response: [{ status_code: 200 }] }],
+      }));
+      all.push(...records.map(({ id, timestamp }) => ({ id, timestamp })));
+      writeFileSync(
+        join(folder, `edge_logs-${String(files++).padStart(6, "0")}.ndjson`),
+        `${records.map((r) => JSON.stringify(r)).join("\n")}\n`,
+      );
+    },
+  };
+}
+
+/** The service over `folder`, its exports polled every second, records settled after LAG_SECONDS. */
+function service(folder: string, extra: Record<string, string> = {}) {
+  return start({
+    API_KEYS: KEY,
+    LOCAL_DATA: folder,
+    LOCAL_DATA_POLL_SECONDS: "1",
+    LOGS_FOLLOW_LAG_SECONDS: String(LAG_SECONDS),
+    LOGS_FOLLOW_INTERVAL_SECONDS: "1",
+    CURSOR_SECRET: "cli-test-cursor-secret-0123456789abcdef",
+    ...extra,
+  });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Record ids in the order the service sends them: timestamp, then id. */
+const inOrder = (records: { id: string; timestamp: string }[]) =>
+  [...records]
+    .sort((a, b) =>
+      a.timestamp === b.timestamp ? (a.id < b.id ? -1 : 1) : a.timestamp < b.timestamp ? -1 : 1,
+    )
+    .map((r) => r.id);
+
+const ids = (ndjson: string) =>
+  ndjson
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => (JSON.parse(line) as { id: string }).id);
+
+describe("log-query export", () => {
+  it("chained 20 times while records arrive, late ones and ties included, writes each record once, in order", async () => {
+    const data = exports();
+    data.drop([Date.now() - 600_000, Date.now() - 300_000], "before");
+    const { baseUrl } = await service(data.folder);
+    const cwd = mkdtempSync(join(tmpdir(), "cli-export-"));
+    const args = [
+      "export",
+      "--url",
+      baseUrl,
+      "--state",
+      "state.json",
+      "--out",
+      "out.ndjson",
+      "--project",
+      "acme",
+      "--since",
+      "1h",
+    ];
+    for (let run = 0; run < 20; run++) {
+      const now = Date.now();
+      // Five records on one millisecond, one a moment later, and one arriving late: its time a
+      // second and a half back, inside the lag.
+      data.drop([now, now, now, now, now, now + 1, now - 1_500], `run${run}`);
+      const { code, stderr } = await cli(args, {}, cwd);
+      expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+      await sleep(150);
+    }
+    // Everything settles once the lag has passed after the last arrival and the last load.
+    await sleep((LAG_SECONDS + 3) * 1000);
+    expect((await cli(args, {}, cwd)).code).toBe(0);
+    expect(ids(readFileSync(join(cwd, "out.ndjson"), "utf8"))).toEqual(inOrder(data.all));
+  }, 120_000);
+
+  it("killed with SIGKILL at 10 random points, still writes each record once after the next runs", async () => {
+    const data = exports();
+    const now = Date.now();
+    // A backlog of 3 000 records over the last half hour, so that a run takes long enough to be cut.
+    data.drop(
+      Array.from({ length: 3_000 }, (_, i) => now - 1_800_000 + i * 500),
+      "backlog",
+    );
+    const { baseUrl } = await service(data.folder);
+    await sleep(2_500);
+    const cwd = mkdtempSync(join(tmpdir(), "cli-export-"));
+    const args = [
+      "export",
+      "--url",
+      baseUrl,
+      "--state",
+      "state.json",
+      "--out",
+      "out.ndjson",
+      "--project",
+      "acme",
+      "--since",
+      "1h",
+    ];
+    let killed = 0;
+    for (let kill = 0; kill < 10; kill++) {
+      data.drop([Date.now(), Date.now(), Date.now() - 1_000], `kill${kill}`);
+      const run = cli(args, {}, cwd);
+      await sleep(50 + Math.random() * 400);
+      run.child.kill("SIGKILL");
+      if ((await run).code === null) killed++;
+    }
+    // Most runs were cut before they finished (a run that beat its kill is a whole run).
+    expect(killed).toBeGreaterThanOrEqual(5);
+    await sleep((LAG_SECONDS + 3) * 1000);
+    for (let run = 0; run < 2; run++) expect((await cli(args, {}, cwd)).code).toBe(0);
+    expect(ids(readFileSync(join(cwd, "out.ndjson"), "utf8"))).toEqual(inOrder(data.all));
+  }, 120_000);
+});
+
+describe("log-query tail", () => {
+  it("resumes after the service restarts: nothing lost, nothing printed twice", async () => {
+    const data = exports();
+    const port = String(await freePort());
+    let server = await service(data.folder, { PORT: port });
+    const tail = cli(["tail", "--url", server.baseUrl, "--project", "acme", "--format", "ndjson"]);
+    let printed = "";
+    tail.child.stdout?.on("data", (chunk) => {
+      printed += chunk;
+    });
+    const waitFor = async (count: number) => {
+      for (let waited = 0; ids(printed).length < count; waited += 100) {
+        expect(waited, printed).toBeLessThan(30_000);
+        await sleep(100);
+      }
+    };
+    await sleep(1_000);
+    data.drop([Date.now(), Date.now(), Date.now() + 1], "first");
+    await waitFor(3);
+
+    server.child.kill("SIGTERM");
+    await new Promise((resolve) => server.child.once("exit", resolve));
+    // Records arriving while the service is down are found when it is back.
+    data.drop([Date.now(), Date.now() + 1], "while-down");
+    server = await service(data.folder, { PORT: port });
+    data.drop([Date.now() + 500, Date.now() + 500], "after");
+    await waitFor(7);
+    await sleep(1_500);
+    expect(ids(printed)).toEqual(inOrder(data.all));
+  }, 90_000);
+});
+
+describe("log-query query and endpoints", () => {
+  it("follows every page with --all, as one JSON document, NDJSON stream or CSV table", async () => {
+    const data = exports();
+    data.drop(
+      Array.from({ length: 250 }, (_, i) => Date.now() - 60_000 - i * 100),
+      "paged",
+    );
+    const { baseUrl } = await service(data.folder);
+    await sleep(2_500);
+    const query = ["query", "logs.all", "project=acme", "project_tier=FREE", "--url", baseUrl];
+    const json = await cli([...query, "--all"]);
+    expect(json.code, json.stderr).toBe(0);
+    const expected = inOrder(data.all).reverse();
+    expect(
+      (JSON.parse(json.stdout) as { result: { id: string }[] }).result.map((r) => r.id),
+    ).toEqual(expected);
+    expect(ids((await cli([...query, "--all", "--format", "ndjson"])).stdout)).toEqual(expected);
+    const csv = (await cli([...query, "--all", "--format", "csv"])).stdout.trimEnd().split(/\r?\n/);
+    expect(csv[0]).toBe("id,timestamp,event_message,metadata");
+    expect(csv.slice(1).map((line) => line.split(",")[0])).toEqual(expected);
+    const one = await cli(query);
+    expect((JSON.parse(one.stdout) as { result: unknown[] }).result).toHaveLength(100);
+  }, 60_000);
+
+  it("lists the endpoints the key may call", async () => {
+    const { baseUrl } = await service(exports().folder);
+    const listed = await cli(["endpoints", "--url", baseUrl]);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/^logs\.all \(followable\): /m);
+    expect(listed.stdout).toMatch(/^ {2}project \(required\)/m);
+  });
+
+  it("says what went wrong in one line, with an exit code per kind", async () => {
+    const { baseUrl } = await service(exports().folder);
+    const url = ["--url", baseUrl];
+    const cases: [string[], Record<string, string>, number, RegExp][] = [
+      [["endpoints", ...url], { LOG_QUERY_KEY: "" }, 3, /no key: set LOG_QUERY_KEY/],
+      [["endpoints", ...url], { LOG_QUERY_KEY: "wrong-key-0123456789" }, 3, /unauthorized: /],
+      [["query", "no.such", ...url], {}, 4, /endpoint_not_found: /],
+      [["query", "logs.all", "project=acme", ...url], {}, 2, /invalid_params: /],
+      [["tail", "--key", KEY, ...url], {}, 2, /Unknown option '--key'/],
+      [["export", "--project", "acme", ...url], {}, 2, /--state is required/],
+      [["endpoints", "--url", "http://127.0.0.1:9"], {}, 6, /cannot reach http:\/\/127\.0\.0\.1:9/],
+    ];
+    for (const [args, env, code, message] of cases) {
+      const ran = await cli(args, env);
+      expect({ args, code: ran.code }).toEqual({ args, code });
+      expect(ran.stderr).toMatch(message);
+      expect(ran.stderr).not.toMatch(/\n {4}at /);
+    }
+  });
+});
+
+describe("the docs' log-query commands, run as written", () => {
+  it("npm link puts log-query on the PATH; each line answers from npm start's service; the crontab line exports", async () => {
+    const { baseUrl } = await start({ API_KEYS: KEY });
+    const prefix = mkdtempSync(join(tmpdir(), "npm-prefix-"));
+    const link = await runShell("npm link", { npm_config_prefix: prefix });
+    expect(link.code, link.stderr).toBe(0);
+    const env = {
+      KEY,
+      LOG_QUERY_URL: baseUrl,
+      LOG_QUERY_KEY: "",
+      PATH: `${join(prefix, "bin")}:${process.env.PATH}`,
+    };
+    const setKey = shellCommands().find(({ text }) => text.startsWith("export LOG_QUERY_KEY="));
+    const lines = shellCommands().filter(({ text }) => text.startsWith("log-query "));
+    expect(lines.length).toBeGreaterThan(3);
+    for (const { file, line, text } of lines) {
+      const cwd = mkdtempSync(join(tmpdir(), "log-query-doc-"));
+      const ran = await runShell(`${setKey?.text}\n${text}`, env, { cwd, timeoutMs: 60_000 });
+      expect({ where: `${file}:${line}`, code: ran.code, stderr: ran.stderr }).toEqual({
+        where: `${file}:${line}`,
+        code: 0,
+        stderr: "",
+      });
+      expect(ran.stdout.length + (existsSync(join(cwd, "logs.ndjson")) ? 1 : 0)).toBeGreaterThan(0);
+    }
+
+    const [crontab] = docFiles().flatMap((file) =>
+      codeBlocks(file).filter((b) => b.lang === "crontab"),
+    );
+    const command = crontab?.text.trim().split(/\s+/).slice(5).join(" ") as string;
+    const home = mkdtempSync(join(tmpdir(), "cron-home-"));
+    mkdirSync(join(home, "log-export"));
+    writeFileSync(join(home, "log-export", "key"), `${KEY}\n`, { mode: 0o600 });
+    for (let run = 0; run < 2; run++) {
+      const ran = await runShell(command, { ...env, HOME: home });
+      expect({ code: ran.code, stderr: ran.stderr }).toEqual({ code: 0, stderr: "" });
+    }
+    const state = JSON.parse(readFileSync(join(home, "log-export", "state.json"), "utf8"));
+    expect(state).toMatchObject({ cursor: expect.any(String), outBytes: expect.any(Number) });
+    expect(
+      ids(readFileSync(join(home, "log-export", "logs.ndjson"), "utf8")).length,
+    ).toBeGreaterThan(0);
+  }, 180_000);
+});
+
+describe("log-query installed under node_modules", () => {
+  it("runs there too, where Node strips no types itself, saying nothing of it", async () => {
+    // As `npx --package=<tarball>` lays it out: the package's files under node_modules, with its
+    // dependencies beside them.
+    const root = new URL("../", import.meta.url).pathname;
+    const installed = join(
+      mkdtempSync(join(tmpdir(), "npx-")),
+      "node_modules",
+      "log-usage-query-service",
+    );
+    for (const part of ["package.json", "bin", "src/cli"])
+      cpSync(join(root, part), join(installed, part), { recursive: true });
+    mkdirSync(join(installed, "node_modules"));
+    for (const dependency of ["eventsource-parser", "csv-stringify"]) {
+      symlinkSync(
+        join(root, "node_modules", dependency),
+        join(installed, "node_modules", dependency),
+      );
+    }
+    const { baseUrl } = await service(exports().folder);
+    const ran = await new Promise<Ran>((resolve) => {
+      const child = spawn(
+        process.execPath,
+        [join(installed, "bin", "log-query.js"), "endpoints", "--url", baseUrl],
+        {
+          env: { PATH: process.env.PATH, LOG_QUERY_KEY: KEY },
+        },
+      );
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (chunk) => {
+        stdout += chunk;
+      });
+      child.stderr.on("data", (chunk) => {
+        stderr += chunk;
+      });
+      child.once("close", (code) => resolve({ code, stdout, stderr }));
+    });
+    expect({ code: ran.code, stderr: ran.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(ran.stdout).toMatch(/^logs\.all /m);
+  });
+});
