@@ -170,6 +170,25 @@ describe("a settled follow stream on DuckDB", () => {
     expect(runs.length - before).toBe(1);
   });
 
+  it("reaches its end over a real connection with 20 000 records, waiting whenever the socket is full", async () => {
+    const clock = { now: micros(START) };
+    const { engine, app } = await duckDb(clock);
+    const many = Array.from({ length: 20_000 }, (_, i) =>
+      edgeLog(shift(START, -BigInt(20_000 - i) * 100n * MICROSECOND - 2n * MINUTE), {
+        id: `r${i}`,
+      }),
+    );
+    await replaceTables(engine, { edge_logs: many });
+    const base = await app.listen({ host: "127.0.0.1", port: 0 });
+    const response = await fetch(
+      `${base}/api/endpoints/logs.all/follow?${QUERY}&project_tier=FREE&since=1h&until=settled`,
+      { headers: { "x-api-key": API_KEY, accept: "application/x-ndjson" } },
+    );
+    const lines = (await response.text()).trimEnd().split("\n");
+    expect(lines).toHaveLength(20_001);
+    expect(JSON.parse(lines.at(-1) as string).end.reason).toBe("settled");
+  }, 20_000);
+
   it("applies the logs filters", async () => {
     const clock = { now: micros(START) };
     const { engine, settle } = await duckDb(clock);

@@ -58,15 +58,23 @@ export class OutboundStream {
     return this.write(this.events ? `id: ${cursor}\ndata: ${json}\n\n` : `${json}\n`);
   }
 
-  /** Resolves once what was written has gone out to the client (or the stream has ended). */
+  /**
+   * Resolves once what was written has gone out to the client (or the stream has ended). Either
+   * buffer may be the full one: the body's, or the connection's behind it, whose drain the body
+   * never reports (its own buffer was empty), so both are listened to.
+   */
   ready(): Promise<void> {
     if (this.ended || !this.backedUp()) return Promise.resolve();
+    const raw = this.reply.raw;
     return new Promise((resolve) => {
-      const done = () => {
-        this.body.off("drain", done).off("close", done);
+      const check = () => {
+        if (!this.ended && this.backedUp()) return;
+        this.body.off("drain", check).off("close", check);
+        raw.off("drain", check).off("close", check);
         resolve();
       };
-      this.body.on("drain", done).on("close", done);
+      this.body.on("drain", check).on("close", check);
+      raw.on("drain", check).on("close", check);
     });
   }
 
