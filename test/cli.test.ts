@@ -9,6 +9,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
@@ -181,11 +182,20 @@ describe("log-query export", () => {
       "--since",
       "1h",
     ];
+    const out = join(cwd, "out.ndjson");
+    const size = () => (existsSync(out) ? statSync(out).size : -1);
     let killed = 0;
     for (let kill = 0; kill < 10; kill++) {
       data.drop([Date.now(), Date.now(), Date.now() - 1_000], `kill${kill}`);
+      const before = size();
       const run = cli(args, {}, cwd);
-      await sleep(50 + Math.random() * 400);
+      let finished = false;
+      void run.then(() => {
+        finished = true;
+      });
+      // Killed while it writes: once the file changed (cut back or grown), at a random moment after.
+      while (!finished && size() === before) await sleep(2);
+      await sleep(Math.random() * 30);
       run.child.kill("SIGKILL");
       if ((await run).code === null) killed++;
     }

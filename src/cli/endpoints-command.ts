@@ -2,6 +2,7 @@
 // or the service's JSON with --format json.
 import { type Connection, EXIT, get } from "./client.ts";
 import { formatOf, type Options } from "./main.ts";
+import { text } from "./streams.ts";
 
 interface Listed {
   name: string;
@@ -13,7 +14,7 @@ interface Listed {
 
 export async function listEndpoints(connection: Connection, values: Options): Promise<number> {
   const format = formatOf(values, ["text", "json"], "text");
-  const body = await (await get(connection, "/api/endpoints")).text();
+  const body = await text(await get(connection, "/api/endpoints"));
   if (format === "json") {
     process.stdout.write(`${body}\n`);
     return EXIT.ok;

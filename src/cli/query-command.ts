@@ -4,6 +4,7 @@
 import { CliError, type Connection, EXIT, get } from "./client.ts";
 import { formatOf, type Options, USAGE } from "./main.ts";
 import { writeStdout } from "./output.ts";
+import { text } from "./streams.ts";
 
 const MEDIA_TYPES = {
   json: "application/json",
@@ -29,7 +30,7 @@ export async function runQuery(
   const write = pageWriter(format);
   while (next) {
     const response = await get(connection, next, { accept: MEDIA_TYPES[format] });
-    await write(await response.text(), false);
+    await write(await text(response), false);
     next = values.all ? nextLink(response) : undefined;
   }
   await write(undefined, true);
