@@ -230,6 +230,24 @@ describe("API_KEYS_FILE", () => {
     expect(file.lookup(sha256Hex(GLOBEX_KEY))?.credential.name).toBe("globex");
   });
 
+  it("takes a change at its next look, at most 250 ms after the first rewrite, however often rewritten", () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      const { path, file } = watchedAcmeFile();
+      // Rewritten every 30 ms from the moment it was watched: the look at 250 ms takes it.
+      for (let at = 0; at < 240; at += 30) {
+        replace(path, { keys: [entry("globex", GLOBEX_KEY)] });
+        vi.advanceTimersByTime(30);
+      }
+      replace(path, { keys: [entry("globex", GLOBEX_KEY)] });
+      vi.advanceTimersByTime(10);
+      expect(file.lookup(sha256Hex(ACME_KEY))).toBeUndefined();
+      expect(file.lookup(sha256Hex(GLOBEX_KEY))?.credential.name).toBe("globex");
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("takes a revocation while the file is still being rewritten every 30 ms", async () => {
     const { path, file } = watchedAcmeFile();
     // A reload that waits for the writes to settle would wait for all 100 of them (3 s).
