@@ -133,7 +133,7 @@ export class FollowHub {
     };
     if (settledUntil !== undefined) {
       const settle = () => {
-        if (!stopped.signal.aborted) follower.settled?.(subscription.checkpoint());
+        if (!stopped.signal.aborted) follower.settled?.(subscription.checkpoint(settledUntil));
       };
       this.catchUp(endpoint, live, subscription, start, stopped.signal, settledUntil).then(
         settle,
@@ -434,11 +434,16 @@ class Subscription {
     }
   }
 
-  /** Where the next run resumes: after the last record sent, else where this one started. */
-  checkpoint(): string {
+  /**
+   * Where the next run resumes: after the last record sent; with none sent, after every record up
+   * to `settled` (or its start, when later), where nothing can arrive any more. So a run that finds
+   * nothing still moves its checkpoint on, and a quiet filter's never ages past the retention.
+   */
+  checkpoint(settled: bigint): string {
     const { cursors } = this.hub.options;
     if (this.last) return cursors.after(this.last);
     const { micros, id } = this.from;
+    if (settled > micros) return cursors.encode({ timestamp: formatTimestamp(settled) });
     return cursors.encode({ timestamp: formatTimestamp(micros), ...(id !== undefined && { id }) });
   }
 

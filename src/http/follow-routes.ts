@@ -61,7 +61,7 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       // `since` starts the stream as iso_timestamp_start would.
       const params = withWindowStart(parseParams(endpoint.params, authorized), hub.now());
       const settled = settledMode(until);
-      const from = startingPoint(request, params, hub.options.cursors, after);
+      const from = startingPoint(request, params, hub.options.cursors, after, settled);
       // A settled run ends with records that can no longer be overtaken by a late one.
       const settledUntil = settled ? hub.now() - BigInt(hub.options.lagMs) * 1000n : undefined;
       if (settled && from?.resumed) refuseDroppedRecords(from, params, hub.now());
@@ -183,6 +183,7 @@ function startingPoint(
   params: SqlParams,
   cursors: CursorCodec,
   after: unknown,
+  settled: boolean,
 ): Start | undefined {
   const start = params.iso_timestamp_start;
   const lower: StartingPoint | undefined = start
@@ -209,7 +210,18 @@ function startingPoint(
     ]);
   }
   const resume = { micros: parseIsoTimestamp(position.timestamp) as bigint, id: position.id };
-  return lower && lower.micros >= resume.micros ? lower : { ...resume, resumed: true };
+  if (!lower || lower.micros < resume.micros) return { ...resume, resumed: true };
+  // A settled run that started later than its checkpoint would skip what lies between, unseen.
+  if (settled && lower.micros > resume.micros) {
+    throw new InvalidParamsError([
+      {
+        param: "after",
+        message:
+          "is before the start that since or iso_timestamp_start (yours, or your key's scope) gives this run: the records between would be skipped; resume with after alone",
+      },
+    ]);
+  }
+  return lower;
 }
 
 /**
