@@ -15,18 +15,10 @@ export function authorize(
   endpoint: EndpointDefinition,
   query: RawQuery,
 ): RawQuery {
-  let conflict: string | undefined;
-  for (const scope of credential.scopes) {
-    if (!names(scope, endpoint)) continue;
-    // A scope that fixes nothing (full access, the common case) passes the query through as it is.
-    if (isEmpty(scope.fixed_params)) return query;
-    const fixed = fixedParams(scope, endpoint);
-    const differing = Object.keys(fixed).find(
-      (param) => query[param] !== undefined && query[param] !== fixed[param],
-    );
-    if (differing === undefined) return { ...query, ...fixed };
-    conflict ??= differing;
-  }
+  const found = allowing(credential, endpoint, query);
+  // A scope that fixes nothing (full access, the common case) passes the query through as it is.
+  if ("fixed" in found) return isEmpty(found.fixed) ? query : { ...query, ...found.fixed };
+  const { conflict } = found;
   throw new HttpError(
     403,
     "forbidden",
@@ -34,6 +26,38 @@ export function authorize(
       ? `This credential may not call ${endpoint.name}.`
       : `This credential may call ${endpoint.name} only with its fixed ${conflict}: omit ${conflict} or send the value GET /api/endpoints lists.`,
   );
+}
+
+/** The params the scope that allows this request fixes: none when no scope allows it. */
+export function fixedFor(
+  credential: Credential,
+  endpoint: EndpointDefinition,
+  query: RawQuery,
+): Readonly<Record<string, string>> {
+  const found = allowing(credential, endpoint, query);
+  return "fixed" in found ? found.fixed : NOTHING_FIXED.fixed;
+}
+
+const NOTHING_FIXED = Object.freeze({ fixed: Object.freeze({}) });
+
+/** The fixed params of the first scope that allows the request, or the first param that conflicts. */
+function allowing(
+  credential: Credential,
+  endpoint: EndpointDefinition,
+  query: RawQuery,
+): { fixed: Readonly<Record<string, string>> } | { conflict: string | undefined } {
+  let conflict: string | undefined;
+  for (const scope of credential.scopes) {
+    if (!names(scope, endpoint)) continue;
+    if (isEmpty(scope.fixed_params)) return NOTHING_FIXED;
+    const fixed = fixedParams(scope, endpoint);
+    const differing = Object.keys(fixed).find(
+      (param) => query[param] !== undefined && query[param] !== fixed[param],
+    );
+    if (differing === undefined) return { fixed };
+    conflict ??= differing;
+  }
+  return { conflict };
 }
 
 /** The fixed params an omitted parameter would take, when the credential may call the endpoint. */

@@ -207,10 +207,7 @@ function pagedSchema<T extends z.ZodRawShape>(shape: T, cursors?: CursorCodec) {
         cursor: RecordPosition | null;
       };
       const keptStart = params.since != null &&
-        cursor?.windowStart !== undefined && {
-          since: null,
-          iso_timestamp_start: cursor.windowStart,
-        };
+        cursor?.windowStart !== undefined && { [CURSOR_WINDOW_START]: cursor.windowStart };
       return {
         ...params,
         ...keptStart,
@@ -235,17 +232,21 @@ function refuseTwoStarts(params: Record<string, unknown>, ctx: z.RefinementCtx) 
 
 // Past the longest retention (90 days), a longer `since` selects nothing more.
 const LONGEST_SINCE_US = 1_000n * 86_400_000_000n;
+/** Where a page cursor says the run's `since` was resolved; never bound in the SQL. */
+const CURSOR_WINDOW_START = "since_window_start";
 
 /**
- * The parameters an engine binds, `since` (seconds) resolved against `now` (epoch µs) into the
- * `iso_timestamp_start` it means: only records strictly after now − since. Resolved per request,
- * not with the rest of the parameters, which are validated once per query string.
+ * The parameters an engine binds, `since` (seconds) resolved into the `iso_timestamp_start` it
+ * means: only records strictly after now − since. Resolved per request, not with the rest of the
+ * parameters, which are validated once per query string. A later page keeps the start its cursor
+ * carries when `cursorWindow` allows: not where the caller's scope fixes `since`, whose rule is
+ * now − since for every answer (a cursor is not bound to whoever made it).
  */
-export function withWindowStart(params: SqlParams, now: bigint): SqlParams {
-  // Only logs.all takes `since`: a dashboard's cached request keeps its memoised object.
+export function withWindowStart(params: SqlParams, now: bigint, cursorWindow = true): SqlParams {
   if (!("since" in params)) return params;
-  const { since, ...bound } = params;
+  const { since, [CURSOR_WINDOW_START]: kept, ...bound } = params;
   if (since === null) return bound;
+  if (cursorWindow && kept) return { ...bound, iso_timestamp_start: kept };
   const back = BigInt(since) * 1_000_000n;
   return {
     ...bound,

@@ -5,7 +5,7 @@ import { z } from "zod";
 import type { RefreshBudget } from "../cache/refresh-budget.ts";
 import type { Demand } from "../cache/result-cache.ts";
 import type { Credential } from "../credentials/credential.ts";
-import { authorize, grantedParams, type RawQuery } from "../credentials/scope-rule.ts";
+import { authorize, fixedFor, grantedParams, type RawQuery } from "../credentials/scope-rule.ts";
 import {
   catalog,
   columnNames,
@@ -74,7 +74,16 @@ export async function endpointRoutes(
       annotateRequestSpan(request, endpoint.name);
       const raw = request.query as RawQuery;
       const query = authorize(request.credential, endpoint, raw);
-      const params = withWindowStart(validParams(endpoint, query), now());
+      const validated = validParams(endpoint, query);
+      // Only logs.all takes `since`: a dashboard's cached request skips the scope's second look.
+      const params =
+        "since" in validated
+          ? withWindowStart(
+              validated,
+              now(),
+              !("since" in fixedFor(request.credential, endpoint, raw)),
+            )
+          : validated;
       // The request is otherwise valid; only now can its Accept be what fails it.
       const format = named ?? negotiated(request, reply);
       if (!format) {

@@ -299,6 +299,39 @@ describe("a scope that pins a filter", () => {
   });
 });
 
+describe("a scope that pins since", () => {
+  it("keeps its window on every page, whatever window start a cursor from elsewhere carries", async () => {
+    const secret = "a-test-secret-of-at-least-32-bytes!!";
+    const token = await new SignJWT({
+      sub: "recent-only",
+      scopes: [{ endpoint: "logs.all", fixed_params: { project: PROJECT, since: "8m" } }],
+    })
+      .setProtectedHeader({ alg: "HS256" })
+      .setExpirationTime("10m")
+      .sign(new TextEncoder().encode(secret));
+    const { get } = await startService({
+      tables: TABLES,
+      now: NOW,
+      follow: CLOCK,
+      tokens: createTokenVerifier({ secret, maxLifetimeSeconds: 3600 }),
+    });
+    // A full key's page of a window from year 2000 on: its cursor carries that start.
+    const wide = await get(`${BASE}&iso_timestamp_start=2000-01-01T00:00:00Z`);
+    const cursor = /cursor=([\w-]+)>/.exec(wide.headers.link as string)?.[1] as string;
+    const replayed = await get(
+      `/api/endpoints/logs.all?project_tier=PRO&since=8m&cursor=${cursor}`,
+      {
+        authorization: `Bearer ${token}`,
+      },
+    );
+    expect(replayed.statusCode).toBe(200);
+    const rows: Row[] = JSON.parse(replayed.body).result;
+    expect(rows.filter((r) => micros(r.timestamp as string) <= micros(NOW) - 8n * MINUTE)).toEqual(
+      [],
+    );
+  });
+});
+
 describe("a follow stream under filters", () => {
   async function duckDbFollowService() {
     const engine = await createDuckDbEngine({ now: () => micros(NOW) });
