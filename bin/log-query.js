@@ -1,10 +1,9 @@
 #!/usr/bin/env node
-import { readFileSync } from "node:fs";
 // The `log-query` command. Plain JavaScript, so that any Node can say in one line what it needs;
 // the client itself is TypeScript (src/cli/), which Node 24 runs by stripping its types. Node
 // refuses to strip types under node_modules, where `npx --package=<tarball>` installs this package:
 // a load hook strips this package's own .ts files there.
-import { registerHooks, stripTypeScriptTypes } from "node:module";
+import { readFileSync } from "node:fs";
 
 const major = Number(process.versions.node.split(".")[0]);
 if (major < 24) {
@@ -14,6 +13,8 @@ if (major < 24) {
   process.exit(2);
 }
 
+// Imported once the version is known: an older node:module lacks these, and would fail the import.
+const { registerHooks, stripTypeScriptTypes } = await import("node:module");
 const root = new URL("../", import.meta.url).href;
 registerHooks({
   load(url, context, nextLoad) {

@@ -18,6 +18,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { codeBlocks, docFiles, runShell, shellCommands } from "./support/doc-commands.ts";
 import { freePort } from "./support/free-port.ts";
+import { olderNode } from "./support/newcomer.ts";
 import { start } from "./support/service-process.ts";
 
 const KEY = "cli-test-key-0123456789";
@@ -239,6 +240,29 @@ describe("log-query tail", () => {
   }, 90_000);
 });
 
+describe("log-query tail before its first record", () => {
+  it("finds what was logged while the service was away, though it had printed nothing yet", async () => {
+    const data = exports();
+    const port = String(await freePort());
+    let server = await service(data.folder, { PORT: port });
+    const tail = cli(["tail", "--url", server.baseUrl, "--project", "acme", "--format", "ndjson"]);
+    let printed = "";
+    tail.child.stdout?.on("data", (chunk) => {
+      printed += chunk;
+    });
+    await sleep(1_000);
+    server.child.kill("SIGTERM");
+    await new Promise((resolve) => server.child.once("exit", resolve));
+    data.drop([Date.now(), Date.now() + 1], "while-down");
+    server = await service(data.folder, { PORT: port });
+    for (let waited = 0; ids(printed).length < 2; waited += 100) {
+      expect(waited, printed).toBeLessThan(30_000);
+      await sleep(100);
+    }
+    expect(ids(printed)).toEqual(inOrder(data.all));
+  }, 60_000);
+});
+
 describe("log-query query and endpoints", () => {
   it("follows every page with --all, as one JSON document, NDJSON stream or CSV table", async () => {
     const data = exports();
@@ -261,6 +285,34 @@ describe("log-query query and endpoints", () => {
     expect(csv.slice(1).map((line) => line.split(",")[0])).toEqual(expected);
     const one = await cli(query);
     expect((JSON.parse(one.stdout) as { result: unknown[] }).result).toHaveLength(100);
+  }, 60_000);
+
+  it("export takes a state's length only for the file it was measured on", async () => {
+    const data = exports();
+    data.drop([Date.now() - 60_000, Date.now() - 50_000], "kept");
+    const { baseUrl } = await service(data.folder);
+    await sleep(2_500);
+    const cwd = mkdtempSync(join(tmpdir(), "cli-export-"));
+    const args = [
+      "export",
+      "--url",
+      baseUrl,
+      "--state",
+      "state.json",
+      "--project",
+      "acme",
+      "--since",
+      "1h",
+    ];
+    expect((await cli([...args, "--out", "first.ndjson"], {}, cwd)).code).toBe(0);
+    const archive = `${"an earlier line of another file\n".repeat(200)}`;
+    writeFileSync(join(cwd, "archive.ndjson"), archive);
+    data.drop([Date.now() - 40_000], "later");
+    await sleep((LAG_SECONDS + 3) * 1000);
+    expect((await cli([...args, "--out", "archive.ndjson"], {}, cwd)).code).toBe(0);
+    const written = readFileSync(join(cwd, "archive.ndjson"), "utf8");
+    expect(written.startsWith(archive)).toBe(true);
+    expect(ids(written.slice(archive.length))).toEqual(["later-0000"]);
   }, 60_000);
 
   it("lists the endpoints the key may call", async () => {
@@ -377,5 +429,26 @@ describe("log-query installed under node_modules", () => {
     });
     expect({ code: ran.code, stderr: ran.stderr }).toEqual({ code: 0, stderr: "" });
     expect(ran.stdout).toMatch(/^logs\.all /m);
+  });
+});
+
+describe("log-query on an older Node", () => {
+  it("says in one line that it needs Node 24, and exits 2", async () => {
+    const ran = await new Promise<Ran>((resolve) => {
+      const child = spawn(olderNode(), [CLI, "endpoints"], { env: { PATH: process.env.PATH } });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (chunk) => {
+        stdout += chunk;
+      });
+      child.stderr.on("data", (chunk) => {
+        stderr += chunk;
+      });
+      child.once("close", (code) => resolve({ code, stdout, stderr }));
+    });
+    expect(ran.code).toBe(2);
+    expect(ran.stderr).toMatch(
+      /^log-query needs Node 24 or newer, not \d+\.[\d.]+: install Node 24 .*\n$/,
+    );
   });
 });

@@ -78,6 +78,8 @@ export async function request(
   try {
     return await fetch(new URL(path, connection.url), {
       headers: { "x-api-key": connection.key, ...headers },
+      // A redirect would carry the key to wherever it points: the service never sends one.
+      redirect: "error",
       signal,
     });
   } catch (error) {

@@ -17,6 +17,7 @@ import {
   renameSync,
   writeSync,
 } from "node:fs";
+import { resolve } from "node:path";
 import { CliError, type Connection, EXIT, get } from "./client.ts";
 import { formatOf, logsParams, type Options, required } from "./main.ts";
 import { csvHeader, formatRecord, writeStdout } from "./output.ts";
@@ -25,7 +26,8 @@ import { lines } from "./streams.ts";
 interface State {
   /** Where the next run resumes: the cursor the last settled stream ended with; none before one. */
   cursor?: string;
-  /** With --out: the file's length after the last whole run. */
+  /** With --out: the file written (its absolute path), and its length after the last whole run. */
+  out?: string;
   outBytes?: number;
 }
 
@@ -41,11 +43,14 @@ export async function runExport(connection: Connection, values: Options): Promis
   const response = await get(connection, `/api/endpoints/logs.all/follow?${params}`, {
     accept: "application/x-ndjson",
   });
-  const output = values.out === undefined ? stdoutOutput() : fileOutput(values.out, state);
-  // Before a first run writes to the file, the state says how long it was: a first run killed
-  // midway is cut off like any other.
-  if (values.out !== undefined && state?.outBytes === undefined) {
-    writeState(statePath, { ...state, outBytes: output.flush() });
+  const out = values.out === undefined ? undefined : resolve(values.out);
+  // The length a state keeps is of the file it was measured on; another file is taken as it is.
+  const committed = out !== undefined && state?.out === out ? state?.outBytes : undefined;
+  const output = out === undefined ? stdoutOutput() : fileOutput(out, committed);
+  // Before a run writes to a file the state has no length for, the state says how long it is: a
+  // run killed midway is then cut off like any other.
+  if (out !== undefined && committed === undefined) {
+    writeState(statePath, { ...state, out, outBytes: output.flush() });
   }
   try {
     let end: { reason?: string; cursor?: unknown } | undefined;
@@ -65,7 +70,7 @@ export async function runExport(connection: Connection, values: Options): Promis
       );
     }
     const outBytes = output.flush();
-    writeState(statePath, { cursor: end.cursor, ...(outBytes !== undefined && { outBytes }) });
+    writeState(statePath, { cursor: end.cursor, ...(out !== undefined && { out, outBytes }) });
   } finally {
     output.close();
   }
@@ -94,30 +99,34 @@ function stdoutOutput(): Output {
   };
 }
 
-/** `path` to append to, cut back first to its length after the last whole run. */
-function fileOutput(path: string, state: State | undefined): Output {
-  let fd: number;
-  try {
-    fd = openSync(path, "a+");
-  } catch (error) {
-    throw new CliError(`--out: ${(error as Error).message}`, EXIT.usage);
-  }
+/** `path` to append to, cut back first to `committed`, its length after the last whole run. */
+function fileOutput(path: string, committed: number | undefined): Output {
+  const fd = onFile("--out", () => openSync(path, "a+"));
   let bytes = fstatSync(fd).size;
-  if (state?.outBytes !== undefined && bytes > state.outBytes) {
-    ftruncateSync(fd, state.outBytes);
-    bytes = state.outBytes;
+  if (committed !== undefined && bytes > committed) {
+    onFile("--out", () => ftruncateSync(fd, committed));
+    bytes = committed;
   }
   return {
     empty: () => bytes === 0,
     write: async (text) => {
-      bytes += writeSync(fd, text);
+      bytes += onFile("--out", () => writeSync(fd, text));
     },
     flush: () => {
-      fsyncSync(fd);
+      onFile("--out", () => fsyncSync(fd));
       return bytes;
     },
     close: () => closeSync(fd),
   };
+}
+
+/** A file operation, its failure (no such folder, no space, no permission) one line saying which file. */
+function onFile<T>(option: string, operation: () => T): T {
+  try {
+    return operation();
+  } catch (error) {
+    throw new CliError(`${option}: ${(error as Error).message}`, EXIT.failed);
+  }
 }
 
 function readState(path: string): State | undefined {
@@ -132,6 +141,7 @@ function readState(path: string): State | undefined {
     const state = JSON.parse(text) as State;
     const valid =
       ["undefined", "string"].includes(typeof state.cursor) &&
+      ["undefined", "string"].includes(typeof state.out) &&
       ["undefined", "number"].includes(typeof state.outBytes);
     if (valid) return state;
   } catch {
@@ -143,12 +153,14 @@ function readState(path: string): State | undefined {
 /** Replaces the state file whole: a new file, flushed, renamed over the old. */
 function writeState(path: string, state: State): void {
   const temporary = `${path}.${process.pid}.tmp`;
-  const fd = openSync(temporary, "w");
-  try {
-    writeSync(fd, `${JSON.stringify(state)}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temporary, path);
+  onFile("--state", () => {
+    const fd = openSync(temporary, "w");
+    try {
+      writeSync(fd, `${JSON.stringify(state)}\n`);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temporary, path);
+  });
 }
