@@ -43,8 +43,9 @@ function cli(
   args: string[],
   env: Record<string, string> = {},
   cwd?: string,
+  { node = process.execPath, script = CLI } = {},
 ): Promise<Ran> & { child: ChildProcess } {
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const child = spawn(node, [script, ...args], {
     env: { PATH: process.env.PATH, LOG_QUERY_KEY: KEY, ...env },
     cwd,
     stdio: ["ignore", "pipe", "pipe"],
@@ -208,35 +209,49 @@ describe("log-query export", () => {
   }, 120_000);
 });
 
+/** A `log-query tail` of acme's records, NDJSON, and what it printed so far. */
+function tailing(url: string) {
+  const tail = cli(["tail", "--url", url, "--project", "acme", "--format", "ndjson"]);
+  let printed = "";
+  tail.child.stdout?.on("data", (chunk) => {
+    printed += chunk;
+  });
+  return {
+    printed: () => ids(printed),
+    /** Resolves once `count` records were printed. */
+    async waitFor(count: number) {
+      for (let waited = 0; ids(printed).length < count; waited += 100) {
+        expect(waited, printed).toBeLessThan(30_000);
+        await sleep(100);
+      }
+    },
+  };
+}
+
+/** Stops the service with SIGTERM and waits for it to exit. */
+async function stop(server: { child: ChildProcess }) {
+  server.child.kill("SIGTERM");
+  await new Promise((resolve) => server.child.once("exit", resolve));
+}
+
 describe("log-query tail", () => {
   it("resumes after the service restarts: nothing lost, nothing printed twice", async () => {
     const data = exports();
     const port = String(await freePort());
     let server = await service(data.folder, { PORT: port });
-    const tail = cli(["tail", "--url", server.baseUrl, "--project", "acme", "--format", "ndjson"]);
-    let printed = "";
-    tail.child.stdout?.on("data", (chunk) => {
-      printed += chunk;
-    });
-    const waitFor = async (count: number) => {
-      for (let waited = 0; ids(printed).length < count; waited += 100) {
-        expect(waited, printed).toBeLessThan(30_000);
-        await sleep(100);
-      }
-    };
+    const tail = tailing(server.baseUrl);
     await sleep(1_000);
     data.drop([Date.now(), Date.now(), Date.now() + 1], "first");
-    await waitFor(3);
+    await tail.waitFor(3);
 
-    server.child.kill("SIGTERM");
-    await new Promise((resolve) => server.child.once("exit", resolve));
+    await stop(server);
     // Records arriving while the service is down are found when it is back.
     data.drop([Date.now(), Date.now() + 1], "while-down");
     server = await service(data.folder, { PORT: port });
     data.drop([Date.now() + 500, Date.now() + 500], "after");
-    await waitFor(7);
+    await tail.waitFor(7);
     await sleep(1_500);
-    expect(ids(printed)).toEqual(inOrder(data.all));
+    expect(tail.printed()).toEqual(inOrder(data.all));
   }, 90_000);
 });
 
@@ -245,21 +260,13 @@ describe("log-query tail before its first record", () => {
     const data = exports();
     const port = String(await freePort());
     let server = await service(data.folder, { PORT: port });
-    const tail = cli(["tail", "--url", server.baseUrl, "--project", "acme", "--format", "ndjson"]);
-    let printed = "";
-    tail.child.stdout?.on("data", (chunk) => {
-      printed += chunk;
-    });
+    const tail = tailing(server.baseUrl);
     await sleep(1_000);
-    server.child.kill("SIGTERM");
-    await new Promise((resolve) => server.child.once("exit", resolve));
+    await stop(server);
     data.drop([Date.now(), Date.now() + 1], "while-down");
     server = await service(data.folder, { PORT: port });
-    for (let waited = 0; ids(printed).length < 2; waited += 100) {
-      expect(waited, printed).toBeLessThan(30_000);
-      await sleep(100);
-    }
-    expect(ids(printed)).toEqual(inOrder(data.all));
+    await tail.waitFor(2);
+    expect(tail.printed()).toEqual(inOrder(data.all));
   }, 60_000);
 });
 
@@ -409,23 +416,8 @@ describe("log-query installed under node_modules", () => {
       );
     }
     const { baseUrl } = await service(exports().folder);
-    const ran = await new Promise<Ran>((resolve) => {
-      const child = spawn(
-        process.execPath,
-        [join(installed, "bin", "log-query.js"), "endpoints", "--url", baseUrl],
-        {
-          env: { PATH: process.env.PATH, LOG_QUERY_KEY: KEY },
-        },
-      );
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (chunk) => {
-        stdout += chunk;
-      });
-      child.stderr.on("data", (chunk) => {
-        stderr += chunk;
-      });
-      child.once("close", (code) => resolve({ code, stdout, stderr }));
+    const ran = await cli(["endpoints", "--url", baseUrl], {}, undefined, {
+      script: join(installed, "bin", "log-query.js"),
     });
     expect({ code: ran.code, stderr: ran.stderr }).toEqual({ code: 0, stderr: "" });
     expect(ran.stdout).toMatch(/^logs\.all /m);
@@ -434,18 +426,7 @@ describe("log-query installed under node_modules", () => {
 
 describe("log-query on an older Node", () => {
   it("says in one line that it needs Node 24, and exits 2", async () => {
-    const ran = await new Promise<Ran>((resolve) => {
-      const child = spawn(olderNode(), [CLI, "endpoints"], { env: { PATH: process.env.PATH } });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (chunk) => {
-        stdout += chunk;
-      });
-      child.stderr.on("data", (chunk) => {
-        stderr += chunk;
-      });
-      child.once("close", (code) => resolve({ code, stdout, stderr }));
-    });
+    const ran = await cli(["endpoints"], {}, undefined, { node: olderNode() });
     expect(ran.code).toBe(2);
     expect(ran.stderr).toMatch(
       /^log-query needs Node 24 or newer, not \d+\.[\d.]+: install Node 24 .*\n$/,

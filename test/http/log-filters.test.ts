@@ -271,22 +271,29 @@ describe("since, paged", () => {
   });
 });
 
+const SECRET = "a-test-secret-of-at-least-32-bytes!!";
+
+/** A BigQuery service over TABLES that takes tokens, and a token whose scope fixes `fixed`. */
+async function serviceWithToken(name: string, fixed: Record<string, string>) {
+  const token = await new SignJWT({
+    sub: name,
+    scopes: [{ endpoint: "logs.all", fixed_params: fixed }],
+  })
+    .setProtectedHeader({ alg: "HS256" })
+    .setExpirationTime("10m")
+    .sign(new TextEncoder().encode(SECRET));
+  const { get } = await startService({
+    tables: TABLES,
+    now: NOW,
+    follow: CLOCK,
+    tokens: createTokenVerifier({ secret: SECRET, maxLifetimeSeconds: 3600 }),
+  });
+  return { get, token };
+}
+
 describe("a scope that pins a filter", () => {
   it("shows a support token only 5xx records, and refuses another status", async () => {
-    const secret = "a-test-secret-of-at-least-32-bytes!!";
-    const token = await new SignJWT({
-      sub: "support",
-      scopes: [{ endpoint: "logs.all", fixed_params: { project: PROJECT, status: "5xx" } }],
-    })
-      .setProtectedHeader({ alg: "HS256" })
-      .setExpirationTime("10m")
-      .sign(new TextEncoder().encode(secret));
-    const { get } = await startService({
-      tables: TABLES,
-      now: NOW,
-      follow: CLOCK,
-      tokens: createTokenVerifier({ secret, maxLifetimeSeconds: 3600 }),
-    });
+    const { get, token } = await serviceWithToken("support", { project: PROJECT, status: "5xx" });
     const bearer = { authorization: `Bearer ${token}` };
     const { records: rows } = await pageThrough(
       (url) => get(url, bearer),
@@ -301,20 +308,7 @@ describe("a scope that pins a filter", () => {
 
 describe("a scope that pins since", () => {
   it("keeps its window on every page, whatever window start a cursor from elsewhere carries", async () => {
-    const secret = "a-test-secret-of-at-least-32-bytes!!";
-    const token = await new SignJWT({
-      sub: "recent-only",
-      scopes: [{ endpoint: "logs.all", fixed_params: { project: PROJECT, since: "8m" } }],
-    })
-      .setProtectedHeader({ alg: "HS256" })
-      .setExpirationTime("10m")
-      .sign(new TextEncoder().encode(secret));
-    const { get } = await startService({
-      tables: TABLES,
-      now: NOW,
-      follow: CLOCK,
-      tokens: createTokenVerifier({ secret, maxLifetimeSeconds: 3600 }),
-    });
+    const { get, token } = await serviceWithToken("recent-only", { project: PROJECT, since: "8m" });
     // A full key's page of a window from year 2000 on: its cursor carries that start.
     const wide = await get(`${BASE}&iso_timestamp_start=2000-01-01T00:00:00Z`);
     const cursor = /cursor=([\w-]+)>/.exec(wide.headers.link as string)?.[1] as string;
