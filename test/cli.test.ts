@@ -126,25 +126,19 @@ const ids = (ndjson: string) =>
     .filter(Boolean)
     .map((line) => (JSON.parse(line) as { id: string }).id);
 
+/** An export of acme's records to out.ndjson, its state in state.json, the first run from 1h back. */
+const exportArgs = (url: string) => [
+  ...["export", "--url", url, "--state", "state.json", "--out", "out.ndjson"],
+  ...["--project", "acme", "--since", "1h"],
+];
+
 describe("log-query export", () => {
   it("chained 20 times while records arrive, late ones and ties included, writes each record once, in order", async () => {
     const data = exports();
     data.drop([Date.now() - 600_000, Date.now() - 300_000], "before");
     const { baseUrl } = await service(data.folder);
     const cwd = mkdtempSync(join(tmpdir(), "cli-export-"));
-    const args = [
-      "export",
-      "--url",
-      baseUrl,
-      "--state",
-      "state.json",
-      "--out",
-      "out.ndjson",
-      "--project",
-      "acme",
-      "--since",
-      "1h",
-    ];
+    const args = exportArgs(baseUrl);
     for (let run = 0; run < 20; run++) {
       const now = Date.now();
       // Five records on one millisecond, one a moment later, and one arriving late: its time a
@@ -171,19 +165,7 @@ describe("log-query export", () => {
     const { baseUrl } = await service(data.folder);
     await sleep(2_500);
     const cwd = mkdtempSync(join(tmpdir(), "cli-export-"));
-    const args = [
-      "export",
-      "--url",
-      baseUrl,
-      "--state",
-      "state.json",
-      "--out",
-      "out.ndjson",
-      "--project",
-      "acme",
-      "--since",
-      "1h",
-    ];
+    const args = exportArgs(baseUrl);
     const out = join(cwd, "out.ndjson");
     const size = () => (existsSync(out) ? statSync(out).size : -1);
     let killed = 0;
