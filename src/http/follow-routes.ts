@@ -58,13 +58,14 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       refuseNotFollowed(raw);
       const authorized = authorize(request.credential, endpoint, raw);
       refusePinnedEnd(authorized);
+      const now = hub.now();
       // `since` starts the stream as iso_timestamp_start would.
-      const params = withWindowStart(parseParams(endpoint.params, authorized), hub.now());
+      const params = withWindowStart(parseParams(endpoint.params, authorized), now);
       const settled = settledMode(until);
       const from = startingPoint(request, params, hub.options.cursors, after, settled);
       // A settled run ends with records that can no longer be overtaken by a late one.
-      const settledUntil = settled ? hub.now() - BigInt(hub.options.lagMs) * 1000n : undefined;
-      if (settled && from?.resumed) refuseDroppedRecords(from, params, hub.now());
+      const settledUntil = settled ? now - BigInt(hub.options.lagMs) * 1000n : undefined;
+      if (settled && from?.resumed) refuseDroppedRecords(from, params, now);
       const contentType = new Negotiator(request).mediaType([EVENT_STREAM, NDJSON]);
       if (!contentType) {
         return sendError(

@@ -388,11 +388,10 @@ describe("a follow stream under filters", () => {
   it("shares one feed between followers of equal filters, and not with other filters", async () => {
     const { base, app, runs } = await duckDbFollowService();
     const url = `${base}/api/endpoints/logs.all/follow?${QUERY}`;
-    const streams = [
-      await open(`${url}&status=5xx&method=get`),
-      await open(`${url}&method=GET&status=5XX`),
-      await open(`${url}&status=4xx`),
-    ];
+    // Three followers; the first two write the same filters differently.
+    await open(`${url}&status=5xx&method=get`);
+    await open(`${url}&method=GET&status=5XX`);
+    await open(`${url}&status=4xx`);
     const metrics = await app.inject({ url: "/metrics", headers: { "x-api-key": API_KEY } });
     expect(metrics.body).toMatch(/^query_service_follow_feeds 2$/m);
     const before = runs.length;
@@ -401,6 +400,5 @@ describe("a follow stream under filters", () => {
     // Two parameter sets, two feeds: their polls carry one of two filter sets, never a third.
     const sets = new Set(polls.map((run) => `${run.params.status}/${run.params.method}`));
     expect(sets).toEqual(new Set(["5xx/GET", "4xx/null"]));
-    expect(streams).toHaveLength(3);
   });
 });
