@@ -37,6 +37,8 @@ import { requestShape } from "./http/request-shape.ts";
 import { shutdown } from "./http/shutdown.ts";
 import type { StreamEnds, StreamLimits } from "./http/streams/outbound-stream.ts";
 import { defaultMaxStreams, StreamCaps } from "./http/streams/stream-caps.ts";
+import { streamPlaces } from "./http/streams/stream-places.ts";
+import { type WatchStats, watchRoutes } from "./http/watch-routes.ts";
 import type { RedisLink } from "./redis/link.ts";
 import { SharedBudgets } from "./redis/shared-budgets.ts";
 import { observeEngine } from "./telemetry/observed-engine.ts";
@@ -166,7 +168,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const queries = deps.queries ?? loadQueries(deps.engine.dialect, catalog);
   // Without a secret of its own, this process's cursors are good in this process only.
   const cursors = cursorCodec(deps.cursorSecret ?? randomBytes(32));
-  const run = createRunner({
+  const { run, watch } = createRunner({
     engine,
     endpoints: catalog,
     queries,
@@ -201,6 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   });
   const streamEnds: StreamEnds = new Map();
+  const watchStats: WatchStats = { open: 0, eventsSent: 0 };
   const registry = serviceRegistry({
     cache,
     engine,
@@ -208,6 +211,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     connections: app.connections,
     follow: followHub,
     streamEnds,
+    watches: watchStats,
     redis: deps.redis,
   });
   app.decorate("metricsRegistry", registry);
@@ -243,13 +247,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       // One clock for where streams start and where `since` windows do.
       now: () => followHub.now(),
     });
-    await api.register(followRoutes, {
-      hub: followHub,
+    // One set of caps for every stream kind: a credential's follows and watches share its budget.
+    const reserve = streamPlaces(api, {
       caps: streamCaps,
       limits: { ...DEFAULT_STREAM_LIMITS, ...deps.streams },
       ends: streamEnds,
       keysFile: deps.keysFile,
     });
+    await api.register(followRoutes, { hub: followHub, reserve });
+    if (cache) await api.register(watchRoutes, { run, watch, reserve, stats: watchStats });
     await api.register(openApiRoute, { limit });
   });
   return app;

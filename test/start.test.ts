@@ -91,7 +91,11 @@ describe("npm start", () => {
           timeoutMs: 60_000,
         });
         const first = JSON.parse(stdout.split("\n")[0] as string);
-        expect(Object.keys(first), where).toEqual(["timestamp", "event_message"]);
+        // A follow's record, or a watched value's newest row.
+        const fields = text.includes("/watch")
+          ? ["timestamp", "count", "error_count"]
+          : ["timestamp", "event_message"];
+        expect(Object.keys(first), where).toEqual(fields);
         continue;
       }
       const { code, stdout, stderr } = await runShell(text, env);

@@ -39,6 +39,13 @@
 //   every replica's, and a lease per value and tick lets exactly one replica refresh. The others take
 //   the new value from Redis; a newer value found at a tick replaces the local one without a query.
 // - When Redis is away (`shared` answers UNAVAILABLE) everything above is local, as without Redis.
+//
+// Watching (`watch`): listeners are told of every value stored for a key (a refresh, a newer value
+// another replica stored, a reload); they never query. While watched, a key is in use at each warming
+// tick as a poller's requests would make it, so any number of watchers cost the warming of one
+// poller. With replicas, a watched key is compared with Redis every half second, so a value another
+// replica refreshed reaches this one's watchers within a second; a watched key that went (expired,
+// evicted) is loaded again, at most once a warming interval.
 import { LRUCache } from "lru-cache";
 import { UNAVAILABLE } from "../redis/link.ts";
 import { cacheEntryId } from "./cache-key.ts";
@@ -81,6 +88,9 @@ export interface Demand {
 export class NotCachedError extends Error {
   override name = "NotCachedError";
 }
+
+/** Told each value stored for a watched key, as a request would be answered it now. */
+export type ValueListener = (answer: CacheAnswer) => void;
 
 /** A payload as served: the loaded one or a rendition, with its ETag. */
 interface Served {
@@ -134,6 +144,16 @@ export interface ResultCacheOptions {
 
 type Load = () => Promise<Payload>;
 
+interface Watch {
+  policy: CachePolicy;
+  load: Load;
+  listeners: Set<ValueListener>;
+  /** The entry the listeners were last told of (a rendition stores it again, untold). */
+  told: Entry | undefined;
+  /** When a watched key that is not held may be loaded again. */
+  reloadAt: number;
+}
+
 interface Entry extends Served {
   /** The loaded payload's, its key's and its kept renditions' bytes. */
   bytes: number;
@@ -169,6 +189,8 @@ interface Flight {
 const SECOND = 1000;
 /** A local copy is compared with the shared value at most this often (per key). */
 const SHARED_CHECK_MS = SECOND;
+/** How often watched keys are looked after: compared with Redis, loaded again when gone. */
+const WATCH_TICK_MS = SECOND / 2;
 
 export class ResultCache {
   readonly #entries: LRUCache<string, Entry>;
@@ -190,6 +212,8 @@ export class ResultCache {
   readonly #shared: SharedResults | undefined;
   /** Comparisons with the shared value in flight, one per key. */
   readonly #checks = new Map<string, Promise<Entry>>();
+  readonly #watched = new Map<string, Watch>();
+  #watchTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
   constructor(options: ResultCacheOptions) {
@@ -256,6 +280,31 @@ export class ResultCache {
     return this.#shared !== undefined && now - entry.checkedAt >= SHARED_CHECK_MS;
   }
 
+  /**
+   * Tells `listener` of every value stored for `key` from now on, until the returned function is
+   * called; the value held now is not told (the caller asks `get` for it). `load` reloads the key
+   * when it went while watched.
+   */
+  watch(key: string, policy: CachePolicy, load: Load, listener: ValueListener): () => void {
+    let watch = this.#watched.get(key);
+    if (!watch) {
+      const told = this.#entries.peek(key);
+      watch = { policy, load, listeners: new Set(), told, reloadAt: this.#now() };
+      this.#watched.set(key, watch);
+    }
+    watch.listeners.add(listener);
+    this.#armWatch();
+    return () => {
+      watch.listeners.delete(listener);
+      if (watch.listeners.size === 0 && this.#watched.get(key) === watch) this.#watched.delete(key);
+    };
+  }
+
+  /** Keys watched now. */
+  get watchedKeys(): number {
+    return this.#watched.size;
+  }
+
   stats(): CacheStats {
     return { ...this.#counts, entries: this.#entries.size, bytes: this.#entries.calculatedSize };
   }
@@ -263,6 +312,8 @@ export class ResultCache {
   /** Stops all timers and drops all entries. Loads in flight still answer their waiters, unstored. */
   close(): void {
     this.#closed = true;
+    this.#watched.clear();
+    clearTimeout(this.#watchTimer);
     this.#refreshes.clear();
     this.#entries.clear();
   }
@@ -456,6 +507,54 @@ export class ResultCache {
     this.#entries.set(key, entry);
     // Not there when larger than the byte bound: served, not stored.
     if (this.#entries.peek(key) === entry) this.#arm(key, entry);
+    const watch = this.#watched.get(key);
+    if (watch && entry !== watch.told) {
+      watch.told = entry;
+      this.#tell(key, entry, watch);
+    }
+  }
+
+  #tell(key: string, entry: Entry, watch: Watch): void {
+    const answer = this.#answer(key, entry, undefined, "HIT", this.#now());
+    for (const listener of watch.listeners) {
+      try {
+        listener(answer);
+      } catch (error) {
+        this.#logger?.warn({ entry: cacheEntryId(key), err: error }, "a watcher of a value failed");
+      }
+    }
+  }
+
+  /** One timer for every watched key, running while any is watched. */
+  #armWatch(): void {
+    if (this.#watchTimer !== undefined || this.#closed) return;
+    this.#watchTimer = setTimeout(() => {
+      this.#watchTimer = undefined;
+      if (this.#watched.size === 0) return;
+      this.#lookAfterWatched();
+      this.#armWatch();
+    }, WATCH_TICK_MS);
+    this.#watchTimer.unref();
+  }
+
+  #lookAfterWatched(): void {
+    const now = this.#now();
+    for (const [key, watch] of this.#watched) {
+      const entry = this.#entries.peek(key);
+      if (entry && now < entry.expiresAt) {
+        // A newer shared value is adopted, and so stored and told.
+        if (this.#shared && !this.#checks.has(key)) void this.#checked(key, entry);
+      } else if (now >= watch.reloadAt && !this.#inFlight.has(key)) {
+        // As a poller would find it gone; a failing engine is asked again a warming interval later.
+        watch.reloadAt = now + Math.min(warmingMs(watch.policy), watch.policy.ttlSeconds * SECOND);
+        this.get(key, watch.policy, watch.load).catch((error: unknown) => {
+          this.#logger?.warn(
+            { entry: cacheEntryId(key), err: error },
+            "a watched value could not be loaded; trying again later",
+          );
+        });
+      }
+    }
   }
 
   /** (Re)sets the entry's one timer: its next refresh, or its expiry when no refresh is due before. */
@@ -476,6 +575,12 @@ export class ResultCache {
 
   #wake(key: string, entry: Entry): void {
     if (this.#entries.peek(key) !== entry) return;
+    if (this.#watched.has(key)) {
+      // Watched: in use as a poller's requests would keep it, so worth warming.
+      const now = this.#now();
+      entry.previousRequestedAt = now - 1;
+      entry.lastRequestedAt = now;
+    }
     if (this.#shared?.up && this.#now() < entry.expiresAt) void this.#wakeShared(key, entry);
     else if (this.#warmable(key, entry, this.#now())) this.#startRefresh(key, entry);
   }

@@ -8,6 +8,7 @@ import {
   type Payload,
   type Rendition,
   type ResultCache,
+  type ValueListener,
 } from "../cache/result-cache.ts";
 import type { QueryEngine, QueryRequest, QueryResult } from "../engines/engine.ts";
 import { inSpan, isTracing } from "../telemetry/tracing.ts";
@@ -45,6 +46,16 @@ export type RunEndpoint = (
   demand?: Demand,
 ) => Answer | Promise<Answer>;
 
+/**
+ * Tells `listener` of each value the cache stores for a cached endpoint's parameters, until the
+ * returned function is called; it never queries beyond the key's warming.
+ */
+export type WatchEndpoint = (
+  endpoint: EndpointDefinition & { cache: CachePolicy },
+  params: SqlParams,
+  listener: ValueListener,
+) => () => void;
+
 export function createRunner(deps: {
   engine: QueryEngine;
   endpoints: readonly EndpointDefinition[];
@@ -57,7 +68,7 @@ export function createRunner(deps: {
   log?: { info(fields: object, message: string): void };
   /** Makes a full page's next cursor. */
   cursors: CursorCodec;
-}): RunEndpoint {
+}): { run: RunEndpoint; watch: WatchEndpoint } {
   const { engine, queries, cache, serialize, log, cursors } = deps;
   const missing = deps.endpoints.filter((endpoint) => !queries.has(endpoint.name));
   if (missing.length > 0) throw new Error(`no SQL for ${missing.map((e) => e.name).join(", ")}`);
@@ -145,19 +156,12 @@ export function createRunner(deps: {
   ): Promise<Answer> {
     let execution: Execution | undefined;
     let answered = false;
+    const refresh = refreshLoader(endpoint, params, key);
     const load = async () => {
-      const [loaded, executed] = await query(
-        endpoint,
-        params,
-        answered ? { trigger: "refresh" as const } : { trigger: "request" as const, credential },
-      );
       // Once this request is answered, a later call of this loader is the cache's warming.
-      if (answered) {
-        log?.info(
-          { endpoint: endpoint.name, entry: cacheEntryId(key), ...executed },
-          "cache refresh",
-        );
-      } else execution = executed;
+      if (answered) return refresh();
+      const [loaded, executed] = await query(endpoint, params, { trigger: "request", credential });
+      execution = executed;
       return loaded;
     };
     const found = await inSpan(
@@ -170,7 +174,25 @@ export function createRunner(deps: {
     return answerOf(found, endpoint.cache, execution);
   }
 
-  return (endpoint, params, credential, rendition, demand) => {
+  /** Loads the key as the cache's own work, nobody's request, and logs what the engine did. */
+  function refreshLoader(endpoint: EndpointDefinition, params: SqlParams, key: string) {
+    return async () => {
+      const [loaded, executed] = await query(endpoint, params, { trigger: "refresh" });
+      log?.info(
+        { endpoint: endpoint.name, entry: cacheEntryId(key), ...executed },
+        "cache refresh",
+      );
+      return loaded;
+    };
+  }
+
+  const watch: WatchEndpoint = (endpoint, params, listener) => {
+    if (!cache) throw new Error("watching needs the result cache");
+    const key = keyOf(endpoint, params);
+    return cache.watch(key, endpoint.cache, refreshLoader(endpoint, params, key), listener);
+  };
+
+  const run: RunEndpoint = (endpoint, params, credential, rendition, demand) => {
     if (!endpoint.cache || !cache) return uncached(endpoint, params, credential, rendition, demand);
     const key = keyOf(endpoint, params);
     // A fresh value asked for plainly is answered in this turn: a dashboard's hit waits on no
@@ -187,6 +209,7 @@ export function createRunner(deps: {
       demand,
     );
   };
+  return { run, watch };
 }
 
 function answerOf(found: CacheAnswer, policy: CachePolicy, execution?: Execution): Answer {

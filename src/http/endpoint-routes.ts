@@ -253,6 +253,7 @@ function describeEndpoint(endpoint: EndpointDefinition) {
       `/api/endpoints/query/${endpoint.id}`,
       `/api/endpoints/query/${endpoint.name}`,
       ...(endpoint.follow ? [`/api/endpoints/${endpoint.name}/follow`] : []),
+      ...(endpoint.cache ? [`/api/endpoints/${endpoint.name}/watch`] : []),
     ],
     example: `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`,
   };

@@ -1,9 +1,8 @@
 // GET …/<name>/follow: a followable endpoint's records as they arrive, as Server-Sent Events (the
 // default) or NDJSON lines, until the caller leaves, its credential ends, it reads too slowly or
 // the service closes.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import Negotiator from "negotiator";
-import type { KeysFile } from "../credentials/keys-file.ts";
 import { authorize, type RawQuery } from "../credentials/scope-rule.ts";
 import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
 import type { CursorCodec } from "../endpoints/cursor.ts";
@@ -17,20 +16,13 @@ import {
 import { retentionDays } from "../endpoints/retention.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { parseIsoTimestamp } from "../time.ts";
-import { presentedSecret } from "./auth.ts";
 import { HttpError, sendError } from "./errors.ts";
-import { watchCredential } from "./streams/credential-watch.ts";
-import { OutboundStream, type StreamEnds, type StreamLimits } from "./streams/outbound-stream.ts";
-import type { StreamCaps } from "./streams/stream-caps.ts";
+import { type ReservePlace, sendStream } from "./streams/stream-places.ts";
 
 export interface FollowRouteOptions {
   hub: FollowHub;
-  caps: StreamCaps;
-  limits: StreamLimits;
-  /** Counted as streams end. */
-  ends: StreamEnds;
-  /** Where keys-file keys are revoked: a stream a key opened ends with it. */
-  keysFile?: KeysFile;
+  /** Where each stream takes its place (shared with every stream kind). */
+  reserve: ReservePlace;
 }
 
 const EVENT_STREAM = "text/event-stream";
@@ -39,12 +31,8 @@ const NDJSON = "application/x-ndjson";
 export const NOT_FOLLOWED = ["iso_timestamp_end", "cursor"];
 
 export async function followRoutes(app: FastifyInstance, options: FollowRouteOptions) {
-  const { hub, caps, limits, ends, keysFile } = options;
-  const streams = new Set<OutboundStream>();
-
+  const { hub, reserve } = options;
   app.addHook("preClose", (done) => {
-    // A client that is not reading would hold the close up: its connection goes now.
-    for (const stream of streams) stream.end("shutting_down", { cut: true });
     hub.close();
     done();
   });
@@ -76,23 +64,14 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
           { available: [EVENT_STREAM, NDJSON] },
         );
       }
-      const { credential } = request;
-      const release = await caps.take(request.ip, credential.name);
-
-      const stream = new OutboundStream(reply, contentType === EVENT_STREAM, limits, ends);
-      streams.add(stream);
-      const stopWatching = watchCredential(
-        credential,
-        presentedSecret(request) as string,
-        keysFile,
-        (reason) => stream.end(reason),
-      );
+      const place = await reserve(request);
+      const stream = place.open(reply, contentType === EVENT_STREAM);
       const stop = hub.follow(
         endpoint,
         params,
         from,
         {
-          credential: credential.name,
+          credential: request.credential.name,
           deliver: (record, cursor) => stream.record(record, cursor),
           ready: () => stream.ready(),
           fail: (error) => {
@@ -103,28 +82,10 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
         },
         settledUntil,
       );
-      stream.body.once("close", () => {
-        stop();
-        stopWatching();
-        streams.delete(stream);
-        release();
-      });
-      // Headers go out now, not with the first record, which may be minutes away.
-      reply.raw.once("pipe", () => reply.raw.flushHeaders());
-      return streamReply(reply, stream, contentType);
+      stream.body.once("close", stop);
+      return sendStream(reply, stream, contentType);
     });
   }
-}
-
-function streamReply(reply: FastifyReply, stream: OutboundStream, contentType: string) {
-  reply
-    .type(stream.events ? `${contentType}; charset=utf-8` : contentType)
-    .header("cache-control", "no-store")
-    // nginx and similar proxies buffer responses unless told not to.
-    .header("x-accel-buffering", "no")
-    // A stream's connection is not reused: kept alive after it, it would hold close() open.
-    .header("connection", "close");
-  return reply.send(stream.body);
 }
 
 function followable(nameOrId: string): EndpointDefinition {

@@ -15,6 +15,7 @@ import type { ConnectionStats } from "./connection-cap.ts";
 import { DurationHistogram } from "./duration-histogram.ts";
 import { HttpError } from "./errors.ts";
 import type { StreamEnds } from "./streams/outbound-stream.ts";
+import type { WatchStats } from "./watch-routes.ts";
 
 const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, string> = {
   hits: "answers from memory",
@@ -37,6 +38,7 @@ interface MetricSources {
   connections: ConnectionStats;
   follow: FollowHub;
   streamEnds: StreamEnds;
+  watches: WatchStats;
   redis?: RedisLink;
 }
 
@@ -50,6 +52,7 @@ export function serviceRegistry(sources: MetricSources): Registry {
   registerAdmissionMetrics(registry, sources.engine);
   registerConnectionMetrics(registry, sources.connections);
   registerFollowMetrics(registry, sources.follow);
+  registerWatchMetrics(registry, sources.watches);
   new Counter({
     name: "query_service_stream_ends_total",
     help: "Streams the service ended, by reason (shutting_down, token_expired, revoked, too_slow, error); a client leaving is not counted.",
@@ -224,6 +227,26 @@ function registerConnectionMetrics(registry: Registry, connections: ConnectionSt
     collect() {
       this.reset();
       this.inc(connections.refused);
+    },
+  });
+}
+
+function registerWatchMetrics(registry: Registry, watches: WatchStats): void {
+  new Gauge({
+    name: "query_service_watch_streams_open",
+    help: "Watch streams open now.",
+    registers: [registry],
+    collect() {
+      this.set(watches.open);
+    },
+  });
+  new Counter({
+    name: "query_service_watch_events_sent_total",
+    help: "Values sent to watch streams (event: result), the first answer of each included.",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(watches.eventsSent);
     },
   });
 }

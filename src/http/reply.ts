@@ -47,7 +47,7 @@ const FORWARDED: Partial<Record<CacheStatus, string>> = {
 // One string per detail and seconds left: a hit's Cache-Status is built once a second, not per
 // request, and found without building a key.
 const cacheStatuses = new Map<string | undefined, Map<number, string>>();
-function cacheStatus(
+export function cacheStatus(
   { status, refused }: Pick<CacheAnswer, "status" | "refused">,
   ttlLeft: number,
 ): string {

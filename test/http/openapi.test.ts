@@ -97,6 +97,9 @@ const pathsOf = (endpoint: EndpointDefinition) => [
 const followPathsOf = (endpoint: EndpointDefinition) =>
   endpoint.follow ? pathsOf(endpoint).map((path) => `${path}/follow`) : [];
 
+const watchPathsOf = (endpoint: EndpointDefinition) =>
+  endpoint.cache ? pathsOf(endpoint).map((path) => `${path}/watch`) : [];
+
 /** The paths beside the endpoints', for a caller who may read /metrics. */
 const SERVICE_PATHS = ["/api/endpoints", "/health", "/ready", "/metrics"];
 
@@ -130,7 +133,12 @@ describe("GET /openapi.json", () => {
   it("describes every endpoint at its three paths, each parameter as validation takes it", async () => {
     const { paths } = await resolved(await documentFor());
     expect(Object.keys(paths).sort()).toEqual(
-      [...catalog.flatMap(pathsOf), ...catalog.flatMap(followPathsOf), ...SERVICE_PATHS].sort(),
+      [
+        ...catalog.flatMap(pathsOf),
+        ...catalog.flatMap(followPathsOf),
+        ...catalog.flatMap(watchPathsOf),
+        ...SERVICE_PATHS,
+      ].sort(),
     );
     for (const endpoint of catalog) {
       for (const path of pathsOf(endpoint)) {
@@ -286,7 +294,7 @@ describe("GET /openapi.json", () => {
     const stats = catalog.find((endpoint) => endpoint.name === STATS) as EndpointDefinition;
     // Not /metrics, which needs full access.
     expect(Object.keys(document.paths).sort()).toEqual(
-      [...pathsOf(stats), "/api/endpoints", "/health", "/ready"].sort(),
+      [...pathsOf(stats), ...watchPathsOf(stats), "/api/endpoints", "/health", "/ready"].sort(),
     );
     expect(document.tags.map((tag) => tag.name)).toEqual(["catalog", STATS, "service"]);
     expect(
@@ -375,6 +383,29 @@ describe("GET /openapi.json, beside the endpoints", () => {
     }
     for (const endpoint of catalog.filter((e) => !e.follow)) {
       for (const path of pathsOf(endpoint)) expect(paths).not.toHaveProperty([`${path}/follow`]);
+    }
+  });
+
+  it("describes each watch at every path form of a cached endpoint: its parameters, Last-Event-ID, its events", async () => {
+    const { paths } = await resolved(await documentFor());
+    const watchable = catalog.filter((endpoint) => endpoint.cache);
+    expect(watchable.map((endpoint) => endpoint.name)).toEqual([STATS, "usage.api-counts"]);
+    for (const endpoint of watchable) {
+      for (const path of watchPathsOf(endpoint)) {
+        const operation = paths[path]?.get as Operation;
+        expect(operation.operationId).toMatch(/^\w+_watch$/);
+        expect(operation.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual([
+          ...declaredParams(endpoint),
+        ]);
+        expect(operation.parameters.filter((p) => p.in === "header")).toEqual([
+          expect.objectContaining({ name: "Last-Event-ID", required: false }),
+        ]);
+        const ok = operation.responses["200"] as Response;
+        expect(Object.keys(ok.content ?? {})).toEqual(["text/event-stream"]);
+      }
+    }
+    for (const endpoint of catalog.filter((e) => !e.cache)) {
+      for (const path of pathsOf(endpoint)) expect(paths).not.toHaveProperty([`${path}/watch`]);
     }
   });
 

@@ -190,66 +190,109 @@ describe("random requests by random credentials", () => {
   });
 });
 
-describe("random follow requests by random credentials", () => {
+/**
+ * Random stream requests (`/follow` or `/watch`) by random credentials: never a 5xx, a refusal never
+ * reaches the engine, and every query a stream needed ran with the scope's fixed values only.
+ * `paramsOf` makes a request's parameters; `opened` waits for what a 200 runs, then stops it.
+ */
+async function expectScopedStreams(
+  suffix: "follow" | "watch",
+  service: Awaited<ReturnType<typeof tenantService>>,
+  paramsOf: (endpoint: EndpointDefinition, project: string[]) => [string, string][],
+  opened: (before: number, stop: AbortController) => Promise<void>,
+) {
   const requests = fc.record({
     who: fc.constantFrom<Who>("acme", "globex", "admin"),
     endpoint: fc.constantFrom(...catalog),
     path: fc.constantFrom("name", "uuid", "UUID", "query/name"),
     project: fc.constantFrom<string[]>(["acme"], ["globex"], ["acme", "globex"], []),
   });
+  const { calls } = service;
+  const base = await service.app.listen({ host: "127.0.0.1", port: 0 });
+  const statuses: number[] = [];
+  await fc.assert(
+    fc.asyncProperty(requests, async ({ who, endpoint, path, project }) => {
+      const before = calls.length;
+      const stop = new AbortController();
+      const target = url(`${pathOf(endpoint, path)}/${suffix}`, paramsOf(endpoint, project));
+      const response = await fetch(`${base}${target}`, {
+        headers: { "x-api-key": KEYS[who].key },
+        signal: stop.signal,
+      });
+      statuses.push(response.status);
+      expect(response.status).toBeLessThan(500);
+      if (response.status !== 200) {
+        const { error } = (await response.json()) as { error: { code: string } };
+        if (response.status === 403) expect(error.code).toBe("forbidden");
+        expect(calls.slice(before)).toEqual([]);
+        return;
+      }
+      await opened(before, stop);
+      const fixed = fixedFor(who, endpoint);
+      expect(fixed, `${who} may open ${endpoint.name}/${suffix}`).toBeDefined();
+      for (const call of calls.slice(before)) {
+        for (const [param, value] of Object.entries(fixed ?? {})) {
+          expect(call.params[param], param).toBe(value);
+        }
+        if (who !== "admin") expect(JSON.stringify(call.params)).not.toContain(OTHER[who]);
+      }
+    }),
+    { numRuns: 40 },
+  );
+  // Each outcome was exercised, so no branch above held vacuously.
+  expect(statuses).toContain(200);
+  expect(statuses).toContain(403);
+  expect(statuses).toContain(404);
+}
 
-  it("never 5xx, a 403 never reaches the engine, and the engine sees only the scope's fixed values", async () => {
+describe("random stream requests by random credentials", () => {
+  it("follow: never 5xx, a 403 never reaches the engine, and the engine sees only the scope's fixed values", async () => {
     const service = await tenantService({
       // Only the catch-up queries: no feed polls while a stream is open.
       follow: { intervalMs: 600_000, maxPerCredential: 1_000 },
       streams: { maxPerAddress: 1_000 },
     });
-    const { calls } = service;
-    const base = await service.app.listen({ host: "127.0.0.1", port: 0 });
-    const statuses: number[] = [];
-
-    await fc.assert(
-      fc.asyncProperty(requests, async ({ who, endpoint, path, project }) => {
-        const params: [string, string][] = [
-          ["project_tier", "FREE"],
-          ["iso_timestamp_start", shift(NOW, -HOUR)],
-          ...project.map((v) => ["project", v] as [string, string]),
-        ];
-        const before = calls.length;
-        const stop = new AbortController();
-        const response = await fetch(`${base}${url(`${pathOf(endpoint, path)}/follow`, params)}`, {
-          headers: { "x-api-key": KEYS[who].key },
-          signal: stop.signal,
-        });
-        statuses.push(response.status);
-        expect(response.status).toBeLessThan(500);
-        if (response.status !== 200) {
-          const { error } = (await response.json()) as { error: { code: string } };
-          if (response.status === 403) expect(error.code).toBe("forbidden");
-          expect(calls.slice(before)).toEqual([]);
-          return;
-        }
-        // The stream's catch-up reaches the engine with the scope's values, and only those.
+    await expectScopedStreams(
+      "follow",
+      service,
+      (_endpoint, project) => [
+        ["project_tier", "FREE"],
+        ["iso_timestamp_start", shift(NOW, -HOUR)],
+        ...project.map((v) => ["project", v] as [string, string]),
+      ],
+      // The stream's catch-up reaches the engine.
+      async (before, stop) => {
         try {
-          await expect.poll(() => calls.length, { timeout: 10_000 }).toBeGreaterThan(before);
+          await expect
+            .poll(() => service.calls.length, { timeout: 10_000 })
+            .toBeGreaterThan(before);
         } finally {
           stop.abort();
         }
-        const fixed = fixedFor(who, endpoint);
-        expect(fixed, `${who} may follow ${endpoint.name}`).toBeDefined();
-        for (const call of calls.slice(before)) {
-          for (const [param, value] of Object.entries(fixed ?? {})) {
-            expect(call.params[param], param).toBe(value);
-          }
-          if (who !== "admin") expect(JSON.stringify(call.params)).not.toContain(OTHER[who]);
-        }
-      }),
-      { numRuns: 40 },
+      },
     );
-    // Each outcome was exercised, so no branch above held vacuously.
-    expect(statuses).toContain(200);
-    expect(statuses).toContain(403);
-    expect(statuses).toContain(404);
+  });
+
+  it("watch: never 5xx, a 403 never reaches the engine, and the engine sees only the scope's fixed values", async () => {
+    const service = await tenantService({
+      cache: { maxEntries: 100, maxBytes: 1_000_000, now: () => 0 },
+      follow: { maxPerCredential: 1_000 },
+      streams: { maxPerAddress: 1_000 },
+    });
+    await expectScopedStreams(
+      "watch",
+      service,
+      (endpoint, project) => {
+        const { project: _, ...rest } = endpoint.example;
+        const own = (v: string) => (endpoint.name === USAGE ? usagePattern(v) : v);
+        return [
+          ...Object.entries(rest),
+          ...project.map((v) => ["project", own(v)] as [string, string]),
+        ];
+      },
+      // The first answer was run (or found cached) before the stream opened.
+      async (_before, stop) => stop.abort(),
+    );
   });
 });
 

@@ -6,7 +6,7 @@ import type { Row } from "./googlesql.ts";
 import { type Service, type ServiceOptions, startService } from "./service.ts";
 
 /** Wraps the engine to count the queries that reach it and those that have settled. */
-function countingEngine() {
+export function countingEngine() {
   const counts = { runs: 0, settled: 0 };
   const wrap = (engine: QueryEngine): QueryEngine => ({
     dialect: engine.dialect,

@@ -1,5 +1,6 @@
 // A follow stream's client for tests: opens …/follow over real HTTP and collects its Server-Sent
 // Events (or NDJSON lines) as they come; every stream and closer is closed after the test.
+import { get as httpGet } from "node:http";
 import { connect, type Socket } from "node:net";
 import { afterEach, expect } from "vitest";
 import { micros, PROJECT } from "./fixtures.ts";
@@ -21,6 +22,8 @@ export interface Event {
 export interface Stream {
   events: Event[];
   lines: string[];
+  /** Every Server-Sent Events frame as it came, comment lines included. */
+  frames: string[];
   ended: Promise<void>;
   until(check: () => boolean): Promise<void>;
   close(): void;
@@ -38,26 +41,51 @@ export async function open(url: string, headers: Record<string, string> = {}): P
     headers: headers.authorization ? headers : { "x-api-key": API_KEY, ...headers },
     signal: controller.signal,
   });
+  if (response.status !== 200) throw new Error(`${response.status} ${await response.text()}`);
+  const text = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream());
+  return collected(text, headers.accept === "application/x-ndjson", () => controller.abort());
+}
+
+/**
+ * `open` on node:http, whose client keeps no timer of its own: for tests that fake setTimeout and
+ * move time by hours, where fetch's body timeout would end the stream.
+ */
+export function openOverHttp(url: string): Promise<Stream> {
+  return new Promise((resolve, reject) => {
+    const request = httpGet(url, { headers: { "x-api-key": API_KEY } }, (response) => {
+      if (response.statusCode !== 200) {
+        reject(new Error(`${response.statusCode}`));
+        return response.resume();
+      }
+      response.setEncoding("utf8");
+      resolve(collected(response, false, () => request.destroy()));
+    });
+    request.on("error", reject);
+  });
+}
+
+/** Reads a stream's text into a Stream as it comes; `close` stops it. */
+function collected(text: AsyncIterable<string>, ndjson: boolean, close: () => void): Stream {
   const stream: Stream = {
     events: [],
     lines: [],
+    frames: [],
     ended: Promise.resolve(),
     until: (check) => expect.poll(check, { timeout: 10_000, interval: 20 }).toBe(true),
-    close: () => controller.abort(),
+    close,
   };
-  if (response.status !== 200) throw new Error(`${response.status} ${await response.text()}`);
-  const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream());
   stream.ended = (async () => {
     let buffered = "";
     try {
-      for await (const chunk of reader) {
+      for await (const chunk of text) {
         buffered += chunk;
-        const separator = headers.accept === "application/x-ndjson" ? "\n" : "\n\n";
+        const separator = ndjson ? "\n" : "\n\n";
         for (let at = buffered.indexOf(separator); at !== -1; at = buffered.indexOf(separator)) {
           const frame = buffered.slice(0, at);
           buffered = buffered.slice(at + separator.length);
-          if (separator === "\n") stream.lines.push(frame);
+          if (ndjson) stream.lines.push(frame);
           else {
+            stream.frames.push(frame);
             const fields = Object.fromEntries(
               frame
                 .split("\n")
@@ -72,7 +100,7 @@ export async function open(url: string, headers: Record<string, string> = {}): P
         }
       }
     } catch {
-      // Aborted by close().
+      // Closed by close().
     }
   })();
   closers.push(() => stream.close());

@@ -81,6 +81,9 @@ const ENDPOINT_ERRORS = [400, 401, 403, 406, 429, 502, 503, 504, ...ANY_REQUEST_
 /** Statuses a follow stream's GET can answer: it runs no query before its 200. */
 const FOLLOW_ERRORS = [400, 401, 403, 406, 429, 503, ...ANY_REQUEST_ERRORS];
 
+/** Statuses a watch's GET can answer: its first answer may run the query before its 200. */
+const WATCH_ERRORS = ENDPOINT_ERRORS;
+
 /** Why a follow stream ended, as its `end` event says. */
 const END_REASONS: Record<EndReason, string> = {
   shutting_down: "the service is closing: reconnect, with Last-Event-ID, to another replica",
@@ -434,8 +437,98 @@ function followResponse(endpoint: EndpointDefinition): Json {
   };
 }
 
-/** A follow stream's operation; `parameterNames`: the endpoint's, but those a stream refuses. */
-function followOperation(
+const WATCH_LAST_EVENT_ID: Json = {
+  name: "Last-Event-ID",
+  in: "header",
+  required: false,
+  description:
+    "The ETag of the value last received (EventSource sends it by itself when it reconnects): " +
+    "while it is still the current value, nothing is sent until the value changes.",
+  schema: STRING,
+};
+
+function watchResponse(endpoint: EndpointDefinition): Json {
+  return {
+    description:
+      "Server-Sent Events: the current answer first, then one event each time the cached value " +
+      "for these parameters changes (a new ETag; a refresh that returns the same bytes sends " +
+      "nothing), until the caller leaves or the service ends the stream (follow.end). Each " +
+      "value: comment lines `: cache-status: …` and `: age: …` (as those headers of a GET would " +
+      "say), `event: result`, `id:` its ETag, `data:` the JSON body as GET answers it. A comment " +
+      "line every 15 s while idle.",
+    headers: headers("X-Request-Id", "Cache-Control"),
+    content: {
+      "text/event-stream": {
+        example:
+          ': cache-status: query-service; hit; ttl=900\n: age: 0\nevent: result\nid: "<ETag>"\n' +
+          'data: {"result":[…]}\n\n: keep-alive\n\nevent: end\ndata: {"reason":"shutting_down"}\n\n',
+        schema: {
+          oneOf: [
+            {
+              type: "object",
+              required: ["event", "id", "data"],
+              properties: {
+                event: { const: "result" },
+                id: STRING,
+                data: {
+                  type: "object",
+                  required: ["result"],
+                  properties: {
+                    result: { type: "array", items: ref("schemas", `${endpoint.name}.row`) },
+                  },
+                },
+              },
+            },
+            ref("schemas", "follow.end"),
+          ],
+        },
+      },
+    },
+  };
+}
+
+/** What tells one stream kind's operations apart. */
+interface StreamKind {
+  /** After the endpoint's path, and its operation id. */
+  suffix: "follow" | "watch";
+  summary: string;
+  description: string;
+  /** Parameter components beside the endpoint's own. */
+  parameters: string[];
+  errors: number[];
+}
+
+const FOLLOW_STREAM: StreamKind = {
+  suffix: "follow",
+  summary: "followed as records arrive",
+  description:
+    "`tail -f` for the endpoint: its parameters but `iso_timestamp_end` and `cursor` (400 " +
+    "naming them; 403 for a credential whose scope fixes `iso_timestamp_end`). Without " +
+    "`iso_timestamp_start` (or `since`, or a cursor as `after` or Last-Event-ID) the stream " +
+    "starts at the moment of connection; with it, it first sends every record after that " +
+    "point, then goes live, or with `until=settled` ends once what can no longer change was " +
+    "sent. At most " +
+    "LOGS_FOLLOW_MAX_PER_CREDENTIAL streams per credential and STREAMS_MAX_PER_ADDRESS per " +
+    "client address (429 `rate_limited`), STREAMS_MAX_OPEN per process (503 `overloaded`).",
+  parameters: ["follow.after", "follow.until", "Last-Event-ID"],
+  errors: FOLLOW_ERRORS,
+};
+
+const WATCH_STREAM: StreamKind = {
+  suffix: "watch",
+  summary: "watched as its cached value changes",
+  description:
+    "For dashboards: instead of polling, receive each new value the service computes. The " +
+    "stream queries nothing of its own: it keeps the value warm as a polling client would. " +
+    "Streams count against the same caps as follow streams (LOGS_FOLLOW_MAX_PER_CREDENTIAL per " +
+    "credential, STREAMS_MAX_PER_ADDRESS per address: 429; STREAMS_MAX_OPEN per process: 503).",
+  parameters: ["watch.Last-Event-ID"],
+  errors: WATCH_ERRORS,
+};
+
+/** A stream's operation; `parameterNames`: the endpoint's that the stream takes. */
+function streamOperation(
+  kind: StreamKind,
   endpoint: EndpointDefinition,
   parameterNames: string[],
   operationId: string,
@@ -443,26 +536,19 @@ function followOperation(
 ): Json {
   return {
     tags: [endpoint.name],
-    operationId: `${operationId}_follow`,
-    summary: `${endpoint.name}, followed as records arrive, ${summary}`,
-    description:
-      "`tail -f` for the endpoint: its parameters but `iso_timestamp_end` and `cursor` (400 " +
-      "naming them; 403 for a credential whose scope fixes `iso_timestamp_end`). Without " +
-      "`iso_timestamp_start` (or `since`, or a cursor as `after` or Last-Event-ID) the stream " +
-      "starts at the moment of connection; with it, it first sends every record after that " +
-      "point, then goes live, or with `until=settled` ends once what can no longer change was " +
-      "sent. At most " +
-      "LOGS_FOLLOW_MAX_PER_CREDENTIAL streams per credential and STREAMS_MAX_PER_ADDRESS per " +
-      "client address (429 `rate_limited`), STREAMS_MAX_OPEN per process (503 `overloaded`).",
-    parameters: [...parameterNames, "follow.after", "follow.until", "Last-Event-ID"].map((name) =>
-      ref("parameters", name),
-    ),
+    operationId: `${operationId}_${kind.suffix}`,
+    summary: `${endpoint.name}, ${kind.summary}, ${summary}`,
+    description: kind.description,
+    parameters: [...parameterNames, ...kind.parameters].map((name) => ref("parameters", name)),
     responses: {
-      200: ref("responses", `${endpoint.name}.follow`),
-      ...errorResponses(FOLLOW_ERRORS),
+      200: ref("responses", `${endpoint.name}.${kind.suffix}`),
+      ...errorResponses(kind.errors),
     },
   };
 }
+
+/** Whether `entry` has a watch stream: its answers are cached. */
+const watchable = ({ endpoint }: Callable) => endpoint.cache !== undefined;
 
 /** Whether `entry` has a follow stream its credential may open: a scope fixing an end refuses it. */
 const followable = ({ endpoint, fixed }: Callable) =>
@@ -482,7 +568,13 @@ function endpointPaths(entry: Callable, params: Record<string, Json>): [string, 
     if (followable(entry)) {
       paths.push([
         `${path}/follow`,
-        { get: followOperation(endpoint, followed, operationId, summary) },
+        { get: streamOperation(FOLLOW_STREAM, endpoint, followed, operationId, summary) },
+      ]);
+    }
+    if (watchable(entry)) {
+      paths.push([
+        `${path}/watch`,
+        { get: streamOperation(WATCH_STREAM, endpoint, names, operationId, summary) },
       ]);
     }
   }
@@ -494,6 +586,7 @@ export function openApiDocument({ callable, metrics }: Described): OpenApiDocume
   const statuses = [...new Set(Object.values(ERRORS).map(([status]) => status))];
   const params = new Map(callable.map((entry) => [entry.endpoint, parameters(entry)]));
   const following = callable.filter(followable);
+  const watching = callable.filter(watchable);
   const service = serviceComponents();
   return {
     openapi: "3.1.0",
@@ -534,7 +627,7 @@ export function openApiDocument({ callable, metrics }: Described): OpenApiDocume
         ...Object.fromEntries(
           callable.map(({ endpoint }) => [`${endpoint.name}.row`, endpoint.columns]),
         ),
-        ...(following.length > 0 && {
+        ...(following.length + watching.length > 0 && {
           "follow.end": FOLLOW_END,
           "follow.end-data": FOLLOW_END_DATA,
         }),
@@ -547,6 +640,7 @@ export function openApiDocument({ callable, metrics }: Described): OpenApiDocume
         ...Object.assign({}, ...params.values()),
         "If-None-Match": IF_NONE_MATCH,
         ...(following.length > 0 && { ...FOLLOW_PARAMETERS, "Last-Event-ID": LAST_EVENT_ID }),
+        ...(watching.length > 0 && { "watch.Last-Event-ID": WATCH_LAST_EVENT_ID }),
       },
       responses: {
         ...Object.fromEntries(
@@ -554,6 +648,9 @@ export function openApiDocument({ callable, metrics }: Described): OpenApiDocume
         ),
         ...Object.fromEntries(
           following.map(({ endpoint }) => [`${endpoint.name}.follow`, followResponse(endpoint)]),
+        ),
+        ...Object.fromEntries(
+          watching.map(({ endpoint }) => [`${endpoint.name}.watch`, watchResponse(endpoint)]),
         ),
         NotModified: NOT_MODIFIED,
         ...service.responses,

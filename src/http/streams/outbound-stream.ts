@@ -59,6 +59,15 @@ export class OutboundStream {
   }
 
   /**
+   * Writes one named event (Server-Sent Events only) with its id, after comment lines that a client
+   * may read or ignore; false when nothing was written. `data` is one line (JSON).
+   */
+  event(name: string, id: string, data: string, comments: readonly string[] = []): boolean {
+    const notes = comments.map((comment) => `: ${comment}\n`).join("");
+    return this.write(`${notes}event: ${name}\nid: ${id}\ndata: ${data}\n\n`);
+  }
+
+  /**
    * Resolves once what was written has gone out to the client (or the stream has ended). Either
    * buffer may be the full one: the body's, or the connection's behind it, whose drain the body
    * never reports (its own buffer was empty), so both are listened to.
