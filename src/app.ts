@@ -3,6 +3,10 @@
 import { randomBytes } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type { Registry } from "prom-client";
+import { AlertStates } from "./alerts/alert-states.ts";
+import { Alerts } from "./alerts/alerts.ts";
+import type { AlertRulesFile } from "./alerts/rules-source.ts";
+import type { DeliveryOptions } from "./alerts/webhooks.ts";
 import { RefreshBudget } from "./cache/refresh-budget.ts";
 import { ResultCache, type ResultCacheOptions } from "./cache/result-cache.ts";
 import { SharedResults } from "./cache/shared-results.ts";
@@ -17,6 +21,7 @@ import { loadQueries } from "./endpoints/queries.ts";
 import { createRunner } from "./endpoints/runner.ts";
 import { type AdmissionOptions, admit } from "./engines/admission.ts";
 import type { QueryEngine } from "./engines/engine.ts";
+import { alertRoutes } from "./http/alert-routes.ts";
 import { anonymousLimit } from "./http/anonymous-limit.ts";
 import { requireCredential } from "./http/auth.ts";
 import { connectionCap } from "./http/connection-cap.ts";
@@ -91,6 +96,10 @@ export interface AppDeps {
   cursorSecret?: string;
   /** Caps and buffering of streams; default: half the connection cap (at most 1 000), 16 per address. */
   streams?: Partial<StreamSettings & StreamLimits>;
+  /** Alert rules (ALERT_RULES_FILE), run while the service is, and again as the file changes. */
+  alertRules?: AlertRulesFile;
+  /** Webhook attempts, backoff and timeout; default 6 attempts, 1 s doubling, 10 s each. */
+  alertDelivery?: Partial<DeliveryOptions>;
   /** Absent: no logging (tests). */
   logger?: FastifyBaseLogger;
 }
@@ -103,6 +112,7 @@ const DEFAULT_STREAM_LIMITS: StreamLimits = {
   endGraceMs: 5_000,
   heartbeatMs: 15_000,
 };
+const DEFAULT_DELIVERY: DeliveryOptions = { attempts: 6, firstRetryMs: 1_000, timeoutMs: 10_000 };
 const DEFAULT_TIMEOUTS = {
   requestTimeoutMs: 30_000,
   headersTimeoutMs: 10_000,
@@ -191,6 +201,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     { ...follow, log: app.log, cursors },
   );
 
+  const alerts =
+    deps.alertRules &&
+    runAlerts(app, deps.alertRules, {
+      watch,
+      hub: followHub,
+      states: new AlertStates(deps.redis),
+      delivery: { ...DEFAULT_DELIVERY, ...deps.alertDelivery },
+      log: app.log,
+    });
+
   const maxConnections = deps.maxConnections ?? 10_000;
   await app.register(connectionCap, { max: maxConnections });
   const streamCaps = new StreamCaps({
@@ -212,6 +232,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     follow: followHub,
     streamEnds,
     watches: watchStats,
+    alerts,
     redis: deps.redis,
   });
   app.decorate("metricsRegistry", registry);
@@ -256,7 +277,28 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
     await api.register(followRoutes, { hub: followHub, reserve });
     if (cache) await api.register(watchRoutes, { run, watch, reserve, stats: watchStats });
+    await api.register(alertRoutes, { alerts });
     await api.register(openApiRoute, { limit });
   });
   return app;
+}
+
+/** The rules of the file at work from when the service is ready until it closes, following the file. */
+function runAlerts(
+  app: FastifyInstance,
+  rules: AlertRulesFile,
+  deps: ConstructorParameters<typeof Alerts>[0],
+): Alerts {
+  const alerts = new Alerts(deps);
+  let unsubscribe = () => {};
+  app.addHook("onReady", async () => {
+    alerts.apply(rules.value);
+    unsubscribe = rules.onChange(() => alerts.apply(rules.value));
+  });
+  app.addHook("preClose", (done) => {
+    unsubscribe();
+    alerts.close();
+    done();
+  });
+  return alerts;
 }

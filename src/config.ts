@@ -56,6 +56,7 @@ const environment = z.object({
     )
     .optional(),
   API_KEYS_FILE: text.optional(),
+  ALERT_RULES_FILE: text.optional(),
   JWT_SECRET: z
     .string()
     .refine((secret) => Buffer.byteLength(secret) >= 32, "needs at least 32 bytes")
@@ -236,6 +237,8 @@ export interface Config {
   redis?: RedisSettings;
   /** Signs page cursors and event ids; absent: a secret of this process's own. Never log it. */
   cursorSecret?: string;
+  /** Alert rules (ALERT_RULES_FILE); absent: none. */
+  alertRulesFile?: string;
   logLevel: (typeof LOG_LEVELS)[number];
   /** JSON lines (production, a pipe), or pino-pretty's readable lines (a terminal, `npm run dev`). */
   logFormat: "json" | "pretty";
@@ -266,6 +269,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, stdoutIsTerminal = false): Co
   return {
     port: e.PORT,
     host: e.HOST,
+    alertRulesFile: e.ALERT_RULES_FILE,
     auth: {
       apiKeys: e.API_KEYS ?? [],
       keysFile: e.API_KEYS_FILE,

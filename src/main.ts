@@ -3,6 +3,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import closeWithGrace from "close-with-grace";
+import { openAlertRules } from "./alerts/rules-source.ts";
 import { buildApp } from "./app.ts";
 import { type AuthSettings, ConfigError, loadConfig, nearMisses } from "./config.ts";
 import { KeysFile } from "./credentials/keys-file.ts";
@@ -57,12 +58,16 @@ if (config.managementPort !== undefined) {
 const log = createLogger(config);
 for (const warning of nearMisses(process.env)) log.warn(warning);
 
-/** The keys file and token keys, read now: a bad one stops startup with one line naming it. */
-function openCredentialSources(auth: AuthSettings) {
+/**
+ * The keys file, token keys and alert rules, read now: a bad one stops startup with one line
+ * naming it.
+ */
+function openSettingsFiles(auth: AuthSettings, alertRulesFile: string | undefined) {
   try {
     return {
       keysFile: auth.keysFile === undefined ? undefined : new KeysFile(auth.keysFile),
       tokens: auth.tokens && createTokenVerifier(auth.tokens),
+      alertRules: alertRulesFile === undefined ? undefined : openAlertRules(alertRulesFile),
     };
   } catch (error) {
     process.stderr.write(`Configuration error: ${(error as Error).message}\n`);
@@ -70,7 +75,7 @@ function openCredentialSources(auth: AuthSettings) {
   }
 }
 
-const { keysFile, tokens } = openCredentialSources(config.auth);
+const { keysFile, tokens, alertRules } = openSettingsFiles(config.auth, config.alertRulesFile);
 let apiKeys = config.auth.apiKeys;
 if (apiKeys.length === 0 && !keysFile && !tokens) {
   apiKeys = [randomBytes(24).toString("base64url")];
@@ -81,10 +86,13 @@ if (apiKeys.length === 0 && !keysFile && !tokens) {
   log.info("generated an API key for this process (printed above, once)");
 }
 keysFile?.watch(log);
+alertRules?.watch(log);
 // For the life of the process, so a SIGHUP never stops it (closeWithGrace skips SIGHUP below).
 process.on("SIGHUP", () => {
-  if (keysFile) keysFile.reload(log);
-  else log.info("SIGHUP: no API_KEYS_FILE to read again");
+  if (!keysFile && !alertRules)
+    log.info("SIGHUP: no API_KEYS_FILE or ALERT_RULES_FILE to read again");
+  keysFile?.reload(log);
+  alertRules?.reload(log);
 });
 
 // Before the app: Fastify's instrumentation hooks every instance created after it.
@@ -131,6 +139,7 @@ const app = await buildApp({
   redis,
   dataIdentity: redis && (await dataIdentity()),
   cursorSecret: config.cursorSecret,
+  alertRules,
   logger: log,
 });
 
@@ -143,6 +152,7 @@ closeWithGrace({ delay: config.shutdownGraceMs, skip: ["SIGHUP"] }, async ({ sig
   if (err) log.error({ err }, "closing after an uncaught error");
   else log.info({ signal }, "closing");
   keysFile?.close();
+  alertRules?.close();
   await app.close();
   await management?.close();
   await redis?.close();

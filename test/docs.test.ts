@@ -82,6 +82,8 @@ const NOT_RUN: Record<string, string> = {
   "npm install && npm test": "CI runs it (.ci/run); the suite cannot run itself",
   "export KEY=<the key npm start printed>":
     "a placeholder; test/start.test.ts checks the printed key, and supplies $KEY to the curl lines",
+  "ALERT_RULES_FILE=./alert-rules.json npm start":
+    "test/alerts/docs-example.test.ts starts npm start's command (node src/main.ts) with the rules file the page shows",
   "API_KEYS_FILE=./keys.json npm start":
     "test/start.test.ts starts npm start's command with API_KEYS_FILE holding the entry npm run key made",
   "export GOOGLE_APPLICATION_CREDENTIALS=/path/to/service-account.json   # or workload identity / gcloud ADC":

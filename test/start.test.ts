@@ -159,6 +159,28 @@ describe("npm start", () => {
     });
   });
 
+  it("stops at a bad ALERT_RULES_FILE with one line naming the rule and the problem", async () => {
+    const rules = join(mkdtempSync(join(tmpdir(), "rules-")), "rules.json");
+    writeFileSync(
+      rules,
+      JSON.stringify({
+        rules: [
+          {
+            name: "typo",
+            endpoint: "functions.invocation-stats",
+            params: { project: "default", interval: "1hr", functon_id: "hello" },
+            condition: { newest_row: "error_count >= 10" },
+            webhook: { url: "http://127.0.0.1:9/hook", secret: `whsec_${"A".repeat(32)}` },
+          },
+        ],
+      }),
+    );
+    expect(await startAndExit({ API_KEYS: KEY, ALERT_RULES_FILE: rules })).toEqual({
+      code: 1,
+      stderr: `Configuration error: ALERT_RULES_FILE ${rules}: rule 1 ("typo"): params.functon_id: unknown parameter; this endpoint takes project, function_id, interval\n`,
+    });
+  });
+
   it("serves a key made by npm run key and a token made by npm run token, each within its scope", async () => {
     const made = await runScript("scripts/key.ts", [
       "--name",

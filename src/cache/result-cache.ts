@@ -282,15 +282,25 @@ export class ResultCache {
 
   /**
    * Tells `listener` of every value stored for `key` from now on, until the returned function is
-   * called; the value held now is not told (the caller asks `get` for it). `load` reloads the key
-   * when it went while watched.
+   * called; of the value held now too (in a microtask) when `tellHeld`, else the caller asks `get`
+   * for it. `load` loads the key when it is not held (within half a second) or went while watched.
    */
-  watch(key: string, policy: CachePolicy, load: Load, listener: ValueListener): () => void {
+  watch(
+    key: string,
+    policy: CachePolicy,
+    load: Load,
+    listener: ValueListener,
+    tellHeld = false,
+  ): () => void {
     let watch = this.#watched.get(key);
+    const held = this.#entries.peek(key);
     if (!watch) {
-      const told = this.#entries.peek(key);
-      watch = { policy, load, listeners: new Set(), told, reloadAt: this.#now() };
+      watch = { policy, load, listeners: new Set(), told: held, reloadAt: this.#now() };
       this.#watched.set(key, watch);
+    }
+    if (tellHeld && held && this.#now() < held.expiresAt) {
+      const answer = this.#answer(key, held, undefined, "HIT", this.#now());
+      queueMicrotask(() => listener(answer));
     }
     watch.listeners.add(listener);
     this.#armWatch();

@@ -41,6 +41,8 @@ export interface Follower {
   fail(error: unknown): void;
   /** A settled run sent all it had to: the cursor the next run resumes from. */
   settled?(cursor: string): void;
+  /** Its feed polled: what it found was delivered (an alert rule is evaluated then). */
+  polled?(): void;
 }
 
 interface Position {
@@ -415,6 +417,7 @@ class Subscription {
   offer(rows: Row[]): void {
     for (const row of this.unsent(rows)) this.deliver(row);
     this.sent.prune();
+    this.follower.polled?.();
   }
 
   /** As offer, waiting whenever the follower's stream is full (a catch-up, which can wait). */

@@ -47,13 +47,15 @@ export type RunEndpoint = (
 ) => Answer | Promise<Answer>;
 
 /**
- * Tells `listener` of each value the cache stores for a cached endpoint's parameters, until the
- * returned function is called; it never queries beyond the key's warming.
+ * Tells `listener` of each value the cache stores for a cached endpoint's parameters (and of the
+ * one held now, when `tellHeld`), until the returned function is called; it never queries beyond
+ * the key's warming, and a first load when nothing is held.
  */
 export type WatchEndpoint = (
   endpoint: EndpointDefinition & { cache: CachePolicy },
   params: SqlParams,
   listener: ValueListener,
+  tellHeld?: boolean,
 ) => () => void;
 
 export function createRunner(deps: {
@@ -186,10 +188,11 @@ export function createRunner(deps: {
     };
   }
 
-  const watch: WatchEndpoint = (endpoint, params, listener) => {
+  const watch: WatchEndpoint = (endpoint, params, listener, tellHeld) => {
     if (!cache) throw new Error("watching needs the result cache");
     const key = keyOf(endpoint, params);
-    return cache.watch(key, endpoint.cache, refreshLoader(endpoint, params, key), listener);
+    const load = refreshLoader(endpoint, params, key);
+    return cache.watch(key, endpoint.cache, load, listener, tellHeld);
   };
 
   const run: RunEndpoint = (endpoint, params, credential, rendition, demand) => {

@@ -4,6 +4,7 @@
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import type { AlertCounts, Alerts } from "../alerts/alerts.ts";
 import type { CacheStats, ResultCache } from "../cache/result-cache.ts";
 import { hasFullAccess } from "../credentials/scope-rule.ts";
 import { catalog, findEndpoint } from "../endpoints/catalog.ts";
@@ -39,6 +40,7 @@ interface MetricSources {
   follow: FollowHub;
   streamEnds: StreamEnds;
   watches: WatchStats;
+  alerts?: Alerts;
   redis?: RedisLink;
 }
 
@@ -53,6 +55,7 @@ export function serviceRegistry(sources: MetricSources): Registry {
   registerConnectionMetrics(registry, sources.connections);
   registerFollowMetrics(registry, sources.follow);
   registerWatchMetrics(registry, sources.watches);
+  if (sources.alerts) registerAlertMetrics(registry, sources.alerts);
   new Counter({
     name: "query_service_stream_ends_total",
     help: "Streams the service ended, by reason (shutting_down, token_expired, revoked, too_slow, error); a client leaving is not counted.",
@@ -249,6 +252,36 @@ function registerWatchMetrics(registry: Registry, watches: WatchStats): void {
       this.inc(watches.eventsSent);
     },
   });
+}
+
+const ALERT_COUNTS: Record<keyof AlertCounts, [name: string, help: string]> = {
+  evaluations: [
+    "evaluations",
+    "Alert rule evaluations (one per value stored or feed poll), by rule.",
+  ],
+  firings: ["firings", "Alert rules that started firing, by rule (once across replicas)."],
+  deliveries: ["deliveries", "Webhook deliveries a receiver took (2xx), by rule."],
+  deliveryFailures: [
+    "delivery_failures",
+    "Webhook delivery attempts that failed (an error status, no answer in time, unreachable), by rule.",
+  ],
+};
+
+function registerAlertMetrics(registry: Registry, alerts: Alerts): void {
+  for (const [count, [name, help]] of Object.entries(ALERT_COUNTS)) {
+    new Counter({
+      name: `query_service_alert_${name}_total`,
+      help,
+      labelNames: ["rule"] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [rule, counts] of alerts.counts()) {
+          this.inc({ rule }, counts[count as keyof AlertCounts]);
+        }
+      },
+    });
+  }
 }
 
 function registerFollowMetrics(registry: Registry, follow: FollowHub): void {

@@ -5,18 +5,13 @@
 // Time: the caches read the test's clock, and only setTimeout and clearTimeout are faked (the
 // cache's warming and watch timers); sockets, the stand-in and Redis keep real time.
 import { setTimeout as sleep } from "node:timers/promises";
-import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
-import { buildApp } from "../../src/app.ts";
-import { createBigQueryEngine } from "../../src/engines/bigquery.ts";
-import { RedisLink } from "../../src/redis/link.ts";
-import { startBigQueryStandIn } from "../support/bigquery-standin.ts";
-import { countingEngine } from "../support/cached-service.ts";
 import { functionCall, MINUTE, PROJECT, shift } from "../support/fixtures.ts";
 import { openOverHttp, type Stream } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
 import { redisServer } from "../support/redis-server.ts";
 import { API_KEY } from "../support/service.ts";
+import { replicasOnStandIn } from "../support/standin-replicas.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 const STATS_QUERY = `project=${PROJECT}&interval=1hr`;
@@ -27,56 +22,19 @@ const calls = (count: number): Row[] =>
   Array.from({ length: count }, (_, i) => functionCall(shift(NOW, -BigInt(i + 1) * MINUTE)));
 
 const redis = redisServer();
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
+afterEach(() => {
   vi.useRealTimers();
-  for (const close of closers.splice(0).reverse()) await close();
 });
 
-let namespaces = 0;
-/** Three replicas on one stand-in and a Redis namespace of their own, their queries counted. */
+/** Three replicas on one invocation, the test's clock for their caches. */
 async function replicas(clock: { ms: number }) {
-  const standIn = await startBigQueryStandIn({
-    googleSqlPort: inject("googleSqlPort"),
-    tables: { function_edge_logs: calls(1) },
+  const set = await replicasOnStandIn({
+    redisUrl: redis.url,
     now: NOW,
+    clock,
+    tables: { function_edge_logs: calls(1) },
   });
-  closers.push(() => standIn.close());
-  const engine = createBigQueryEngine({
-    projectId: "test-project",
-    dataset: "logs",
-    apiEndpoint: standIn.url,
-    jobTimeoutMs: 10_000,
-  });
-  closers.push(() => engine.close());
-  const counting = countingEngine();
-  const prefix = `watch-${process.pid}-${++namespaces}:`;
-  const bases: string[] = [];
-  const apps: FastifyInstance[] = [];
-  for (let i = 0; i < 3; i++) {
-    const link = new RedisLink({ url: redis.url, prefix, timeoutMs: 1_000 });
-    expect(await link.waitUntilUp(5_000)).toBe(true);
-    const app = await buildApp({
-      engine: counting.wrap(engine),
-      apiKeys: [API_KEY],
-      cache: { maxEntries: 100, maxBytes: 1_000_000, now: () => clock.ms },
-      redis: link,
-      follow: { maxPerCredential: 100 },
-      streams: { maxPerAddress: 100 },
-      rateLimitPerMinute: 100_000,
-      shutdownGraceMs: 1_000,
-    });
-    closers.push(async () => {
-      await app.close();
-      await link.close();
-    });
-    apps.push(app);
-    bases.push(await app.listen({ host: "127.0.0.1", port: 0 }));
-  }
-  const setCalls = (count: number) => {
-    standIn.tables = { function_edge_logs: calls(count) };
-  };
-  return { apps, bases, queries: counting.counts, setCalls, standIn };
+  return { ...set, setCalls: (count: number) => set.setTable("function_edge_logs", calls(count)) };
 }
 
 const results = (stream: Stream) => stream.events.filter((event) => event.event === "result");

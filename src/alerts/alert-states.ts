@@ -1,0 +1,140 @@
+// Each rule's state: pending (not yet evaluated), ok or firing, since when, when last evaluated and
+// its last delivery. With Redis, the state is shared: a transition is made by one script, so of
+// all the replicas that find a rule's condition changed, exactly one moves it and delivers its
+// webhook; and a replica that restarts finds its rules where they were, firing or not. Without
+// Redis (or while it is away) the state is this process's own.
+import type { Redis } from "ioredis";
+import { type RedisLink, UNAVAILABLE } from "../redis/link.ts";
+
+export type AlertStatus = "pending" | "ok" | "firing";
+
+export interface Delivery {
+  /** Epoch ms of the last attempt. */
+  at: number;
+  type: "alert.firing" | "alert.resolved";
+  outcome: "delivered" | "failed";
+  attempts: number;
+  /** The receiver's last HTTP status; absent when it could not be reached. */
+  status?: number;
+}
+
+export interface RuleState {
+  status: AlertStatus;
+  /** Epoch ms: when the rule entered its status. */
+  since?: number;
+  evaluatedAt?: number;
+  lastDelivery?: Delivery;
+}
+
+// A state unwritten for this long belongs to a rule that is gone: Redis drops it.
+const KEEP_MS = 30 * 86_400_000;
+
+const SCRIPTS = {
+  // Sets the status unless it is so already; 1 when the change is one to tell (into firing, or
+  // from firing back to ok), 0 otherwise (a first evaluation that finds all well included).
+  alertTransition: {
+    numberOfKeys: 1,
+    lua: `
+      local current = redis.call('HGET', KEYS[1], 'status')
+      if current == ARGV[1] then return 0 end
+      redis.call('HSET', KEYS[1], 'status', ARGV[1], 'since', ARGV[2])
+      redis.call('PEXPIRE', KEYS[1], ARGV[3])
+      if ARGV[1] == 'ok' and current ~= 'firing' then return 0 end
+      return 1`,
+  },
+} as const;
+
+type Scripted = {
+  alertTransition(key: string, to: string, at: number, keepMs: number): Promise<0 | 1>;
+};
+
+export class AlertStates {
+  readonly #link: RedisLink | undefined;
+  readonly #local = new Map<string, RuleState>();
+
+  constructor(link?: RedisLink) {
+    this.#link = link;
+    for (const [name, script] of Object.entries(SCRIPTS)) {
+      if (link && !(name in link.client)) link.client.defineCommand(name, script);
+    }
+  }
+
+  /** The rule's state, shared when Redis answers. */
+  async get(identity: string): Promise<RuleState> {
+    const fields = await this.#run((redis) => redis.hgetall(this.#key(identity)));
+    if (fields === UNAVAILABLE || fields.status === undefined) return this.#mine(identity);
+    return stateOf(fields);
+  }
+
+  /**
+   * Moves the rule to `to` at `at` unless it is there already. True for the one caller, across
+   * replicas while Redis answers, whose change is to be told: into firing, or from firing to ok.
+   */
+  async transition(identity: string, to: "ok" | "firing", at: number): Promise<boolean> {
+    const mine = this.#mine(identity);
+    const told = to === "firing" || mine.status === "firing";
+    const moved = mine.status !== to;
+    if (moved) Object.assign(mine, { status: to, since: at });
+    const shared = await this.#run((redis) =>
+      (redis as unknown as Scripted).alertTransition(this.#key(identity), to, at, KEEP_MS),
+    );
+    if (shared !== UNAVAILABLE) return shared === 1;
+    return moved && told;
+  }
+
+  async evaluated(identity: string, at: number): Promise<void> {
+    this.#mine(identity).evaluatedAt = at;
+    await this.#run((redis) =>
+      redis
+        .multi()
+        .hset(this.#key(identity), "evaluatedAt", at)
+        .pexpire(this.#key(identity), KEEP_MS)
+        .exec(),
+    );
+  }
+
+  async delivered(identity: string, delivery: Delivery): Promise<void> {
+    this.#mine(identity).lastDelivery = delivery;
+    await this.#run((redis) =>
+      redis.hset(this.#key(identity), "lastDelivery", JSON.stringify(delivery)),
+    );
+  }
+
+  #mine(identity: string): RuleState {
+    let state = this.#local.get(identity);
+    if (!state) {
+      state = { status: "pending" };
+      this.#local.set(identity, state);
+    }
+    return state;
+  }
+
+  #run<T>(command: (client: Redis) => Promise<T>): Promise<T | typeof UNAVAILABLE> {
+    return this.#link ? this.#link.run(command) : Promise.resolve(UNAVAILABLE);
+  }
+
+  #key(identity: string): string {
+    return `alert:${identity}`;
+  }
+}
+
+/** A state as stored; anything that does not parse counts as not there. */
+function stateOf(fields: Record<string, string>): RuleState {
+  const status = fields.status === "firing" ? "firing" : "ok";
+  const number = (text: string | undefined) => {
+    const value = Number(text);
+    return text !== undefined && Number.isFinite(value) ? value : undefined;
+  };
+  let lastDelivery: Delivery | undefined;
+  try {
+    lastDelivery = fields.lastDelivery ? (JSON.parse(fields.lastDelivery) as Delivery) : undefined;
+  } catch {
+    lastDelivery = undefined;
+  }
+  return {
+    status,
+    since: number(fields.since),
+    evaluatedAt: number(fields.evaluatedAt),
+    ...(lastDelivery && { lastDelivery }),
+  };
+}

@@ -1,0 +1,180 @@
+// ALERT_RULES_FILE: alert rules, each an endpoint with its parameters (checked against the catalog,
+// as a scope's fixed parameters are), a condition on its answer and a Standard Webhooks receiver.
+// Read at startup (a bad file stops it with one line) and followed while the process runs (a bad
+// file keeps the previous rules and logs one line naming the rule and the problem).
+import { createHash } from "node:crypto";
+import { Webhook } from "standardwebhooks";
+import { z } from "zod";
+import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
+import { InvalidParamsError, parseParams, type SqlParams } from "../endpoints/params.ts";
+import { SettingsFileError } from "../watched-file.ts";
+import { type Comparison, parseComparison } from "./conditions.ts";
+
+/** A condition on a cached endpoint's answer: its newest row, or any of its rows. */
+export interface ValueCondition {
+  kind: "rows";
+  rows: "newest" | "any";
+  comparison: Comparison;
+}
+
+/** A condition on logs.all: at least `count` records matching the rule's parameters in a window. */
+export interface RecordsCondition {
+  kind: "records";
+  count: number;
+  withinSeconds: number;
+}
+
+export interface AlertRule {
+  name: string;
+  endpoint: EndpointDefinition;
+  /** As written in the file, and as validated for the engine. */
+  rawParams: Readonly<Record<string, string>>;
+  params: SqlParams;
+  condition: ValueCondition | RecordsCondition;
+  /** The condition as written, for listings and payloads. */
+  rawCondition: Readonly<Record<string, string | number>>;
+  webhook: { url: string; secret: string };
+  /** Names the rule's definition: a changed rule is a new rule, with a state of its own. */
+  identity: string;
+}
+
+const NAME = /^[A-Za-z0-9][\w.-]{0,63}$/;
+const DURATION = /^([1-9][0-9]{0,6})([smhd])$/;
+const UNIT_SECONDS = { s: 1, m: 60, h: 3_600, d: 86_400 } as const;
+/** Parameters a rule on logs.all cannot take: it watches records from now on. */
+const NOT_WATCHED = ["iso_timestamp_start", "iso_timestamp_end", "since", "cursor"];
+
+const ruleSchema = z.strictObject({
+  name: z
+    .string({ error: "needs a name" })
+    .regex(
+      NAME,
+      "name: letters, digits, '.', '_' and '-', at most 64, starting with a letter or digit",
+    ),
+  endpoint: z.string({ error: "needs endpoint: an endpoint's name or id" }),
+  params: z.record(z.string(), z.string(), { error: "params: an object of strings" }).default({}),
+  condition: z.union(
+    [
+      z.strictObject({ newest_row: z.string() }),
+      z.strictObject({ any_row: z.string() }),
+      z.strictObject({
+        at_least: z.number().int().min(1).max(1000),
+        within: z.string().regex(DURATION, "within: a whole number and s, m, h or d, e.g. 5m"),
+      }),
+    ],
+    {
+      error:
+        'condition: {"newest_row": "<column> <op> <number>"}, {"any_row": …} or {"at_least": <1..1000>, "within": "5m"}',
+    },
+  ),
+  webhook: z.strictObject({
+    url: z.url({ protocol: /^https?$/, error: "webhook.url: an http or https URL" }),
+    secret: z
+      .string()
+      .refine(validSecret, "webhook.secret: a Standard Webhooks secret, whsec_ and base64"),
+  }),
+});
+
+const fileSchema = z.strictObject({ rules: z.array(z.unknown()) });
+
+/** The rules of the file's text; a bad rule throws SettingsFileError naming it and the problem. */
+export function parseRulesFile(path: string, text: string): AlertRule[] {
+  const fail = (where: string, problem: string): never => {
+    throw new SettingsFileError(`ALERT_RULES_FILE ${path}: ${where}${problem}`);
+  };
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    return fail("", `not JSON (${(error as Error).message})`);
+  }
+  const file = fileSchema.safeParse(json);
+  if (!file.success) return fail("", 'expects {"rules": [ … ]}');
+  const names = new Set<string>();
+  return file.data.rules.map((entry, index) => {
+    const named = (entry as { name?: unknown })?.name;
+    const where = `rule ${index + 1}${typeof named === "string" ? ` ("${named}")` : ""}: `;
+    const parsed = ruleSchema.safeParse(entry);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0] as z.core.$ZodIssue;
+      return fail(where, issue.message);
+    }
+    if (names.has(parsed.data.name)) fail(where, "another rule has this name");
+    names.add(parsed.data.name);
+    try {
+      return ruleOf(parsed.data);
+    } catch (error) {
+      return fail(where, (error as Error).message);
+    }
+  });
+}
+
+function ruleOf(entry: z.infer<typeof ruleSchema>): AlertRule {
+  const endpoint = findEndpoint(entry.endpoint);
+  if (!endpoint)
+    throw new Error(`endpoint: no endpoint is named or has the id "${entry.endpoint}"`);
+  const condition = conditionOf(endpoint, entry.condition);
+  if (condition.kind === "records") {
+    const given = NOT_WATCHED.filter((param) => entry.params[param] !== undefined);
+    if (given.length > 0) {
+      throw new Error(`params.${given[0]}: not taken by a rule, which counts records from now on`);
+    }
+  }
+  let params: SqlParams;
+  try {
+    params = parseParams(endpoint.params, entry.params);
+  } catch (error) {
+    if (!(error instanceof InvalidParamsError)) throw error;
+    const [detail] = error.details;
+    throw new Error(`params.${detail?.param}: ${detail?.message}`);
+  }
+  const identity = createHash("sha256")
+    .update(JSON.stringify([entry.name, endpoint.id, params, entry.condition, entry.webhook]))
+    .digest("base64url");
+  return {
+    name: entry.name,
+    endpoint,
+    rawParams: entry.params,
+    params,
+    condition,
+    rawCondition: entry.condition,
+    webhook: entry.webhook,
+    identity,
+  };
+}
+
+function conditionOf(
+  endpoint: EndpointDefinition,
+  written: z.infer<typeof ruleSchema>["condition"],
+): AlertRule["condition"] {
+  if ("at_least" in written) {
+    if (!endpoint.follow) {
+      throw new Error(
+        `condition: at_least counts records, and ${endpoint.name} has none to follow`,
+      );
+    }
+    const [, count = "0", unit = "s"] = DURATION.exec(written.within) ?? [];
+    const withinSeconds = Number(count) * UNIT_SECONDS[unit as keyof typeof UNIT_SECONDS];
+    return { kind: "records", count: written.at_least, withinSeconds };
+  }
+  if (!endpoint.cache) {
+    throw new Error(
+      `condition: ${endpoint.name} has no cached value to compare; count its records with at_least and within`,
+    );
+  }
+  const [rows, text] =
+    "newest_row" in written
+      ? (["newest", written.newest_row] as const)
+      : (["any", written.any_row] as const);
+  return { kind: "rows", rows, comparison: parseComparison(endpoint, text) };
+}
+
+function validSecret(secret: string): boolean {
+  if (!secret.startsWith("whsec_")) return false;
+  try {
+    new Webhook(secret);
+    return true;
+  } catch {
+    return false;
+  }
+}

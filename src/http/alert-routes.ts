@@ -1,0 +1,15 @@
+// GET /api/alerts: the alert rules the caller may see (those whose endpoint and parameters its
+// credential may call) and the state of each.
+import type { FastifyInstance } from "fastify";
+import type { Alerts } from "../alerts/alerts.ts";
+import { paramsOf, parseParams } from "../endpoints/params.ts";
+
+const NO_PARAMS = paramsOf({});
+
+export async function alertRoutes(app: FastifyInstance, { alerts }: { alerts?: Alerts }) {
+  app.get("/api/alerts", async (request, reply) => {
+    parseParams(NO_PARAMS, request.query);
+    const result = alerts ? await alerts.list(request.credential) : [];
+    return reply.type("application/json; charset=utf-8").send(JSON.stringify({ result }));
+  });
+}

@@ -1,0 +1,274 @@
+// Alert rules through the whole service (app → BigQuery client → stand-in) and a real webhook
+// receiver: a rule fires once when its condition becomes true on data the test controls, resolves
+// when it becomes false, is signed as Standard Webhooks says, is retried past a failing receiver,
+// and queries nothing of its own.
+import { writeFileSync } from "node:fs";
+import { pino } from "pino";
+import { Webhook } from "standardwebhooks";
+import { describe, expect, it } from "vitest";
+import { openAlertRules } from "../../src/alerts/rules-source.ts";
+import { cachedService } from "../support/cached-service.ts";
+import {
+  edgeLog,
+  functionCall,
+  MICROSECOND,
+  MINUTE,
+  PROJECT,
+  SECOND,
+  shift,
+} from "../support/fixtures.ts";
+import { FOLLOW, NOW as FOLLOW_NOW } from "../support/follow-client.ts";
+import type { Row } from "../support/googlesql.ts";
+import { startService } from "../support/service.ts";
+import { temporaryFile } from "../support/temporary-file.ts";
+import { webhookReceiver } from "../support/webhook-receiver.ts";
+
+const NOW = "2026-11-21T05:17:42.123456Z";
+const SECRET = `whsec_${Buffer.from("a test secret of 24 bytes!").toString("base64")}`;
+const STATS_PARAMS = { project: PROJECT, interval: "1hr" };
+const STATS = `/api/endpoints/functions.invocation-stats?${new URLSearchParams(STATS_PARAMS)}`;
+
+/** Calls in the current minute's bucket (the newest row), `errors` of them failing. */
+const calls = (total: number, errors: number): Row[] =>
+  Array.from({ length: total }, (_, i) =>
+    functionCall(shift(NOW, -BigInt(i + 1) * SECOND), { statuses: [i < errors ? 500 : 200] }),
+  );
+
+const errorRule = (url: string, threshold = 10) => ({
+  name: "function-errors",
+  endpoint: "functions.invocation-stats",
+  params: STATS_PARAMS,
+  condition: { newest_row: `error_count >= ${threshold}` },
+  webhook: { url, secret: SECRET },
+});
+
+/** The service on the stand-in with `rules` in a rules file, its log lines kept. */
+async function alertingService(rules: unknown[], firstRetryMs = 1_000) {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  const path = temporaryFile("rules.json", { rules });
+  const alertRules = openAlertRules(path);
+  const started = await cachedService(NOW, { function_edge_logs: calls(5, 1) }, logger, {
+    alertRules,
+    alertDelivery: { firstRetryMs },
+  });
+  const { service, clock } = started;
+  const setCalls = (rows: Row[]) => {
+    service.standIn.tables = { ...service.standIn.tables, function_edge_logs: rows };
+  };
+  /** A second later, a fresh value for the rule's key, as a refresh would store it. */
+  const refresh = async () => {
+    clock.ms += 1000;
+    const answer = await service.get(STATS, { "cache-control": "no-cache" });
+    expect(answer.statusCode).toBe(200);
+    return answer;
+  };
+  return { ...started, lines, path, alertRules, setCalls, refresh };
+}
+
+const metric = async (service: { get(url: string): Promise<{ body: string }> }, series: string) => {
+  const line = (await service.get("/metrics")).body
+    .split("\n")
+    .find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+};
+
+describe("an alert rule on a cached value", () => {
+  it("fires once when error_count crosses its threshold, resolves when it falls back, signed, and queries nothing of its own", async () => {
+    const receiver = await webhookReceiver();
+    const { service, engine, setCalls, refresh, lines } = await alertingService([
+      errorRule(receiver.url),
+    ]);
+    // A dashboard's request holds the value: the rule evaluates it and adds no query.
+    await service.get(STATS);
+    await expect
+      .poll(() => metric(service, 'query_service_alert_evaluations_total{rule="function-errors"}'))
+      .toBe(1);
+
+    setCalls(calls(20, 12));
+    await refresh();
+    await receiver.until(1);
+    await refresh(); // still over: no second firing
+    setCalls(calls(20, 12).reverse());
+    await refresh();
+    await expect
+      .poll(() => metric(service, 'query_service_alert_evaluations_total{rule="function-errors"}'))
+      .toBe(4);
+    expect(receiver.received).toHaveLength(1);
+
+    setCalls(calls(20, 2));
+    await refresh();
+    await receiver.until(2);
+    const [firing, resolved] = receiver.messages();
+    expect(firing?.type).toBe("alert.firing");
+    expect(firing?.data).toMatchObject({ rule: "function-errors", state: "firing" });
+    expect(firing?.data.rows).toEqual([expect.objectContaining({ error_count: 12, count: 20 })]);
+    expect(resolved?.type).toBe("alert.resolved");
+    expect(resolved?.data.state).toBe("ok");
+    // Signed under the rule's secret, as the official verifier checks it.
+    for (const { body, headers } of receiver.received) {
+      expect(() =>
+        new Webhook(SECRET).verify(body, headers as Record<string, string>),
+      ).not.toThrow();
+    }
+    expect(() =>
+      new Webhook(`whsec_${Buffer.from("another secret, 24 bytes").toString("base64")}`).verify(
+        receiver.received[0]?.body as string,
+        receiver.received[0]?.headers as Record<string, string>,
+      ),
+    ).toThrow();
+    // The dashboard's first request and the four refreshes it asked for: nothing of the rule's.
+    expect(engine.runs).toBe(5);
+    expect(await metric(service, 'query_service_alert_firings_total{rule="function-errors"}')).toBe(
+      1,
+    );
+    expect(
+      await metric(service, 'query_service_alert_deliveries_total{rule="function-errors"}'),
+    ).toBe(2);
+    expect(lines.filter((line) => line.msg === "alert firing")).toEqual([
+      expect.objectContaining({ alert: "function-errors", rows: 1 }),
+    ]);
+    expect(JSON.stringify(lines)).not.toContain(SECRET);
+
+    const listed = JSON.parse((await service.get("/api/alerts")).body).result;
+    expect(listed).toEqual([
+      expect.objectContaining({
+        name: "function-errors",
+        endpoint: "functions.invocation-stats",
+        state: "ok",
+        firing_since: null,
+        last_delivery: expect.objectContaining({
+          type: "alert.resolved",
+          outcome: "delivered",
+          attempts: 1,
+        }),
+      }),
+    ]);
+  });
+
+  it("delivers through a receiver that answers 500 twice, the same message three times, and counts one firing", async () => {
+    const receiver = await webhookReceiver([500, 500]);
+    const { service, setCalls, refresh, lines } = await alertingService(
+      [errorRule(receiver.url)],
+      20,
+    );
+    await service.get(STATS);
+    setCalls(calls(20, 12));
+    await refresh();
+    await receiver.until(3);
+    const ids = receiver.received.map(({ headers }) => headers["webhook-id"]);
+    expect(new Set(ids).size).toBe(1);
+    await expect
+      .poll(() => metric(service, 'query_service_alert_deliveries_total{rule="function-errors"}'))
+      .toBe(1);
+    expect(
+      await metric(service, 'query_service_alert_delivery_failures_total{rule="function-errors"}'),
+    ).toBe(2);
+    expect(await metric(service, 'query_service_alert_firings_total{rule="function-errors"}')).toBe(
+      1,
+    );
+    expect(lines.filter((line) => line.msg === "alert webhook delivery failed")).toEqual([]);
+  });
+
+  it("gives up after its attempts with one line naming the rule and the receiver's host, never the secret", async () => {
+    const receiver = await webhookReceiver(Array(10).fill(503));
+    const { service, setCalls, refresh, lines } = await alertingService(
+      [errorRule(receiver.url)],
+      10,
+    );
+    await service.get(STATS);
+    setCalls(calls(20, 12));
+    await refresh();
+    await receiver.until(6);
+    await expect
+      .poll(() => lines.filter((line) => line.msg === "alert webhook delivery failed"))
+      .toEqual([
+        expect.objectContaining({
+          alert: "function-errors",
+          attempts: 6,
+          status: 503,
+          receiver: new URL(receiver.url).host,
+        }),
+      ]);
+    expect(JSON.stringify(lines)).not.toContain(SECRET);
+  });
+});
+
+describe("an alert rule on logs.all", () => {
+  it("fires when at least N matching records arrive within its window, on the follow feed's polls", async () => {
+    const receiver = await webhookReceiver();
+    const path = temporaryFile("rules.json", {
+      rules: [
+        {
+          name: "edge-burst",
+          endpoint: "logs.all",
+          params: { project: PROJECT, project_tier: "FREE" },
+          condition: { at_least: 3, within: "5m" },
+          webhook: { url: receiver.url, secret: SECRET },
+        },
+      ],
+    });
+    const service = await startService({
+      now: FOLLOW_NOW,
+      tables: { edge_logs: [] },
+      follow: FOLLOW,
+      alertRules: openAlertRules(path),
+    });
+    await service.app.ready();
+    let added = 0;
+    const add = (count: number) => {
+      const rows = Array.from({ length: count }, () => {
+        added++;
+        return edgeLog(shift(FOLLOW_NOW, BigInt(added) * MICROSECOND), { id: `burst-${added}` });
+      });
+      service.standIn.tables = {
+        edge_logs: [...(service.standIn.tables.edge_logs ?? []), ...rows],
+      };
+    };
+    add(2);
+    await expect
+      .poll(() => metric(service, 'query_service_alert_evaluations_total{rule="edge-burst"}'))
+      .toBeGreaterThan(2);
+    expect(receiver.received).toEqual([]);
+    add(1);
+    await receiver.until(1);
+    const [firing] = receiver.messages();
+    expect(firing?.type).toBe("alert.firing");
+    // The records that made it true, newest first.
+    expect(firing?.data.rows.map((row) => row.id)).toEqual(["burst-3", "burst-2", "burst-1"]);
+  });
+});
+
+describe("the rules file", () => {
+  it("on reload, keeps the previous rules past a bad file with one line naming the rule and the problem, then takes a good one", async () => {
+    const receiver = await webhookReceiver();
+    const { service, path, alertRules, lines } = await alertingService([errorRule(receiver.url)]);
+    await service.app.ready();
+    alertRules.watch(service.app.log);
+    try {
+      writeFileSync(
+        path,
+        JSON.stringify({
+          rules: [{ ...errorRule(receiver.url), condition: { newest_row: "errors >= 1" } }],
+        }),
+      );
+      await expect
+        .poll(() => lines.filter((line) => line.level === 50).map((line) => line.msg))
+        .toEqual([
+          `ALERT_RULES_FILE ${path}: rule 1 ("function-errors"): condition: functions.invocation-stats has no numeric column errors; it has min_execution_time, max_execution_time, avg_execution_time, p95_execution_time, p99_execution_time, count, error_count; keeping the previous rules`,
+        ]);
+      const listed = () =>
+        service
+          .get("/api/alerts")
+          .then((r) => JSON.parse(r.body).result.map((a: { name: string }) => a.name));
+      expect(await listed()).toEqual(["function-errors"]);
+      writeFileSync(
+        path,
+        JSON.stringify({ rules: [{ ...errorRule(receiver.url), name: "renamed" }] }),
+      );
+      await expect.poll(listed).toEqual(["renamed"]);
+    } finally {
+      alertRules.close();
+    }
+  });
+});

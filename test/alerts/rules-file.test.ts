@@ -1,0 +1,134 @@
+// What ALERT_RULES_FILE accepts, and the one line a bad rule gets: which rule, what is wrong.
+import { describe, expect, it } from "vitest";
+import { parseRulesFile } from "../../src/alerts/rules-file.ts";
+
+const SECRET = `whsec_${Buffer.from("a test secret of 24 bytes!").toString("base64")}`;
+const WEBHOOK = { url: "https://hooks.example.com/alerts", secret: SECRET };
+const STATS_RULE = {
+  name: "errors",
+  endpoint: "functions.invocation-stats",
+  params: { project: "default", interval: "1hr" },
+  condition: { newest_row: "error_count >= 10" },
+  webhook: WEBHOOK,
+};
+
+const problemOf = (rule: Record<string, unknown>) => {
+  try {
+    parseRulesFile("rules.json", JSON.stringify({ rules: [rule] }));
+    return undefined;
+  } catch (error) {
+    return (error as Error).message.replace('ALERT_RULES_FILE rules.json: rule 1 ("errors"): ', "");
+  }
+};
+
+describe("ALERT_RULES_FILE", () => {
+  it("takes rules on a cached value's newest or any row, and on logs.all's records within a window", () => {
+    const rules = parseRulesFile(
+      "rules.json",
+      JSON.stringify({
+        rules: [
+          STATS_RULE,
+          { ...STATS_RULE, name: "slow", condition: { any_row: "p99_execution_time > 2000" } },
+          {
+            name: "usage",
+            endpoint: "fa6e0509-d5f7-468e-b429-8c4aecf8563d",
+            params: { project: "^https://default\\.", interval: "hourly" },
+            condition: { newest_row: "total_rest_requests < 1" },
+            webhook: WEBHOOK,
+          },
+          {
+            name: "5xx",
+            endpoint: "logs.all",
+            params: { project: "default", project_tier: "FREE", status: "5xx" },
+            condition: { at_least: 10, within: "5m" },
+            webhook: WEBHOOK,
+          },
+        ],
+      }),
+    );
+    expect(rules.map((rule) => [rule.name, rule.endpoint.name, rule.condition])).toEqual([
+      [
+        "errors",
+        "functions.invocation-stats",
+        {
+          kind: "rows",
+          rows: "newest",
+          comparison: { column: "error_count", operator: ">=", value: 10 },
+        },
+      ],
+      [
+        "slow",
+        "functions.invocation-stats",
+        {
+          kind: "rows",
+          rows: "any",
+          comparison: { column: "p99_execution_time", operator: ">", value: 2000 },
+        },
+      ],
+      [
+        "usage",
+        "usage.api-counts",
+        {
+          kind: "rows",
+          rows: "newest",
+          comparison: { column: "total_rest_requests", operator: "<", value: 1 },
+        },
+      ],
+      ["5xx", "logs.all", { kind: "records", count: 10, withinSeconds: 300 }],
+    ]);
+    // A changed rule is another rule, with a state of its own.
+    const [first, second] = parseRulesFile(
+      "rules.json",
+      JSON.stringify({ rules: [STATS_RULE, { ...STATS_RULE, name: "other" }] }),
+    );
+    expect(first?.identity).not.toBe(second?.identity);
+  });
+
+  it.each([
+    [{ endpoint: "no.such" }, 'endpoint: no endpoint is named or has the id "no.such"'],
+    [{ params: { project: "default" } }, expect.stringMatching(/^params\.interval: required/)],
+    [
+      { condition: { newest_row: "errors >= 1" } },
+      expect.stringContaining("no numeric column errors"),
+    ],
+    [
+      { condition: { newest_row: "error_count ~ 1" } },
+      expect.stringContaining("is not <column> <op> <number>"),
+    ],
+    [{ condition: { at_least: 5, within: "5m" } }, expect.stringContaining("has none to follow")],
+    [
+      { condition: { at_least: 5, within: "5 minutes" } },
+      expect.stringContaining("within: a whole number"),
+    ],
+    [
+      { webhook: { url: "ftp://example.com", secret: SECRET } },
+      "webhook.url: an http or https URL",
+    ],
+    [
+      { webhook: { url: WEBHOOK.url, secret: "hunter2" } },
+      expect.stringContaining("webhook.secret"),
+    ],
+    [{ extra: 1 }, expect.stringContaining("extra")],
+  ])("refuses %j, naming the rule: %s", (change, problem) => {
+    expect(problemOf({ ...STATS_RULE, ...change })).toEqual(problem);
+  });
+
+  it("refuses a logs.all rule that fixes a window, and a rule whose name another has", () => {
+    const logs = {
+      name: "errors",
+      endpoint: "logs.all",
+      params: { project: "default", since: "1h" },
+      condition: { at_least: 1, within: "1m" },
+      webhook: WEBHOOK,
+    };
+    expect(problemOf(logs)).toBe(
+      "params.since: not taken by a rule, which counts records from now on",
+    );
+    expect(() =>
+      parseRulesFile("rules.json", JSON.stringify({ rules: [STATS_RULE, STATS_RULE] })),
+    ).toThrow('rule 2 ("errors"): another rule has this name');
+    expect(() => parseRulesFile("rules.json", "{")).toThrow(
+      /^ALERT_RULES_FILE rules.json: not JSON/,
+    );
+  });
+});
