@@ -4,19 +4,30 @@
 // Time: the page's refresh interval is shortened with its own `?refresh=1` option. The cache reads
 // the wall clock plus `cacheClock.offsetMs`; moving the offset past the TTL expires the cached
 // answer, so that rows appended to the demo tables show on the next refresh.
-import { mkdir } from "node:fs/promises";
+//
+// Streams: the stats panels watch and logs.all's Live toggle follows. What they receive comes from a
+// service over LOCAL_DATA exports the test writes (`exportsService`), so that the test decides when
+// a value changes or a record arrives.
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { SignJWT } from "jose";
 import type { Browser, Page, Request } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type AppDeps, buildApp } from "../../src/app.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
+import { loadData } from "../../src/engines/duckdb/data.ts";
 import { generateLogs } from "../../src/engines/duckdb/demo-data.ts";
 import { appendRecords } from "../../src/engines/duckdb/derived.ts";
+import { watchExports } from "../../src/engines/duckdb/export-watch.ts";
+import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import { EngineError, type QueryRequest } from "../../src/engines/engine.ts";
 import { dateToMicros } from "../../src/time.ts";
 import { launchChromium } from "../support/browser.ts";
 import { demoApp } from "../support/demo-app.ts";
+import { edgeLog, edgeMetadata, functionCall, request } from "../support/fixtures.ts";
+import type { Row } from "../support/googlesql.ts";
 
 const KEY = "browser-test-key-0123456789";
 const ARTIFACTS = new URL("../../test-artifacts/", import.meta.url).pathname;
@@ -24,15 +35,15 @@ const STATS = '[data-endpoint="functions.invocation-stats"]';
 const LOGS = '[data-endpoint="logs.all"]';
 const USAGE = '[data-endpoint="usage.api-counts"]';
 const TTL_MS = 900_000;
+const STATS_QUERY = "project=default&interval=1hr";
+const CACHE = { maxEntries: 100, maxBytes: 16 * 1024 * 1024 };
 
 const cacheClock = { offsetMs: 0 };
 const demo = demoApp({
   apiKeys: [KEY],
-  cache: {
-    maxEntries: 100,
-    maxBytes: 16 * 1024 * 1024,
-    now: () => Date.now() + cacheClock.offsetMs,
-  },
+  cache: { ...CACHE, now: () => Date.now() + cacheClock.offsetMs },
+  // The tests load the page (a dozen files) a dozen times a minute from one address.
+  anonymousRateLimitPerMinute: 1_000,
 });
 
 let base: string;
@@ -43,9 +54,12 @@ beforeAll(async () => {
   await mkdir(ARTIFACTS, { recursive: true });
 });
 const others: FastifyInstance[] = [];
+// What those services read, closed after them.
+const closers: (() => Promise<void>)[] = [];
 afterAll(async () => {
   await browser?.close();
   await Promise.all(others.map((app) => app.close()));
+  for (const close of closers) await close();
 });
 
 /** Another service over the same demo tables, listening on a port of its own; its origin. */
@@ -72,6 +86,53 @@ function serviceFailing(fails: (request: QueryRequest) => boolean): Promise<stri
         return demo.engine.run(request);
       },
     },
+  });
+}
+
+/**
+ * Another service over LOCAL_DATA exports in a folder of its own: a function invocation and a
+ * request of project `default` ten minutes ago. `drop(table, rows)` writes one more export and
+ * loads it as the export watch does (two looks, the file unchanged between them); follow streams
+ * poll every 200 ms.
+ */
+async function exportsService() {
+  const folder = await mkdtemp(join(tmpdir(), "explorer-exports-"));
+  let files = 0;
+  const write = (table: string, rows: Row[]) =>
+    writeFile(
+      join(folder, `${table}-${files++}.ndjson`),
+      rows.map((row) => `${JSON.stringify(row)}\n`).join(""),
+    );
+  const tenMinutesAgo = new Date(Date.now() - 600_000).toISOString();
+  await write("function_edge_logs", [functionCall(tenMinutesAgo, { project: "default" })]);
+  await write("edge_logs", [edgeRecord("first-record", tenMinutesAgo)]);
+  const engine = await createDuckDbEngine();
+  await loadData(engine, { localData: folder });
+  const log = { info: vi.fn(), warn: vi.fn(), error: vi.fn() };
+  // Its own timer never fires here: drop() looks.
+  const exports = watchExports(engine, { source: folder, pollMs: 3_600_000, log });
+  closers.push(async () => {
+    await exports.stop();
+    await engine.close();
+    await rm(folder, { recursive: true, force: true });
+  });
+  const origin = await otherService({ engine, cache: CACHE, follow: { intervalMs: 200 } });
+  const drop = async (table: string, rows: Row[]) => {
+    await write(table, rows);
+    await exports.poll();
+    await exports.poll();
+    expect(log.error).not.toHaveBeenCalled();
+  };
+  return { origin, drop };
+}
+
+/** A request to project `default`'s REST API: an edge_logs record. */
+function edgeRecord(id: string, timestamp: string): Row {
+  return edgeLog(timestamp, {
+    id,
+    project: "default",
+    message: `GET | 200 | ${id}`,
+    metadata: [edgeMetadata(request("/rest/v1/todos", "default"))],
   });
 }
 
@@ -229,11 +290,18 @@ describe("the explorer page", () => {
     for (const chart of await page.locator(`${STATS} .chart`).all()) {
       expect(await chart.getAttribute("data-points")).toBe(String(rows.length));
     }
-    await expect(page.locator(`${STATS} [data-field="x-cache"]`).textContent()).resolves.toMatch(
-      /^X-Cache: (MISS|HIT)$/,
+    // Watched: each value comes with its freshness, as the comment lines of its event give it.
+    await expect(page.locator(`${STATS} [data-field="mode"]`).textContent()).resolves.toBe(
+      "watching (live)",
     );
+    await expect(
+      page.locator(`${STATS} [data-field="cache-status"]`).textContent(),
+    ).resolves.toMatch(/^Cache-Status: query-service; /);
     await expect(page.locator(`${STATS} [data-field="age"]`).textContent()).resolves.toMatch(
       /^Age: \d+ s$/,
+    );
+    await expect(page.locator(`${LOGS} [data-field="mode"]`).textContent()).resolves.toBe(
+      "polling every 10 s",
     );
     await expect(page.locator(`${STATS} [data-field="request-id"]`).textContent()).resolves.toMatch(
       /^request id [\w.-]+$/,
@@ -278,10 +346,21 @@ describe("the explorer page", () => {
     await page.context().close();
   });
 
-  it("refreshes with If-None-Match: a 304 keeps the chart, a changed value redraws it", async () => {
+  it("where a watch cannot open, polls and says why: a 304 keeps the chart, a changed value redraws it", async () => {
     const { page, requests, consoleErrors } = await openExplorer("?refresh=1");
+    const overloaded = { code: "overloaded", message: "No stream for now." };
+    await page.route("**/watch?*", (route) =>
+      route.fulfill({
+        status: 503,
+        contentType: "application/json",
+        body: JSON.stringify({ error: overloaded }),
+      }),
+    );
     await enterKey(page);
     await page.waitForSelector(`${STATS}[data-draws="1"]`);
+    await expect(page.locator(`${STATS} [data-field="mode"]`).textContent()).resolves.toBe(
+      `polling every 1 s: 503 ${overloaded.code}: ${overloaded.message}`,
+    );
     const canvas = await page.$(`${STATS} canvas`);
 
     await page.waitForSelector(`${STATS} [data-field="status"]:text-is("HTTP 304")`);
@@ -324,7 +403,219 @@ describe("the explorer page", () => {
       await api("/api/endpoints/functions.invocation-stats?project=default&interval=1hr")
     ).body.result;
     expect(await attribute(page, `${STATS} .chart`, "data-points")).toBe(String(rows.length));
+    // The browser reports the refused watches, and nothing else.
+    for (const error of consoleErrors) expect(error).toMatch(/status of 503/);
+    await page.context().close();
+  });
+
+  it("shows data and says it polls when the service refuses a watch or a live tail", async () => {
+    // No stream for any credential: each is refused with a 429.
+    const origin = await otherService({ cache: CACHE, follow: { maxPerCredential: 0 } });
+    const refused = await fetch(
+      `${origin}/api/endpoints/functions.invocation-stats/watch?${STATS_QUERY}`,
+      { headers: { "x-api-key": KEY, accept: "text/event-stream" } },
+    );
+    expect(refused.status).toBe(429);
+    const { error } = (await refused.json()) as Envelope;
+    const polling = `polling every 1 s: 429 ${error.code}: ${error.message}`;
+
+    const { page } = await openExplorer("?refresh=1", origin);
+    await enterKey(page);
+    for (const panel of [STATS, USAGE]) {
+      await page.waitForSelector(`${panel}[data-mode="polling"] .chart[data-points]`);
+      await expect(page.locator(`${panel} [data-field="mode"]`).textContent()).resolves.toBe(
+        polling,
+      );
+    }
+    // The value that service holds, which the page was given.
+    const held = await fetch(`${origin}/api/endpoints/functions.invocation-stats?${STATS_QUERY}`, {
+      headers: { "x-api-key": KEY },
+    });
+    const rows = ((await held.json()) as Envelope).result;
+    expect(await attribute(page, `${STATS} .chart`, "data-points")).toBe(String(rows.length));
+    // And it does poll: the next answer is a 304.
+    await page.waitForSelector(`${STATS} [data-field="status"]:text-is("HTTP 304")`);
+
+    await page.waitForSelector(`${LOGS} table`);
+    await page.check(`${LOGS} .live-toggle`);
+    await page.waitForSelector(
+      `${LOGS}[data-mode="polling"] [data-field="mode"]:text-is("${polling}")`,
+    );
+    await expect(page.locator(`${LOGS} tbody tr`).count()).resolves.toBeGreaterThan(0);
+    await expect(page.locator(`${LOGS} .stale-label`).isHidden()).resolves.toBe(true);
+    await page.context().close();
+  });
+
+  it("redraws a watched chart within a second of the service storing a new value, with no request of its own", async () => {
+    const service = await exportsService();
+    const { page, requests, consoleErrors } = await openExplorer("?refresh=1", service.origin);
+    await enterKey(page);
+    await page.waitForSelector(`${STATS}[data-mode="watching"][data-draws="1"]`);
+    const drawnCounts = () =>
+      page.evaluate((selector) => {
+        const page = globalThis as unknown as {
+          plots: { root: { parentElement: unknown }; data: number[][] }[];
+          document: { querySelector(selector: string): unknown };
+        };
+        const chart = page.document.querySelector(`${selector} .chart`);
+        return page.plots.find((plot) => plot.root.parentElement === chart)?.data[1];
+      }, STATS);
+    expect(await drawnCounts()).toEqual([1]);
+    const asked = requests.length;
+
+    // Five more invocations, and the service asked (by the test, not the page) to recompute.
+    const fiveMinutesAgo = new Date(Date.now() - 300_000).toISOString();
+    await service.drop(
+      "function_edge_logs",
+      Array.from({ length: 5 }, () => functionCall(fiveMinutesAgo, { project: "default" })),
+    );
+    const refreshed = await fetch(
+      `${service.origin}/api/endpoints/functions.invocation-stats?${STATS_QUERY}`,
+      { headers: { "x-api-key": KEY, "cache-control": "no-cache" } },
+    );
+    expect(refreshed.headers.get("x-cache")).toBe("REFRESH");
+    const rows = ((await refreshed.json()) as Envelope).result;
+
+    await page.waitForSelector(`${STATS}[data-draws="2"]`, { timeout: 1_000 });
+    const counts = rows.map((row) => row.count as number);
+    expect(await drawnCounts()).toEqual(counts);
+    expect(counts.reduce((sum, count) => sum + count)).toBe(6);
+    expect(requests.slice(asked).map((r) => r.url())).toEqual([]);
+    await expect(page.locator(`${STATS} [data-field="mode"]`).textContent()).resolves.toBe(
+      "watching (live)",
+    );
     expect(consoleErrors).toEqual([]);
+    await page.context().close();
+  });
+
+  it("reopens a watch that ended after the interval, from the value drawn", async () => {
+    const { page, requests } = await openExplorer("?refresh=1");
+    const rows = (await api(`/api/endpoints/functions.invocation-stats?${STATS_QUERY}`)).body
+      .result;
+    // The first stream sends a value, then ends as a service shutting down would; the next is the
+    // service's own.
+    let first = true;
+    await page.route("**/functions.invocation-stats/watch?*", (route) => {
+      if (!first) return route.continue();
+      first = false;
+      return route.fulfill({
+        status: 200,
+        contentType: "text/event-stream; charset=utf-8",
+        body: [
+          ": cache-status: query-service; hit; ttl=900",
+          ": age: 0",
+          "event: result",
+          'id: "drawn"',
+          `data: ${JSON.stringify({ result: rows })}`,
+          "",
+          ": keep-alive",
+          "",
+          "event: end",
+          'data: {"reason":"shutting_down"}',
+          "",
+          "",
+        ].join("\n"),
+      });
+    });
+    await enterKey(page);
+    await page.waitForSelector(`${STATS}[data-mode="reopening"][data-draws="1"]`);
+    await expect(page.locator(`${STATS} [data-field="mode"]`).textContent()).resolves.toBe(
+      "reconnecting in 1 s: the stream ended (shutting_down)",
+    );
+    await expect(page.locator(`${STATS} [data-field="cache-status"]`).textContent()).resolves.toBe(
+      "Cache-Status: query-service; hit; ttl=900",
+    );
+    // The service's value has another ETag than "drawn": it is sent, and drawn.
+    await page.waitForSelector(`${STATS}[data-mode="watching"][data-draws="2"]`);
+    const watches = requests.filter((r) => r.url().includes("/functions.invocation-stats/watch"));
+    expect(watches.map((r) => r.headers()["last-event-id"])).toEqual([undefined, '"drawn"']);
+    await page.context().close();
+  });
+
+  it("closes its streams while paused, and reopens them from what is drawn", async () => {
+    const { page, requests } = await openExplorer();
+    const aborted: string[] = [];
+    page.on("requestfailed", (request) => aborted.push(new URL(request.url()).pathname));
+    await enterKey(page);
+    await page.waitForSelector(`${STATS}[data-mode="watching"][data-draws="1"]`);
+    await page.waitForSelector(`${USAGE}[data-mode="watching"][data-draws="1"]`);
+    const served = await fetch(`${base}/api/endpoints/functions.invocation-stats?${STATS_QUERY}`, {
+      headers: { "x-api-key": KEY },
+    });
+
+    await page.uncheck("#auto-refresh");
+    for (const panel of [STATS, USAGE, LOGS]) {
+      await page.waitForSelector(`${panel}[data-mode="paused"]`);
+    }
+    await expect
+      .poll(() => aborted.toSorted())
+      .toEqual([
+        "/api/endpoints/functions.invocation-stats/watch",
+        "/api/endpoints/usage.api-counts/watch",
+      ]);
+
+    const asked = requests.length;
+    await page.check("#auto-refresh");
+    await page.waitForSelector(`${STATS}[data-mode="watching"]`);
+    await page.waitForSelector(`${USAGE}[data-mode="watching"]`);
+    const reopened = requests
+      .slice(asked)
+      .find((r) => r.url().includes("/functions.invocation-stats/watch"));
+    expect(reopened?.headers()["last-event-id"]).toBe(served.headers.get("etag"));
+    // Nothing changed, so nothing was sent again: the chart is the one drawn before the pause.
+    expect(await attribute(page, STATS, "data-draws")).toBe("1");
+    await page.context().close();
+  });
+
+  it("adds the records a live tail receives to the logs.all table, newest first, and polls no more", async () => {
+    const service = await exportsService();
+    const { page, requests } = await openExplorer("?refresh=1", service.origin);
+    await enterKey(page);
+    await page.waitForSelector(`${LOGS} tr:has(td:text-is("first-record"))`);
+    // An end, which a follow refuses, is left out of it.
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 19);
+    await page.fill(`${LOGS} [name="iso_timestamp_end"]`, tomorrow);
+    const asked = requests.length;
+    await page.check(`${LOGS} .live-toggle`);
+    await page.waitForSelector(`${LOGS}[data-mode="following"]`);
+    await expect(page.locator(`${LOGS} [data-field="mode"]`).textContent()).resolves.toBe(
+      "live: following new records",
+    );
+
+    const now = Date.now();
+    await service.drop("edge_logs", [
+      edgeRecord("live-1", new Date(now).toISOString()),
+      edgeRecord("live-2", new Date(now + 1).toISOString()),
+    ]);
+    await page.waitForSelector(`${LOGS} tr:has(td:text-is("live-2"))`);
+    const column = await page.locator(`${LOGS} thead th`).allTextContents();
+    const ids = () =>
+      page.locator(`${LOGS} tbody tr td:nth-child(${column.indexOf("id") + 1})`).allTextContents();
+    await expect(ids()).resolves.toEqual(["live-2", "live-1", "first-record"]);
+    await expect(page.locator(`${LOGS} [data-field="note"]`).textContent()).resolves.toBe(
+      "3 rows, 2 arrived live",
+    );
+    // Two refresh intervals later, still nothing asked but the table once and the stream.
+    await page.waitForTimeout(2_000);
+    const logsCalls = () =>
+      requests
+        .slice(asked)
+        .map((r) => new URL(r.url()))
+        .filter((url) => url.pathname.startsWith("/api/endpoints/logs.all"));
+    const [table, follow, ...more] = logsCalls();
+    expect(more).toEqual([]);
+    expect(table?.pathname).toBe("/api/endpoints/logs.all");
+    expect(table?.searchParams.get("iso_timestamp_end")).toBe(`${tomorrow}Z`);
+    expect(follow?.pathname).toBe("/api/endpoints/logs.all/follow");
+    expect(follow?.search).toBe("?project=default&project_tier=FREE");
+    const followed = requests.find((r) => r.url().includes("/follow"));
+    expect(followed?.headers()).toMatchObject({ "x-api-key": KEY, accept: "text/event-stream" });
+
+    // Off, the table is polled again.
+    await page.uncheck(`${LOGS} .live-toggle`);
+    await page.waitForSelector(`${LOGS}[data-mode="polling"]`);
+    await expect.poll(() => logsCalls().length).toBeGreaterThan(3);
+    await expect(ids()).resolves.toEqual(["live-2", "live-1", "first-record"]);
     await page.context().close();
   });
 

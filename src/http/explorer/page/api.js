@@ -1,10 +1,39 @@
 // The page's calls to the service: the key from sessionStorage in X-API-KEY (never in a URL),
-// conditional requests by ETag, and each answer reduced to what the page shows.
+// conditional requests by ETag, event streams opened, and each answer reduced to what the page
+// shows.
 const KEY_ITEM = "log-query-explorer.api-key";
 
 export const storedKey = () => sessionStorage.getItem(KEY_ITEM) ?? "";
 export const storeKey = (key) => sessionStorage.setItem(KEY_ITEM, key);
 export const forgetKey = () => sessionStorage.removeItem(KEY_ITEM);
+
+const UNREACHABLE = {
+  status: 0,
+  error: { code: "network_error", message: "The service could not be reached." },
+};
+
+/** An answer's error as the page shows it: status, code, message and when to ask again. */
+export function describeError(answer) {
+  const { code, message } = answer.error;
+  const retry = answer.retryAfter ? ` Retry after ${answer.retryAfter} s.` : "";
+  return `${answer.status || "No answer"} ${code}: ${message}${retry}`;
+}
+
+/** What every answer says in its headers. */
+const headersOf = (response) => ({
+  status: response.status,
+  requestId: response.headers.get("X-Request-Id"),
+  retryAfter: response.headers.get("Retry-After"),
+});
+
+/** `answer` with the error its `body`'s envelope gives (or says that it gave none). */
+function failed(answer, body) {
+  const error = body?.error ?? {
+    code: "unexpected_answer",
+    message: `HTTP ${answer.status} without the service's error envelope.`,
+  };
+  return { ...answer, requestId: answer.requestId ?? error.request_id ?? null, error };
+}
 
 /**
  * GET `path` (same origin) with the stored key; `etag`, when given, goes as If-None-Match. The
@@ -26,26 +55,40 @@ export async function get(path, etag) {
   try {
     response = await fetch(path, { headers, cache: "no-store" });
   } catch {
-    return {
-      status: 0,
-      error: { code: "network_error", message: "The service could not be reached." },
-    };
+    return UNREACHABLE;
   }
   const answer = {
-    status: response.status,
+    ...headersOf(response),
     etag: response.headers.get("ETag"),
     cache: response.headers.get("X-Cache"),
     age: response.headers.get("Age"),
-    requestId: response.headers.get("X-Request-Id"),
-    retryAfter: response.headers.get("Retry-After"),
     truncated: response.headers.get("X-Result-Truncated") === "true",
   };
   if (response.status === 304) return answer;
   const body = await response.json().catch(() => null);
   if (response.ok && Array.isArray(body?.result)) return { ...answer, result: body.result };
-  const error = body?.error ?? {
-    code: "unexpected_answer",
-    message: `HTTP ${response.status} without the service's error envelope.`,
-  };
-  return { ...answer, requestId: answer.requestId ?? error.request_id ?? null, error };
+  return failed(answer, body);
+}
+
+/**
+ * Opens the event stream at `path` (a watch or a follow) with the stored key; `lastEventId`, when
+ * given, says where a reconnect resumes. `signal` aborts it, reading included. Resolves to
+ * { status, requestId, retryAfter } plus `body` (the stream's bytes, once open) or `error` (the
+ * envelope's, when the service answered without opening it).
+ */
+export async function openStream(path, lastEventId, signal) {
+  const headers = { "X-API-KEY": storedKey(), Accept: "text/event-stream" };
+  if (lastEventId) headers["Last-Event-ID"] = lastEventId;
+  let response;
+  try {
+    response = await fetch(path, { headers, cache: "no-store", signal });
+  } catch {
+    return UNREACHABLE;
+  }
+  const answer = headersOf(response);
+  const type = response.headers.get("Content-Type") ?? "";
+  if (response.ok && type.startsWith("text/event-stream")) {
+    return { ...answer, body: response.body };
+  }
+  return failed(answer, await response.json().catch(() => null));
 }

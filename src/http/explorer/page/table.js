@@ -1,5 +1,6 @@
 // Rows as a table, newest first when they have a timestamp; nested values (logs.all's metadata)
-// collapsed in an expandable cell. Cells opened stay open when the table is redrawn.
+// collapsed in an expandable cell. Cells opened stay open when the table is redrawn, or when
+// records a live tail receives are added to it.
 import { h } from "./dom.js";
 
 const SUMMARY_LENGTH = 90;
@@ -24,18 +25,25 @@ function cell(value, key, open) {
   return h("td", { class: "nested" }, details);
 }
 
+// RFC 3339 UTC strings of one width sort as text.
+const newestFirst = (rows) =>
+  rows.toSorted((a, b) => (a.timestamp < b.timestamp ? 1 : a.timestamp > b.timestamp ? -1 : 0));
+
+// What a live table keeps: the newest rows, so that a busy stream does not grow the page without end.
+const LIVE_ROWS = 500;
+
+/**
+ * `draw(rows)` shows an answer's rows; `add(records)` puts records that arrived since among them
+ * (by id, each once), keeping the newest LIVE_ROWS.
+ */
 export function tableView() {
   const element = h("div", { class: "table" });
-  const draw = (rows) => {
+  let shown = [];
+  const render = (rows) => {
+    shown = rows;
     const open = new Set([...element.querySelectorAll("details[open]")].map((d) => d.dataset.key));
     const columns = [...new Set(rows.flatMap((row) => Object.keys(row)))];
-    // RFC 3339 UTC strings of one width sort as text.
-    const ordered = columns.includes("timestamp")
-      ? rows.toSorted((a, b) =>
-          a.timestamp < b.timestamp ? 1 : a.timestamp > b.timestamp ? -1 : 0,
-        )
-      : rows;
-    const body = ordered.map((row, index) =>
+    const body = rows.map((row, index) =>
       h(
         "tr",
         {},
@@ -54,5 +62,16 @@ export function tableView() {
           ),
     );
   };
-  return { element, draw };
+  const draw = (rows) => render(rows.some((row) => "timestamp" in row) ? newestFirst(rows) : rows);
+  const add = (records) => {
+    const ids = new Set(shown.map((row) => row.id));
+    // A follow that starts from the form's since or iso_timestamp_start resends rows shown already.
+    const fresh = records.filter((record) => {
+      if (ids.has(record.id)) return false;
+      ids.add(record.id);
+      return true;
+    });
+    if (fresh.length > 0) render(newestFirst([...fresh, ...shown]).slice(0, LIVE_ROWS));
+  };
+  return { element, draw, add };
 }
