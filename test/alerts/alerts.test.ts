@@ -3,20 +3,14 @@
 // when it becomes false, is signed as Standard Webhooks says, is retried past a failing receiver,
 // and queries nothing of its own.
 import { writeFileSync } from "node:fs";
+import { SignJWT } from "jose";
 import { pino } from "pino";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { openAlertRules } from "../../src/alerts/rules-source.ts";
+import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { cachedService } from "../support/cached-service.ts";
-import {
-  edgeLog,
-  functionCall,
-  MICROSECOND,
-  MINUTE,
-  PROJECT,
-  SECOND,
-  shift,
-} from "../support/fixtures.ts";
+import { edgeLog, functionCall, MICROSECOND, PROJECT, SECOND, shift } from "../support/fixtures.ts";
 import { FOLLOW, NOW as FOLLOW_NOW } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
 import { startService } from "../support/service.ts";
@@ -43,7 +37,11 @@ const errorRule = (url: string, threshold = 10) => ({
 });
 
 /** The service on the stand-in with `rules` in a rules file, its log lines kept. */
-async function alertingService(rules: unknown[], firstRetryMs = 1_000) {
+async function alertingService(
+  rules: unknown[],
+  firstRetryMs = 1_000,
+  deps: Parameters<typeof cachedService>[3] = {},
+) {
   const lines: Record<string, unknown>[] = [];
   const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) });
   const path = temporaryFile("rules.json", { rules });
@@ -51,6 +49,7 @@ async function alertingService(rules: unknown[], firstRetryMs = 1_000) {
   const started = await cachedService(NOW, { function_edge_logs: calls(5, 1) }, logger, {
     alertRules,
     alertDelivery: { firstRetryMs },
+    ...deps,
   });
   const { service, clock } = started;
   const setCalls = (rows: Row[]) => {
@@ -236,6 +235,45 @@ describe("an alert rule on logs.all", () => {
     expect(firing?.type).toBe("alert.firing");
     // The records that made it true, newest first.
     expect(firing?.data.rows.map((row) => row.id)).toEqual(["burst-3", "burst-2", "burst-1"]);
+  });
+});
+
+describe("GET /api/alerts", () => {
+  it("lists the rules whose endpoint and parameters the credential may call, its scope fixing nothing else", async () => {
+    const secret = "a-test-secret-of-at-least-32-bytes!!";
+    const token = (fixed: Record<string, string>) =>
+      new SignJWT({
+        sub: "tenant",
+        scopes: [{ endpoint: "functions.invocation-stats", fixed_params: fixed }],
+      })
+        .setProtectedHeader({ alg: "HS256" })
+        .setExpirationTime("1h")
+        .sign(new TextEncoder().encode(secret));
+    const receiver = await webhookReceiver();
+    const theirs = {
+      ...errorRule(receiver.url),
+      name: "theirs",
+      params: { ...STATS_PARAMS, project: "someone-else" },
+    };
+    const { service } = await alertingService([errorRule(receiver.url), theirs], 1_000, {
+      tokens: createTokenVerifier({ secret, maxLifetimeSeconds: 7200 }),
+    });
+    const names = async (headers: Record<string, string> = {}) => {
+      const answer = await service.get("/api/alerts", headers);
+      expect(answer.statusCode).toBe(200);
+      return (JSON.parse(answer.body).result as { name: string }[]).map((rule) => rule.name);
+    };
+    expect(await names()).toEqual(["function-errors", "theirs"]);
+    expect(await names({ authorization: `Bearer ${await token({ project: PROJECT })}` })).toEqual([
+      "function-errors",
+    ]);
+    // A scope narrower than the rule (one function) does not see the project's rule.
+    const narrower = await token({ project: PROJECT, function_id: "fn-hello" });
+    expect(await names({ authorization: `Bearer ${narrower}` })).toEqual([]);
+    expect((await service.get("/api/alerts?state=firing")).statusCode).toBe(400);
+    expect(
+      (await service.get("/api/alerts", { "x-api-key": "not-a-key-0123456789abcdef" })).statusCode,
+    ).toBe(401);
   });
 });
 

@@ -101,7 +101,7 @@ const watchPathsOf = (endpoint: EndpointDefinition) =>
   endpoint.cache ? pathsOf(endpoint).map((path) => `${path}/watch`) : [];
 
 /** The paths beside the endpoints', for a caller who may read /metrics. */
-const SERVICE_PATHS = ["/api/endpoints", "/health", "/ready", "/metrics"];
+const SERVICE_PATHS = ["/api/endpoints", "/api/alerts", "/health", "/ready", "/metrics"];
 
 const END_REASONS = ["shutting_down", "token_expired", "revoked", "too_slow", "error", "settled"];
 
@@ -294,7 +294,11 @@ describe("GET /openapi.json", () => {
     const stats = catalog.find((endpoint) => endpoint.name === STATS) as EndpointDefinition;
     // Not /metrics, which needs full access.
     expect(Object.keys(document.paths).sort()).toEqual(
-      [...pathsOf(stats), ...watchPathsOf(stats), "/api/endpoints", "/health", "/ready"].sort(),
+      [
+        ...pathsOf(stats),
+        ...watchPathsOf(stats),
+        ...["/api/endpoints", "/api/alerts", "/health", "/ready"],
+      ].sort(),
     );
     expect(document.tags.map((tag) => tag.name)).toEqual(["catalog", STATS, "service"]);
     expect(

@@ -5,7 +5,7 @@
 // Time: the caches read the test's clock, and only setTimeout and clearTimeout are faked (the
 // cache's warming and watch timers); sockets, the stand-in and Redis keep real time.
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { functionCall, MINUTE, PROJECT, shift } from "../support/fixtures.ts";
 import { openOverHttp, type Stream } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";

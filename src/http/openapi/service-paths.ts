@@ -1,6 +1,6 @@
-// The document's paths beside the endpoints': the catalog listing (GET /api/endpoints), the probes
-// (GET /health, GET /ready) and the metrics (GET /metrics), with the schemas and responses they
-// name.
+// The document's paths beside the endpoints': the catalog listing (GET /api/endpoints), the alert
+// rules (GET /api/alerts), the probes (GET /health, GET /ready) and the metrics (GET /metrics), with
+// the schemas and responses they name.
 import {
   ANY_REQUEST_ERRORS,
   errorResponses,
@@ -78,10 +78,57 @@ const CATALOG_ENTRY: Json = {
 };
 
 const json = (schema: Json) => ({ "application/json": { schema } });
+const TIME_OR_NULL = { type: ["string", "null"], format: "date-time" };
+
+/** One entry of GET /api/alerts: a rule the credential may see, and its state. */
+const ALERT_ENTRY: Json = {
+  type: "object",
+  required: [
+    "name",
+    "endpoint",
+    "params",
+    "condition",
+    "state",
+    "firing_since",
+    "last_evaluated_at",
+    "last_delivery",
+  ],
+  properties: {
+    name: STRING,
+    endpoint: STRING,
+    params: { type: "object", additionalProperties: STRING },
+    condition: { type: "object", description: "As the rules file writes it." },
+    state: {
+      enum: ["pending", "ok", "firing"],
+      description: "pending: not evaluated yet.",
+    },
+    firing_since: TIME_OR_NULL,
+    last_evaluated_at: TIME_OR_NULL,
+    last_delivery: {
+      oneOf: [
+        { type: "null" },
+        {
+          type: "object",
+          required: ["at", "type", "outcome", "attempts"],
+          properties: {
+            at: { type: "string", format: "date-time" },
+            type: { enum: ["alert.firing", "alert.resolved"] },
+            outcome: { enum: ["delivered", "failed"] },
+            attempts: INTEGER,
+            status: {
+              ...INTEGER,
+              description: "The receiver's last HTTP status, when it answered.",
+            },
+          },
+        },
+      ],
+    },
+  },
+};
 
 export function serviceComponents(): { schemas: Json; responses: Json } {
   return {
-    schemas: { "catalog.entry": CATALOG_ENTRY },
+    schemas: { "catalog.entry": CATALOG_ENTRY, "alerts.entry": ALERT_ENTRY },
     responses: {
       "catalog.ok": {
         description: "The endpoints the credential may call, each with the values its scopes fix.",
@@ -90,6 +137,15 @@ export function serviceComponents(): { schemas: Json; responses: Json } {
           type: "object",
           required: ["result"],
           properties: { result: { type: "array", items: ref("schemas", "catalog.entry") } },
+        }),
+      },
+      "alerts.ok": {
+        description: "The alert rules the credential may see, each with its state.",
+        headers: headers("X-Request-Id", ...RATE_LIMIT),
+        content: json({
+          type: "object",
+          required: ["result"],
+          properties: { result: { type: "array", items: ref("schemas", "alerts.entry") } },
         }),
       },
     },
@@ -109,6 +165,21 @@ export function servicePaths(metrics: boolean): Record<string, { get: Json }> {
           "fix, row cap, cache, paths and an example request. Takes no parameters.",
         responses: {
           200: ref("responses", "catalog.ok"),
+          ...errorResponses([400, 401, 429, 503, ...ANY_REQUEST_ERRORS]),
+        },
+      },
+    },
+    "/api/alerts": {
+      get: {
+        tags: ["catalog"],
+        operationId: "listAlerts",
+        summary: "The alert rules this credential may see, and their state",
+        description:
+          "The rules of ALERT_RULES_FILE whose endpoint and parameters the credential may call " +
+          "(its scope fixing nothing else), each with its state, when it started firing, when it " +
+          "was last evaluated and its last webhook delivery. Takes no parameters.",
+        responses: {
+          200: ref("responses", "alerts.ok"),
           ...errorResponses([400, 401, 429, 503, ...ANY_REQUEST_ERRORS]),
         },
       },
