@@ -36,9 +36,13 @@ export function trackedFiles(): string[] {
     .filter((file) => file !== "" && existsSync(join(ROOT, file)));
 }
 
-/** A newcomer's environment: their home (npm's cache and settings) and PATH, nothing of npm test's. */
+/**
+ * A newcomer's environment: their home (npm's cache and settings), PATH and the certificates their
+ * machine trusts (a registry behind a proxy with its own CA), nothing of npm test's.
+ */
 export function newcomerEnv(): Record<string, string | undefined> {
-  return { HOME: process.env.HOME, PATH: newcomerPath() };
+  const { HOME, NODE_EXTRA_CA_CERTS } = process.env;
+  return { HOME, PATH: newcomerPath(), ...(NODE_EXTRA_CA_CERTS && { NODE_EXTRA_CA_CERTS }) };
 }
 
 /** PATH without the node_modules/.bin folders npm put first for this test run. */
