@@ -520,11 +520,13 @@ export class ResultCache {
     const watch = this.#watched.get(key);
     if (watch && entry !== watch.told) {
       watch.told = entry;
-      this.#tell(key, entry, watch);
+      // After this turn: a request waiting for this value is answered before its watchers are told.
+      setImmediate(() => this.#tell(key, entry, watch));
     }
   }
 
   #tell(key: string, entry: Entry, watch: Watch): void {
+    if (this.#closed) return;
     const answer = this.#answer(key, entry, undefined, "HIT", this.#now());
     for (const listener of watch.listeners) {
       try {
