@@ -20,6 +20,8 @@ export interface Delivery {
 
 export interface RuleState {
   status: AlertStatus;
+  /** When what was last evaluated was computed: an evaluation of something older changes nothing. */
+  asOf?: number;
   /** Epoch ms: when the rule entered its status. */
   since?: number;
   evaluatedAt?: number;
@@ -30,22 +32,32 @@ export interface RuleState {
 const KEEP_MS = 30 * 86_400_000;
 
 const SCRIPTS = {
-  // Sets the status unless it is so already; 1 when the change is one to tell (into firing, or
-  // from firing back to ok), 0 otherwise (a first evaluation that finds all well included).
+  // Sets the status unless it is so already, or the evaluation is of something older (ARGV[4])
+  // than one already taken; 1 when the change is one to tell (into firing, or from firing back to
+  // ok), 0 otherwise (a first evaluation that finds all well included).
   alertTransition: {
     numberOfKeys: 1,
     lua: `
+      local taken = tonumber(redis.call('HGET', KEYS[1], 'asOf') or '') or -1
+      if tonumber(ARGV[4]) < taken then return 0 end
+      redis.call('HSET', KEYS[1], 'asOf', ARGV[4])
+      redis.call('PEXPIRE', KEYS[1], ARGV[3])
       local current = redis.call('HGET', KEYS[1], 'status')
       if current == ARGV[1] then return 0 end
       redis.call('HSET', KEYS[1], 'status', ARGV[1], 'since', ARGV[2])
-      redis.call('PEXPIRE', KEYS[1], ARGV[3])
       if ARGV[1] == 'ok' and current ~= 'firing' then return 0 end
       return 1`,
   },
 } as const;
 
 type Scripted = {
-  alertTransition(key: string, to: string, at: number, keepMs: number): Promise<0 | 1>;
+  alertTransition(
+    key: string,
+    to: string,
+    at: number,
+    keepMs: number,
+    asOf: number,
+  ): Promise<0 | 1>;
 };
 
 export class AlertStates {
@@ -67,16 +79,24 @@ export class AlertStates {
   }
 
   /**
-   * Moves the rule to `to` at `at` unless it is there already. True for the one caller, across
+   * Moves the rule to `to` at `at` unless it is there already, or `asOf` (when what was evaluated
+   * was computed) is older than what an evaluation already took. True for the one caller, across
    * replicas while Redis answers, whose change is to be told: into firing, or from firing to ok.
    */
-  async transition(identity: string, to: "ok" | "firing", at: number): Promise<boolean> {
+  async transition(
+    identity: string,
+    to: "ok" | "firing",
+    at: number,
+    asOf: number,
+  ): Promise<boolean> {
     const mine = this.#mine(identity);
+    const current = asOf >= (mine.asOf ?? Number.NEGATIVE_INFINITY);
+    if (current) mine.asOf = asOf;
     const told = to === "firing" || mine.status === "firing";
-    const moved = mine.status !== to;
+    const moved = current && mine.status !== to;
     if (moved) Object.assign(mine, { status: to, since: at });
     const shared = await this.#run((redis) =>
-      (redis as unknown as Scripted).alertTransition(this.#key(identity), to, at, KEEP_MS),
+      (redis as unknown as Scripted).alertTransition(this.#key(identity), to, at, KEEP_MS, asOf),
     );
     if (shared !== UNAVAILABLE) return shared === 1;
     return moved && told;
@@ -118,23 +138,54 @@ export class AlertStates {
   }
 }
 
-/** A state as stored; anything that does not parse counts as not there. */
+/** Epoch ms a replica could have written: a whole number from 1970 to 2100. */
+const LATEST_MS = Date.UTC(2100, 0, 1);
+function epochMs(text: unknown): number | undefined {
+  const value = typeof text === "string" || typeof text === "number" ? Number(text) : Number.NaN;
+  return Number.isSafeInteger(value) && value >= 0 && value < LATEST_MS ? value : undefined;
+}
+
+/**
+ * A state as stored. Whatever can write to Redis can write anything there: only the fields a
+ * replica writes, of the forms it writes them, are taken; anything else counts as not there.
+ */
 function stateOf(fields: Record<string, string>): RuleState {
   const status = fields.status === "firing" ? "firing" : "ok";
-  const number = (text: string | undefined) => {
-    const value = Number(text);
-    return text !== undefined && Number.isFinite(value) ? value : undefined;
-  };
-  let lastDelivery: Delivery | undefined;
-  try {
-    lastDelivery = fields.lastDelivery ? (JSON.parse(fields.lastDelivery) as Delivery) : undefined;
-  } catch {
-    lastDelivery = undefined;
-  }
+  const since = epochMs(fields.since);
+  const evaluatedAt = epochMs(fields.evaluatedAt);
+  const asOf = Number(fields.asOf);
+  const lastDelivery = deliveryOf(fields.lastDelivery);
   return {
     status,
-    since: number(fields.since),
-    evaluatedAt: number(fields.evaluatedAt),
+    ...(since !== undefined && { since }),
+    ...(evaluatedAt !== undefined && { evaluatedAt }),
+    ...(Number.isFinite(asOf) && { asOf }),
     ...(lastDelivery && { lastDelivery }),
+  };
+}
+
+function deliveryOf(text: string | undefined): Delivery | undefined {
+  let found: Record<string, unknown>;
+  try {
+    found = JSON.parse(text ?? "");
+  } catch {
+    return undefined;
+  }
+  if (typeof found !== "object" || found === null) return undefined;
+  const at = epochMs(found.at);
+  const { type, outcome, attempts, status } = found;
+  if (at === undefined || (type !== "alert.firing" && type !== "alert.resolved")) return undefined;
+  if (outcome !== "delivered" && outcome !== "failed") return undefined;
+  if (!Number.isSafeInteger(attempts) || (attempts as number) < 0 || (attempts as number) > 100) {
+    return undefined;
+  }
+  const answered =
+    Number.isInteger(status) && (status as number) >= 100 && (status as number) < 600;
+  return {
+    at,
+    type,
+    outcome,
+    attempts: attempts as number,
+    ...(answered && { status: status as number }),
   };
 }

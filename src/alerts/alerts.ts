@@ -14,7 +14,7 @@ import { resultRows } from "../http/formats/json.ts";
 import type { AlertStates, Delivery, RuleState } from "./alert-states.ts";
 import { matchingRows, RecordWindow } from "./conditions.ts";
 import type { AlertRule } from "./rules-file.ts";
-import { type DeliveryOptions, deliver } from "./webhooks.ts";
+import { type DeliveryOptions, deliver, type Message } from "./webhooks.ts";
 
 export interface AlertCounts {
   evaluations: number;
@@ -50,13 +50,19 @@ export interface AlertListing {
 }
 
 interface ActiveRule {
+  /** The rule as the file now says: its webhook may change without the rule changing. */
   rule: AlertRule;
   stop: () => void;
+  stopped: boolean;
   /** Evaluations one after another, so that transitions keep their order. */
   evaluations: Promise<void>;
-  /** Deliveries one after another, behind the evaluations. */
-  deliveries: Promise<void>;
+  /** The message waiting while one is delivered: only the newest, which says the state now. */
+  waiting?: Message;
+  delivering: boolean;
 }
+
+/** A feed's catch-up that failed is tried again after this long. */
+const RETRY_FOLLOW_MS = 30_000;
 
 export class Alerts {
   readonly #deps: AlertsDeps;
@@ -72,8 +78,12 @@ export class Alerts {
   apply(rules: readonly AlertRule[]): void {
     const wanted = new Map(rules.map((rule) => [rule.identity, rule]));
     for (const [identity, active] of this.#active) {
-      if (wanted.has(identity)) continue;
-      active.stop();
+      const kept = wanted.get(identity);
+      if (kept) {
+        active.rule = kept;
+        continue;
+      }
+      this.#stop(active);
       this.#active.delete(identity);
     }
     for (const [identity, rule] of wanted) {
@@ -94,56 +104,99 @@ export class Alerts {
     );
   }
 
+  /** Stops every rule; deliveries under way are abandoned (their attempts end). */
   close(): void {
     this.#closing.abort();
-    for (const active of this.#active.values()) active.stop();
+    for (const active of this.#active.values()) this.#stop(active);
     this.#active.clear();
+  }
+
+  #stop(active: ActiveRule): void {
+    active.stopped = true;
+    active.stop();
   }
 
   #start(rule: AlertRule): ActiveRule {
     const active: ActiveRule = {
       rule,
       stop: () => {},
+      stopped: false,
       evaluations: Promise.resolve(),
-      deliveries: Promise.resolve(),
+      delivering: false,
     };
-    const evaluate = (rows: Row[]) => {
-      active.evaluations = active.evaluations.then(() => this.#evaluated(active, rows));
+    /** `rows` made the condition true (none: false), judging what was computed at `asOf` (ms). */
+    const evaluate = (rows: Row[], asOf: number) => {
+      if (active.stopped) return;
+      active.evaluations = active.evaluations.then(() => this.#evaluated(active, rows, asOf));
     };
     const { condition, endpoint, params } = rule;
     if (condition.kind === "rows") {
       active.stop = this.#deps.watch(
         endpoint as typeof endpoint & { cache: CachePolicy },
         params,
-        (answer) =>
-          evaluate(matchingRows(resultRows(answer.payload), condition.rows, condition.comparison)),
+        (answer) => {
+          const rows = resultRows(answer.payload);
+          evaluate(matchingRows(rows, condition.rows, condition.comparison), answer.computedAt);
+        },
         true,
       );
-    } else {
-      const window = new RecordWindow(condition.count, condition.withinSeconds);
-      active.stop = this.#deps.hub.follow(endpoint, params, undefined, {
+    } else this.#followRecords(active, condition.count, condition.withinSeconds, evaluate);
+    return active;
+  }
+
+  /**
+   * Follows the rule's records from a window before now (a catch-up, so that a rule that starts,
+   * as after a restart or a reload, counts what its window already holds), then live on the feed.
+   */
+  #followRecords(
+    active: ActiveRule,
+    count: number,
+    withinSeconds: number,
+    evaluate: (rows: Row[], asOf: number) => void,
+  ): void {
+    const { hub, log } = this.#deps;
+    const { rule } = active;
+    const window = new RecordWindow(count, withinSeconds);
+    active.stop = hub.follow(
+      rule.endpoint,
+      rule.params,
+      { micros: hub.now() - BigInt(withinSeconds) * 1_000_000n },
+      {
         credential: "alerts",
         deliver: (row) => {
           window.add(row);
           return true;
         },
         ready: async () => {},
-        fail: (error) =>
-          this.#deps.log.error({ alert: rule.name, err: error }, "alert rule's feed failed"),
-        polled: () => evaluate(window.matching(this.#deps.hub.now())),
-      });
-    }
-    return active;
+        fail: (error) => {
+          log.error(
+            { alert: rule.name, err: error },
+            "alert rule's records could not be read; trying again",
+          );
+          const retry = setTimeout(() => {
+            if (!active.stopped) this.#followRecords(active, count, withinSeconds, evaluate);
+          }, RETRY_FOLLOW_MS);
+          retry.unref();
+          active.stop = () => clearTimeout(retry);
+        },
+        polled: () => {
+          const now = hub.now();
+          evaluate(window.matching(now), Number(now / 1000n));
+        },
+      },
+    );
   }
 
-  async #evaluated(active: ActiveRule, rows: Row[]): Promise<void> {
+  async #evaluated(active: ActiveRule, rows: Row[], asOf: number): Promise<void> {
+    if (active.stopped) return;
     const { rule } = active;
     const { states, log } = this.#deps;
     this.#count(rule.name).evaluations++;
     const now = Date.now();
     await states.evaluated(rule.identity, now);
     const firing = rows.length > 0;
-    if (!(await states.transition(rule.identity, firing ? "firing" : "ok", now))) return;
+    const status = firing ? "firing" : "ok";
+    if (!(await states.transition(rule.identity, status, now, asOf)) || active.stopped) return;
     if (firing) {
       this.#count(rule.name).firings++;
       log.warn(
@@ -151,23 +204,41 @@ export class Alerts {
         "alert firing",
       );
     } else log.info({ alert: rule.name, endpoint: rule.endpoint.name }, "alert resolved");
-    const message = {
+    this.#send(active, {
       id: `msg_${rule.identity.slice(0, 22)}_${now}`,
-      type: firing ? ("alert.firing" as const) : ("alert.resolved" as const),
+      type: firing ? "alert.firing" : "alert.resolved",
       data: {
         rule: rule.name,
         endpoint: rule.endpoint.name,
         params: rule.rawParams,
         condition: rule.rawCondition,
-        state: firing ? "firing" : "ok",
+        state: status,
         since: new Date(now).toISOString(),
         rows,
       },
-    };
-    active.deliveries = active.deliveries.then(() => this.#deliver(rule, message));
+    });
   }
 
-  async #deliver(rule: AlertRule, message: Parameters<typeof deliver>[1]): Promise<void> {
+  /**
+   * Delivers in the background, one message at a time; a message that arrives while one is being
+   * delivered waits, replacing any that waited before it (the newest says the state now).
+   */
+  #send(active: ActiveRule, message: Message): void {
+    if (active.delivering) {
+      active.waiting = message;
+      return;
+    }
+    active.delivering = true;
+    void (async () => {
+      for (let next: Message | undefined = message; next; next = active.waiting) {
+        active.waiting = undefined;
+        await this.#deliver(active.rule, next);
+      }
+      active.delivering = false;
+    })();
+  }
+
+  async #deliver(rule: AlertRule, message: Message): Promise<void> {
     const counts = this.#count(rule.name);
     const delivery = await deliver(
       rule.webhook,

@@ -34,7 +34,7 @@ export interface AlertRule {
   /** The condition as written, for listings and payloads. */
   rawCondition: Readonly<Record<string, string | number>>;
   webhook: { url: string; secret: string };
-  /** Names the rule's definition: a changed rule is a new rule, with a state of its own. */
+  /** Names what the rule watches and when it fires: a rule changed in these is a new rule. */
   identity: string;
 }
 
@@ -68,7 +68,12 @@ const ruleSchema = z.strictObject({
     },
   ),
   webhook: z.strictObject({
-    url: z.url({ protocol: /^https?$/, error: "webhook.url: an http or https URL" }),
+    url: z
+      .url({ protocol: /^https?$/, error: "webhook.url: an http or https URL" })
+      .refine(
+        (url) => !/^https?:\/\/[^/?#]*@/.test(url),
+        "webhook.url: no user or password in it (fetch refuses them); put a token in the path or query",
+      ),
     secret: z
       .string()
       .refine(validSecret, "webhook.secret: a Standard Webhooks secret, whsec_ and base64"),
@@ -86,7 +91,12 @@ export function parseRulesFile(path: string, text: string): AlertRule[] {
   try {
     json = JSON.parse(text);
   } catch (error) {
-    return fail("", `not JSON (${(error as Error).message})`);
+    // Where, not what: the parser's message quotes the text, which may hold a secret.
+    const at = /position (\d+)/.exec((error as Error).message)?.[1];
+    return fail(
+      "",
+      at === undefined ? "not JSON" : `not JSON (${lineAndColumn(text, Number(at))})`,
+    );
   }
   const file = fileSchema.safeParse(json);
   if (!file.success) return fail("", 'expects {"rules": [ … ]}');
@@ -128,8 +138,9 @@ function ruleOf(entry: z.infer<typeof ruleSchema>): AlertRule {
     const [detail] = error.details;
     throw new Error(`params.${detail?.param}: ${detail?.message}`);
   }
+  // Not the webhook: a new secret or receiver is the same rule, in the state it was.
   const identity = createHash("sha256")
-    .update(JSON.stringify([entry.name, endpoint.id, params, entry.condition, entry.webhook]))
+    .update(JSON.stringify([entry.name, endpoint.id, params, entry.condition]))
     .digest("base64url");
   return {
     name: entry.name,
@@ -167,6 +178,11 @@ function conditionOf(
       ? (["newest", written.newest_row] as const)
       : (["any", written.any_row] as const);
   return { kind: "rows", rows, comparison: parseComparison(endpoint, text) };
+}
+
+function lineAndColumn(text: string, position: number): string {
+  const before = text.slice(0, position).split("\n");
+  return `line ${before.length}, column ${(before.at(-1)?.length ?? 0) + 1}`;
 }
 
 function validSecret(secret: string): boolean {

@@ -103,6 +103,8 @@ export interface CacheAnswer extends Served {
   status: CacheStatus;
   /** Whole seconds since the value was computed (HTTP `Age`). */
   ageSeconds: number;
+  /** When the value was computed (its load started), on the cache's clock: which of two is newer. */
+  computedAt: number;
   /** Set when a recomputation the request asked for was refused: the held value was served. */
   refused?: "refresh-budget";
 }
@@ -213,6 +215,8 @@ export class ResultCache {
   /** Comparisons with the shared value in flight, one per key. */
   readonly #checks = new Map<string, Promise<Entry>>();
   readonly #watched = new Map<string, Watch>();
+  /** Watched keys whose shared value is being read, not being held here. */
+  readonly #taking = new Set<string>();
   #watchTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -433,7 +437,7 @@ export class ResultCache {
   ): CacheAnswer {
     const { payload, etag } = rendition ? this.#rendered(key, entry, rendition) : entry;
     const ageSeconds = Math.max(0, Math.floor((now - entry.computedAt) / SECOND));
-    return { payload, etag, status, ageSeconds };
+    return { payload, etag, status, ageSeconds, computedAt: entry.computedAt };
   }
 
   /** The entry's value as `rendition`, made on first use and kept while the entry fits the byte bound. */
@@ -537,6 +541,36 @@ export class ResultCache {
     }
   }
 
+  /** Stores the fresh shared value of a watched key that is not held; without one, loads it when due. */
+  async #takeShared(key: string, watch: Watch, now: number): Promise<void> {
+    this.#taking.add(key);
+    try {
+      const found = await (this.#shared as SharedResults).get(key);
+      if (this.#closed || this.#watched.get(key) !== watch || this.#entries.peek(key)) return;
+      const ttlMs = watch.policy.ttlSeconds * SECOND;
+      if (typeof found === "object" && this.#now() < found.computedAt + ttlMs) {
+        this.#store(key, this.#entryOf(key, found, watch.policy, watch.load, undefined));
+      } else await this.#reloadWhenDue(key, watch, now);
+    } finally {
+      this.#taking.delete(key);
+    }
+  }
+
+  /**
+   * Loads a watched key that is not held, as a poller would find it gone; a failing engine is asked
+   * again a warming interval later.
+   */
+  async #reloadWhenDue(key: string, watch: Watch, now: number): Promise<void> {
+    if (now < watch.reloadAt || this.#inFlight.has(key)) return;
+    watch.reloadAt = now + Math.min(warmingMs(watch.policy), watch.policy.ttlSeconds * SECOND);
+    await this.get(key, watch.policy, watch.load).catch((error: unknown) => {
+      this.#logger?.warn(
+        { entry: cacheEntryId(key), err: error },
+        "a watched value could not be loaded; trying again later",
+      );
+    });
+  }
+
   /** One timer for every watched key, running while any is watched. */
   #armWatch(): void {
     if (this.#watchTimer !== undefined || this.#closed) return;
@@ -552,20 +586,16 @@ export class ResultCache {
   #lookAfterWatched(): void {
     const now = this.#now();
     for (const [key, watch] of this.#watched) {
-      const entry = this.#entries.peek(key);
+      // Looked up as a request would: a watched key is among the most recently used.
+      const entry = this.#entries.get(key);
       if (entry && now < entry.expiresAt) {
         // A newer shared value is adopted, and so stored and told.
         if (this.#shared && !this.#checks.has(key)) void this.#checked(key, entry);
-      } else if (now >= watch.reloadAt && !this.#inFlight.has(key)) {
-        // As a poller would find it gone; a failing engine is asked again a warming interval later.
-        watch.reloadAt = now + Math.min(warmingMs(watch.policy), watch.policy.ttlSeconds * SECOND);
-        this.get(key, watch.policy, watch.load).catch((error: unknown) => {
-          this.#logger?.warn(
-            { entry: cacheEntryId(key), err: error },
-            "a watched value could not be loaded; trying again later",
-          );
-        });
-      }
+      } else if (this.#shared?.up) {
+        // Not held (evicted, expired): another replica's value will do, without a query.
+        if (!this.#inFlight.has(key) && !this.#taking.has(key))
+          void this.#takeShared(key, watch, now);
+      } else void this.#reloadWhenDue(key, watch, now);
     }
   }
 

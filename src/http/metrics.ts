@@ -127,6 +127,14 @@ export const metrics = fp(async (app: FastifyInstance, { registry }: { registry:
 });
 
 function registerCacheMetrics(registry: Registry, cache: ResultCache): void {
+  new Gauge({
+    name: "query_service_cache_watched_keys",
+    help: "Result cache keys watched now (by watch streams and alert rules), each kept warm as a poller would keep it.",
+    registers: [registry],
+    collect() {
+      this.set(cache.watchedKeys);
+    },
+  });
   for (const [stat, help] of Object.entries(CACHE_COUNTS)) {
     const name = `query_service_cache_${stat.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_total`;
     new Counter({

@@ -74,9 +74,13 @@ export async function watchRoutes(app: FastifyInstance, options: WatchRouteOptio
         unwatch();
         stats.open--;
       });
-      // A reconnect that holds the current value is sent nothing until it changes.
+      // A reconnect that holds the current value is sent nothing until it changes; a value older
+      // than one sent (told while the first answer was on its way) is not sent at all.
       let sentEtag = lastEventId(request.headers["last-event-id"]);
+      let sentComputedAt = Number.NEGATIVE_INFINITY;
       send = (answer) => {
+        if (answer.computedAt < sentComputedAt) return;
+        sentComputedAt = answer.computedAt;
         if (answer.etag === sentEtag) return;
         sentEtag = answer.etag;
         if (stream.event("result", answer.etag, answer.payload.body, freshness(answer, endpoint))) {

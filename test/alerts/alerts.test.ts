@@ -10,7 +10,15 @@ import { describe, expect, it } from "vitest";
 import { openAlertRules } from "../../src/alerts/rules-source.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { cachedService } from "../support/cached-service.ts";
-import { edgeLog, functionCall, MICROSECOND, PROJECT, SECOND, shift } from "../support/fixtures.ts";
+import {
+  edgeLog,
+  functionCall,
+  MICROSECOND,
+  MINUTE,
+  PROJECT,
+  SECOND,
+  shift,
+} from "../support/fixtures.ts";
 import { FOLLOW, NOW as FOLLOW_NOW } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
 import { startService } from "../support/service.ts";
@@ -193,27 +201,33 @@ describe("an alert rule on a cached value", () => {
   });
 });
 
+/** The service on the stand-in's edge_logs, following records, with a rule: 3 records within 5m. */
+async function burstRuleService(url: string, edgeLogs: Row[]) {
+  const path = temporaryFile("rules.json", {
+    rules: [
+      {
+        name: "edge-burst",
+        endpoint: "logs.all",
+        params: { project: PROJECT, project_tier: "FREE" },
+        condition: { at_least: 3, within: "5m" },
+        webhook: { url, secret: SECRET },
+      },
+    ],
+  });
+  const service = await startService({
+    now: FOLLOW_NOW,
+    tables: { edge_logs: edgeLogs },
+    follow: FOLLOW,
+    alertRules: openAlertRules(path),
+  });
+  await service.app.ready();
+  return service;
+}
+
 describe("an alert rule on logs.all", () => {
   it("fires when at least N matching records arrive within its window, on the follow feed's polls", async () => {
     const receiver = await webhookReceiver();
-    const path = temporaryFile("rules.json", {
-      rules: [
-        {
-          name: "edge-burst",
-          endpoint: "logs.all",
-          params: { project: PROJECT, project_tier: "FREE" },
-          condition: { at_least: 3, within: "5m" },
-          webhook: { url: receiver.url, secret: SECRET },
-        },
-      ],
-    });
-    const service = await startService({
-      now: FOLLOW_NOW,
-      tables: { edge_logs: [] },
-      follow: FOLLOW,
-      alertRules: openAlertRules(path),
-    });
-    await service.app.ready();
+    const service = await burstRuleService(receiver.url, []);
     let added = 0;
     const add = (count: number) => {
       const rows = Array.from({ length: count }, () => {
@@ -235,6 +249,20 @@ describe("an alert rule on logs.all", () => {
     expect(firing?.type).toBe("alert.firing");
     // The records that made it true, newest first.
     expect(firing?.data.rows.map((row) => row.id)).toEqual(["burst-3", "burst-2", "burst-1"]);
+  });
+
+  it("counts the records its window already holds when it starts, as after a restart or a reload", async () => {
+    const receiver = await webhookReceiver();
+    const earlier = Array.from({ length: 3 }, (_, i) =>
+      edgeLog(shift(FOLLOW_NOW, -BigInt(i + 1) * MINUTE), { id: `earlier-${i}` }),
+    );
+    const service = await burstRuleService(receiver.url, earlier);
+    await receiver.until(1);
+    expect(receiver.messages()[0]?.data.rows.map((row) => row.id)).toEqual([
+      "earlier-0",
+      "earlier-1",
+      "earlier-2",
+    ]);
   });
 });
 

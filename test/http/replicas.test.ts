@@ -303,6 +303,11 @@ const TAMPERED: [string, (good: Record<string, string>) => Record<string, string
     "a body not of the service's form",
     () => sealed('{"result":"forged"}', { "content-type": JSON_TYPE }),
   ],
+  [
+    // JSON, but with line breaks: in a watch's `data:` line it would forge events.
+    "a body JSON.stringify would not write",
+    () => sealed('{"result":\n[]}\n\nevent: end', { "content-type": JSON_TYPE }),
+  ],
   ["a computedAt that is not a number", () => ({ computedAt: "soon" })],
   [
     "a computedAt a day ahead",

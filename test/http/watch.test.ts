@@ -163,6 +163,7 @@ describe("a watch stream", () => {
     const metrics = (await service.get("/metrics")).body;
     expect(metrics).toContain("\nquery_service_watch_streams_open 2\n");
     expect(metrics).toContain("\nquery_service_watch_events_sent_total 4\n");
+    expect(metrics).toContain("\nquery_service_cache_watched_keys 1\n");
     streams[0]?.close();
     await expect
       .poll(async () => (await service.get("/metrics")).body)

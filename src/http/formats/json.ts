@@ -24,8 +24,8 @@ const RESULT_HEADERS = new Map<string, (value: string) => boolean>([
 ]);
 
 /**
- * Whether a payload is one serializeResult could have made: `{"result":[...]}` of objects, with only
- * its headers. A value read back from Redis is served only then (anyone who can write there could
+ * Whether a payload is one serializeResult could have made: `{"result":[...]}` of objects, written
+ * as JSON.stringify writes it, with only its headers. A value read back from Redis is served only then (anyone who can write there could
  * have written it), so no other header goes out and every format can be rendered from it.
  */
 export function isSerializedResult(payload: Payload): boolean {
@@ -40,6 +40,8 @@ export function isSerializedResult(payload: Payload): boolean {
   } catch {
     return false;
   }
+  // As JSON.stringify writes it: one line, so that it goes into a stream's `data:` line as it is.
+  if (JSON.stringify(parsed) !== payload.body) return false;
   if (!isRecord(parsed) || Object.keys(parsed).length !== 1) return false;
   const { result } = parsed;
   return Array.isArray(result) && result.every(isRecord);

@@ -1,0 +1,84 @@
+// A rule's state, in this process and shared through a real redis-server: one transition told per
+// change, an evaluation of something older than one taken changes nothing, and a state read back
+// from Redis is only what a replica could have written.
+import { Redis } from "ioredis";
+import { afterEach, describe, expect, it } from "vitest";
+import { AlertStates } from "../../src/alerts/alert-states.ts";
+import { RedisLink } from "../../src/redis/link.ts";
+import { redisServer } from "../support/redis-server.ts";
+
+const redis = redisServer();
+const links: RedisLink[] = [];
+afterEach(async () => {
+  for (const link of links.splice(0)) await link.close();
+});
+
+let namespaces = 0;
+/** Two replicas' states on a Redis namespace of their own, and that namespace. */
+async function sharedStates() {
+  const prefix = `alert-states-${process.pid}-${++namespaces}:`;
+  const states: AlertStates[] = [];
+  for (let i = 0; i < 2; i++) {
+    const link = new RedisLink({ url: redis.url, prefix, timeoutMs: 1_000 });
+    expect(await link.waitUntilUp(5_000)).toBe(true);
+    links.push(link);
+    states.push(new AlertStates(link));
+  }
+  return { states: states as [AlertStates, AlertStates], prefix };
+}
+
+describe("alert states", () => {
+  it.each([
+    [
+      "in this process",
+      async (): Promise<[AlertStates, AlertStates]> => {
+        const one = new AlertStates();
+        return [one, one];
+      },
+    ],
+    ["shared by two replicas", async () => (await sharedStates()).states],
+  ])(
+    "%s: tell into firing and back to ok once each, and never for an older evaluation",
+    async (_, made) => {
+      const [first, second] = await made();
+      // All well at first: nothing to tell.
+      expect(await first.transition("r", "ok", 1, 100)).toBe(false);
+      expect(await first.transition("r", "firing", 2, 200)).toBe(true);
+      // The other replica judging the same value, or an older one, tells nothing.
+      expect(await second.transition("r", "firing", 3, 200)).toBe(false);
+      expect(await second.transition("r", "ok", 3, 150)).toBe(false);
+      expect((await first.get("r")).status).toBe("firing");
+      expect(await second.transition("r", "ok", 4, 300)).toBe(true);
+      expect(await first.transition("r", "ok", 5, 300)).toBe(false);
+      expect(await first.get("r")).toMatchObject({ status: "ok", since: 4 });
+    },
+  );
+
+  it("takes only what a replica writes from Redis: a forged state is read as nothing of it", async () => {
+    const { states, prefix } = await sharedStates();
+    await states[0].transition("r", "firing", 1_000, 1);
+    const client = new Redis(redis.url);
+    try {
+      await client.hset(`${prefix}alert:r`, {
+        since: "1e300",
+        evaluatedAt: "soon",
+        lastDelivery: JSON.stringify({
+          at: 5,
+          type: "alert.firing",
+          outcome: "delivered",
+          attempts: 1,
+          secret: "x",
+        }),
+      });
+      expect(await states[1].get("r")).toEqual({
+        status: "firing",
+        asOf: 1,
+        lastDelivery: { at: 5, type: "alert.firing", outcome: "delivered", attempts: 1 },
+      });
+      await client.hset(`${prefix}alert:r`, { lastDelivery: '{"at":"x"}' });
+      expect((await states[1].get("r")).lastDelivery).toBeUndefined();
+    } finally {
+      client.disconnect();
+    }
+  });
+});
