@@ -256,7 +256,7 @@ describe("an alert rule on logs.all", () => {
     const earlier = Array.from({ length: 3 }, (_, i) =>
       edgeLog(shift(FOLLOW_NOW, -BigInt(i + 1) * MINUTE), { id: `earlier-${i}` }),
     );
-    const service = await burstRuleService(receiver.url, earlier);
+    await burstRuleService(receiver.url, earlier);
     await receiver.until(1);
     expect(receiver.messages()[0]?.data.rows.map((row) => row.id)).toEqual([
       "earlier-0",
