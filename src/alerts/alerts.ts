@@ -163,6 +163,7 @@ export class Alerts {
       { micros: hub.now() - BigInt(withinSeconds) * 1_000_000n },
       {
         credential: "alerts",
+        unstreamed: true,
         deliver: (row) => {
           window.add(row);
           return true;

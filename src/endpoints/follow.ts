@@ -43,6 +43,8 @@ export interface Follower {
   settled?(cursor: string): void;
   /** Its feed polled: what it found was delivered (an alert rule is evaluated then). */
   polled?(): void;
+  /** Not a stream (an alert rule): left out of the open streams and records sent it counts. */
+  unstreamed?: boolean;
 }
 
 interface Position {
@@ -119,7 +121,8 @@ export class FollowHub {
     const subscription = new Subscription(follower, start, this);
     const key = cacheKey(endpoint.id, live);
     const stopped = new AbortController();
-    this.counts.open++;
+    const streamed = follower.unstreamed !== true;
+    if (streamed) this.counts.open++;
     const join = () => {
       if (stopped.signal.aborted) return;
       let feed = this.feeds.get(key);
@@ -147,7 +150,7 @@ export class FollowHub {
     return () => {
       if (stopped.signal.aborted) return;
       stopped.abort();
-      this.counts.open--;
+      if (streamed) this.counts.open--;
       const feed = this.feeds.get(key);
       if (!feed?.subscribers.delete(subscription) || feed.subscribers.size > 0) return;
       this.schedule.delete(feed);
@@ -453,7 +456,7 @@ class Subscription {
   private deliver(row: Row): void {
     // Counted only when written: a stream that has gone takes nothing.
     if (this.follower.deliver(row, this.hub.options.cursors.after(row))) {
-      this.hub.countSent();
+      if (this.follower.unstreamed !== true) this.hub.countSent();
       this.last = row;
     }
   }

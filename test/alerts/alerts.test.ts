@@ -249,6 +249,10 @@ describe("an alert rule on logs.all", () => {
     expect(firing?.type).toBe("alert.firing");
     // The records that made it true, newest first.
     expect(firing?.data.rows.map((row) => row.id)).toEqual(["burst-3", "burst-2", "burst-1"]);
+    // One feed polls for the rule, which is no stream.
+    expect(await metric(service, "query_service_follow_feeds")).toBe(1);
+    expect(await metric(service, "query_service_follow_streams_open")).toBe(0);
+    expect(await metric(service, "query_service_follow_records_sent_total")).toBe(0);
   });
 
   it("counts the records its window already holds when it starts, as after a restart or a reload", async () => {
