@@ -98,7 +98,7 @@ export interface AppDeps {
   streams?: Partial<StreamSettings & StreamLimits>;
   /** Alert rules (ALERT_RULES_FILE), run while the service is, and again as the file changes. */
   alertRules?: AlertRulesFile;
-  /** Webhook attempts, backoff and timeout; default 6 attempts, 1 s doubling, 10 s each. */
+  /** Webhook attempts, backoff, timeout and lease; default 6 attempts, 1 s doubling, 10 s each, 30 s. */
   alertDelivery?: Partial<DeliveryOptions>;
   /** Absent: no logging (tests). */
   logger?: FastifyBaseLogger;
@@ -112,7 +112,12 @@ const DEFAULT_STREAM_LIMITS: StreamLimits = {
   endGraceMs: 5_000,
   heartbeatMs: 15_000,
 };
-const DEFAULT_DELIVERY: DeliveryOptions = { attempts: 6, firstRetryMs: 1_000, timeoutMs: 10_000 };
+const DEFAULT_DELIVERY: DeliveryOptions = {
+  attempts: 6,
+  firstRetryMs: 1_000,
+  timeoutMs: 10_000,
+  leaseMs: 30_000,
+};
 const DEFAULT_TIMEOUTS = {
   requestTimeoutMs: 30_000,
   headersTimeoutMs: 10_000,
@@ -201,13 +206,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     { ...follow, log: app.log, cursors },
   );
 
+  const delivery = { ...DEFAULT_DELIVERY, ...deps.alertDelivery };
   const alerts =
     deps.alertRules &&
     runAlerts(app, deps.alertRules, {
       watch,
       hub: followHub,
-      states: new AlertStates(deps.redis),
-      delivery: { ...DEFAULT_DELIVERY, ...deps.alertDelivery },
+      states: new AlertStates(deps.redis, delivery.leaseMs),
+      delivery,
       log: app.log,
     });
 

@@ -11,10 +11,16 @@ import type { FollowHub } from "../endpoints/follow.ts";
 import type { WatchEndpoint } from "../endpoints/runner.ts";
 import type { Row } from "../engines/engine.ts";
 import { resultRows } from "../http/formats/json.ts";
-import type { AlertStates, Delivery, RuleState } from "./alert-states.ts";
+import type { AlertStates, Claim, Delivery, RuleState } from "./alert-states.ts";
 import { matchingRows, RecordWindow } from "./conditions.ts";
 import type { AlertRule } from "./rules-file.ts";
-import { type DeliveryOptions, deliver, type Message } from "./webhooks.ts";
+import {
+  type DeliveryOptions,
+  deliver,
+  type Message,
+  sealMessage,
+  unsealMessage,
+} from "./webhooks.ts";
 
 export interface AlertCounts {
   evaluations: number;
@@ -57,8 +63,14 @@ interface ActiveRule {
   /** Evaluations one after another, so that transitions keep their order. */
   evaluations: Promise<void>;
   /** The message waiting while one is delivered: only the newest, which says the state now. */
-  waiting?: Message;
+  waiting?: Outgoing;
   delivering: boolean;
+}
+
+/** A message to deliver, and this replica's claim on it. */
+interface Outgoing {
+  message: Message;
+  claim: Claim;
 }
 
 /** A feed's catch-up that failed is tried again after this long. */
@@ -197,15 +209,7 @@ export class Alerts {
     await states.evaluated(rule.identity, now);
     const firing = rows.length > 0;
     const status = firing ? "firing" : "ok";
-    if (!(await states.transition(rule.identity, status, now, asOf)) || active.stopped) return;
-    if (firing) {
-      this.#count(rule.name).firings++;
-      log.warn(
-        { alert: rule.name, endpoint: rule.endpoint.name, rows: rows.length },
-        "alert firing",
-      );
-    } else log.info({ alert: rule.name, endpoint: rule.endpoint.name }, "alert resolved");
-    this.#send(active, {
+    const message: Message = {
       id: `msg_${rule.identity.slice(0, 22)}_${now}`,
       type: firing ? "alert.firing" : "alert.resolved",
       data: {
@@ -217,21 +221,51 @@ export class Alerts {
         since: new Date(now).toISOString(),
         rows,
       },
-    });
+    };
+    const outgoing = { id: message.id, sealed: sealMessage(message, rule.webhook.secret) };
+    const claim = await states.transition(rule.identity, status, now, asOf, outgoing);
+    if (active.stopped) return;
+    if (!claim) return this.#takeOver(active);
+    if (firing) {
+      this.#count(rule.name).firings++;
+      log.warn(
+        { alert: rule.name, endpoint: rule.endpoint.name, rows: rows.length },
+        "alert firing",
+      );
+    } else log.info({ alert: rule.name, endpoint: rule.endpoint.name }, "alert resolved");
+    this.#send(active, { message, claim });
+  }
+
+  /** Delivers the rule's message whose deliverer went before it was settled, if there is one. */
+  async #takeOver(active: ActiveRule): Promise<void> {
+    const { rule } = active;
+    const found = await this.#deps.states.unclaimed(rule.identity);
+    if (!found) return;
+    const message = unsealMessage(found.sealed, rule.webhook.secret);
+    if (!message) {
+      // Not sealed under this rule's secret (a new one, or not a replica's): nothing to send.
+      await found.claim.hold()(true);
+      this.#deps.log.warn(
+        { alert: rule.name },
+        "an alert message left by another replica was not sealed under the rule's secret; dropped",
+      );
+      return;
+    }
+    this.#send(active, { message, claim: found.claim });
   }
 
   /**
    * Delivers in the background, one message at a time; a message that arrives while one is being
    * delivered waits, replacing any that waited before it (the newest says the state now).
    */
-  #send(active: ActiveRule, message: Message): void {
+  #send(active: ActiveRule, outgoing: Outgoing): void {
     if (active.delivering) {
-      active.waiting = message;
+      active.waiting = outgoing;
       return;
     }
     active.delivering = true;
     void (async () => {
-      for (let next: Message | undefined = message; next; next = active.waiting) {
+      for (let next: Outgoing | undefined = outgoing; next; next = active.waiting) {
         active.waiting = undefined;
         await this.#deliver(active.rule, next);
       }
@@ -239,8 +273,9 @@ export class Alerts {
     })();
   }
 
-  async #deliver(rule: AlertRule, message: Message): Promise<void> {
+  async #deliver(rule: AlertRule, { message, claim }: Outgoing): Promise<void> {
     const counts = this.#count(rule.name);
+    const release = claim.hold();
     const delivery = await deliver(
       rule.webhook,
       message,
@@ -248,6 +283,10 @@ export class Alerts {
       () => counts.deliveryFailures++,
       this.#closing.signal,
     );
+    // Cut short by the service closing: left for another replica, once this one's lease lapses.
+    const cut = delivery.outcome === "failed" && this.#closing.signal.aborted;
+    await release(!cut);
+    if (cut) return;
     if (delivery.outcome === "delivered") counts.deliveries++;
     else {
       // The URL's host only: its path or query may hold a token.

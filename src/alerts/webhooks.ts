@@ -2,6 +2,7 @@
 // {type, timestamp, data}, signed with HMAC-SHA256 under the rule's secret (webhook-id,
 // webhook-timestamp, webhook-signature), retried with exponential backoff up to a bound. The same
 // webhook-id on every attempt lets a receiver drop a repeat.
+import { createHmac, timingSafeEqual } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Webhook } from "standardwebhooks";
 import type { Delivery } from "./alert-states.ts";
@@ -13,12 +14,44 @@ export interface DeliveryOptions {
   firstRetryMs: number;
   /** How long one attempt may take. */
   timeoutMs: number;
+  /** How long a replica delivering may go unheard before another takes its message over (Redis). */
+  leaseMs: number;
 }
 
 export interface Message {
   id: string;
   type: Delivery["type"];
   data: unknown;
+}
+
+const MESSAGE_ID = /^msg_[\w-]{1,100}$/;
+
+/** The message with an HMAC under the webhook's secret, to be kept where other replicas read it. */
+export function sealMessage(message: Message, secret: string): string {
+  const text = JSON.stringify(message);
+  return `${text}.${hmac(text, secret)}`;
+}
+
+/**
+ * The message a replica sealed under this secret; undefined for anything else: whatever can write
+ * to Redis could otherwise have this service sign and send what it likes.
+ */
+export function unsealMessage(sealed: string, secret: string): Message | undefined {
+  const at = sealed.lastIndexOf(".");
+  const text = sealed.slice(0, at);
+  const given = Buffer.from(sealed.slice(at + 1));
+  const expected = Buffer.from(hmac(text, secret));
+  if (at === -1 || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    return undefined;
+  }
+  const message = JSON.parse(text) as Message;
+  const known = message.type === "alert.firing" || message.type === "alert.resolved";
+  return known && MESSAGE_ID.test(message.id) ? message : undefined;
+}
+
+function hmac(text: string, secret: string): string {
+  const key = Buffer.from(secret.slice("whsec_".length), "base64");
+  return createHmac("sha256", key).update(text).digest("base64url");
 }
 
 /**

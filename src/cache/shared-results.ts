@@ -21,6 +21,7 @@ import { clearInterval, setInterval, setTimeout } from "node:timers";
 import type { Redis } from "ioredis";
 import { EngineError } from "../engines/engine.ts";
 import { type RedisLink, UNAVAILABLE } from "../redis/link.ts";
+import { EXTEND_IF_HELD } from "../redis/scripts.ts";
 import { cacheEntryId } from "./cache-key.ts";
 import { strongEtag } from "./etag.ts";
 import type { CacheLogger, Payload } from "./result-cache.ts";
@@ -112,12 +113,7 @@ const SCRIPTS = {
       redis.call('PEXPIRE', KEYS[1], ARGV[3])
       return {tostring(times[1]), tostring(previous)}`,
   },
-  extendLock: {
-    numberOfKeys: 1,
-    lua: `
-      if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-      return 0`,
-  },
+  extendLock: EXTEND_IF_HELD,
   releaseLock: {
     numberOfKeys: 1,
     lua: `

@@ -15,16 +15,23 @@ afterEach(async () => {
 
 let namespaces = 0;
 /** Two replicas' states on a Redis namespace of their own, and that namespace. */
-async function sharedStates() {
+async function sharedStates(leaseMs?: number) {
   const prefix = `alert-states-${process.pid}-${++namespaces}:`;
   const states: AlertStates[] = [];
   for (let i = 0; i < 2; i++) {
     const link = new RedisLink({ url: redis.url, prefix, timeoutMs: 1_000 });
     expect(await link.waitUntilUp(5_000)).toBe(true);
     links.push(link);
-    states.push(new AlertStates(link));
+    states.push(new AlertStates(link, leaseMs));
   }
   return { states: states as [AlertStates, AlertStates], prefix };
+}
+
+let messages = 0;
+/** Whether `states` is the one to tell of this change (it then holds a claim on its message). */
+async function told(states: AlertStates, to: "ok" | "firing", at: number, asOf: number) {
+  const id = `msg_${++messages}`;
+  return (await states.transition("r", to, at, asOf, { id, sealed: `sealed ${id}` })) !== undefined;
 }
 
 describe("alert states", () => {
@@ -42,21 +49,21 @@ describe("alert states", () => {
     async (_, made) => {
       const [first, second] = await made();
       // All well at first: nothing to tell.
-      expect(await first.transition("r", "ok", 1, 100)).toBe(false);
-      expect(await first.transition("r", "firing", 2, 200)).toBe(true);
+      expect(await told(first, "ok", 1, 100)).toBe(false);
+      expect(await told(first, "firing", 2, 200)).toBe(true);
       // The other replica judging the same value, or an older one, tells nothing.
-      expect(await second.transition("r", "firing", 3, 200)).toBe(false);
-      expect(await second.transition("r", "ok", 3, 150)).toBe(false);
+      expect(await told(second, "firing", 3, 200)).toBe(false);
+      expect(await told(second, "ok", 3, 150)).toBe(false);
       expect((await first.get("r")).status).toBe("firing");
-      expect(await second.transition("r", "ok", 4, 300)).toBe(true);
-      expect(await first.transition("r", "ok", 5, 300)).toBe(false);
+      expect(await told(second, "ok", 4, 300)).toBe(true);
+      expect(await told(first, "ok", 5, 300)).toBe(false);
       expect(await first.get("r")).toMatchObject({ status: "ok", since: 4 });
     },
   );
 
   it("takes only what a replica writes from Redis: a forged state is read as nothing of it", async () => {
     const { states, prefix } = await sharedStates();
-    await states[0].transition("r", "firing", 1_000, 1);
+    await told(states[0], "firing", 1_000, 1);
     const client = new Redis(redis.url);
     try {
       await client.hset(`${prefix}alert:r`, {
@@ -80,5 +87,23 @@ describe("alert states", () => {
     } finally {
       client.disconnect();
     }
+  });
+
+  it("hands a change's message to another replica when its deliverer goes before settling it, and to no one once settled", async () => {
+    const [first, second] = (await sharedStates(200)).states;
+    const claim = await first.transition("r", "firing", 1, 1, { id: "msg_a", sealed: "A" });
+    const stop = claim?.hold();
+    // Held and renewed: nobody else takes it, however long it takes.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await second.unclaimed("r")).toBeUndefined();
+    // Its deliverer goes without settling it: once its lease lapses, the other replica takes it.
+    await stop?.(false);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const taken = await second.unclaimed("r");
+    expect(taken).toMatchObject({ id: "msg_a", sealed: "A" });
+    expect(await first.unclaimed("r")).toBeUndefined();
+    await taken?.claim.hold()(true);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await first.unclaimed("r")).toBeUndefined();
   });
 });

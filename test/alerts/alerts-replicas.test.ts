@@ -1,6 +1,7 @@
 // An alert rule on three replicas sharing a real redis-server: each change of its condition is
 // delivered once, whichever replicas evaluate it, and a replica that restarts finds the rule
 // firing where it was, so it does not fire it again.
+import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { openAlertRules } from "../../src/alerts/rules-source.ts";
 import { functionCall, PROJECT, SECOND, shift } from "../support/fixtures.ts";
@@ -21,20 +22,18 @@ const errors = (count: number): Row[] =>
 
 const redis = redisServer();
 
+const errorRule = (url: string) => ({
+  name: "function-errors",
+  endpoint: "functions.invocation-stats",
+  params: { project: PROJECT, interval: "1hr" },
+  condition: { newest_row: "error_count >= 10" },
+  webhook: { url, secret: SECRET },
+});
+
 describe("an alert rule across replicas", () => {
   it("is delivered once per change, and a restarted replica does not fire it again", async () => {
     const receiver = await webhookReceiver();
-    const path = temporaryFile("rules.json", {
-      rules: [
-        {
-          name: "function-errors",
-          endpoint: "functions.invocation-stats",
-          params: { project: PROJECT, interval: "1hr" },
-          condition: { newest_row: "error_count >= 10" },
-          webhook: { url: receiver.url, secret: SECRET },
-        },
-      ],
-    });
+    const path = temporaryFile("rules.json", { rules: [errorRule(receiver.url)] });
     const clock = { ms: 1_000_000 };
     const { bases, apps, setTable, startOne } = await replicasOnStandIn({
       redisUrl: redis.url,
@@ -79,5 +78,50 @@ describe("an alert rule across replicas", () => {
       .poll(async () => Promise.all([0, 2, restarted].map((i) => states(bases[i]))))
       .toEqual([["ok"], ["ok"], ["ok"]]);
     expect(receiver.messages().map((m) => m.type)).toEqual(["alert.firing", "alert.resolved"]);
+  });
+
+  it("a change whose replica closes while delivering it is delivered by another, under the same webhook-id", async () => {
+    // The first attempt fails and the next is a minute away: the replica closes before it.
+    const receiver = await webhookReceiver([503]);
+    const path = temporaryFile("rules.json", { rules: [errorRule(receiver.url)] });
+    const clock = { ms: 1_000_000 };
+    const { bases, apps } = await replicasOnStandIn({
+      redisUrl: redis.url,
+      now: NOW,
+      clock,
+      tables: { function_edge_logs: errors(12) },
+      deps: {
+        alertRules: openAlertRules(path),
+        alertDelivery: { firstRetryMs: 60_000, leaseMs: 300 },
+      },
+      count: 2,
+    });
+    await receiver.until(1);
+    const holder = receiver.received[0]?.headers["webhook-id"];
+    // Whichever replica delivered it closes; the other evaluates the rule's next value.
+    const states = await Promise.all(
+      apps.map((app) => app.inject({ url: "/metrics", headers: { "x-api-key": API_KEY } })),
+    );
+    const delivering = states.findIndex((answer) =>
+      answer.body.includes('query_service_alert_delivery_failures_total{rule="function-errors"} 1'),
+    );
+    expect(delivering).not.toBe(-1);
+    await apps[delivering]?.close();
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    clock.ms += 1000;
+    const other = bases[1 - delivering];
+    const answer = await fetch(`${other}${STATS}`, {
+      headers: { "x-api-key": API_KEY, "cache-control": "no-cache" },
+    });
+    expect(answer.status).toBe(200);
+    await receiver.until(2);
+    expect(receiver.received.map(({ headers }) => headers["webhook-id"])).toEqual([holder, holder]);
+    const [, delivered] = receiver.received;
+    expect(
+      new Webhook(SECRET).verify(
+        delivered?.body as string,
+        delivered?.headers as Record<string, string>,
+      ),
+    ).toMatchObject({ type: "alert.firing" });
   });
 });
