@@ -139,7 +139,12 @@ export class Alerts {
     /** `rows` made the condition true (none: false), judging what was computed at `asOf` (ms). */
     const evaluate = (rows: Row[], asOf: number) => {
       if (active.stopped) return;
-      active.evaluations = active.evaluations.then(() => this.#evaluated(active, rows, asOf));
+      // One failure (a bug, say) is logged and leaves the next evaluations to run.
+      active.evaluations = active.evaluations
+        .then(() => this.#evaluated(active, rows, asOf))
+        .catch((error: unknown) => {
+          this.#deps.log.error({ alert: rule.name, err: error }, "alert rule evaluation failed");
+        });
     };
     const { condition, endpoint, params } = rule;
     if (condition.kind === "rows") {
@@ -267,7 +272,9 @@ export class Alerts {
     void (async () => {
       for (let next: Outgoing | undefined = outgoing; next; next = active.waiting) {
         active.waiting = undefined;
-        await this.#deliver(active.rule, next);
+        await this.#deliver(active.rule, next).catch((error: unknown) => {
+          this.#deps.log.error({ alert: active.rule.name, err: error }, "alert delivery failed");
+        });
       }
       active.delivering = false;
     })();
