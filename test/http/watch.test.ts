@@ -133,6 +133,16 @@ describe("a watch stream", () => {
     expect(JSON.parse(third.body).error.code).toBe("rate_limited");
   });
 
+  it("counts as one request against the credential's rate limit, however long it stays open", async () => {
+    const { service, base } = await watchedService({ rateLimitPerMinute: 2 });
+    const stream = await open(`${base}${WATCH}`);
+    await stream.until(() => results(stream).length === 1);
+    expect((await service.get(STATS)).statusCode).toBe(200);
+    const third = await service.get(WATCH);
+    expect(third.statusCode).toBe(429);
+    expect(JSON.parse(third.body).error.code).toBe("rate_limited");
+  });
+
   it("ends with event: end shutting_down when the service closes, and token_expired with its token", async () => {
     const secret = "a-test-secret-of-at-least-32-bytes!!";
     const token = await new SignJWT({ sub: "dashboard", scopes: [{ endpoint: "*" }] })
