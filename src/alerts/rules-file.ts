@@ -6,7 +6,12 @@ import { createHash } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import { z } from "zod";
 import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
-import { InvalidParamsError, parseParams, type SqlParams } from "../endpoints/params.ts";
+import {
+  InvalidParamsError,
+  parseParams,
+  type SqlParams,
+  withWindowStart,
+} from "../endpoints/params.ts";
 import { SettingsFileError } from "../watched-file.ts";
 import { type Comparison, parseComparison } from "./conditions.ts";
 
@@ -132,7 +137,8 @@ function ruleOf(entry: z.infer<typeof ruleSchema>): AlertRule {
   }
   let params: SqlParams;
   try {
-    params = parseParams(endpoint.params, entry.params);
+    // `since` is refused above where it means anything; resolved, it leaves only bound parameters.
+    params = withWindowStart(parseParams(endpoint.params, entry.params), 0n);
   } catch (error) {
     if (!(error instanceof InvalidParamsError)) throw error;
     const [detail] = error.details;
