@@ -39,16 +39,18 @@ const KEEP_MS = 30 * 86_400_000;
 const LOCAL_CLAIM: Claim = { hold: () => async () => {} };
 
 const SCRIPTS = {
-  // Sets the status unless it is so already, or the evaluation is of something older (ARGV[4])
-  // than one already taken; 1 when the change is one to tell (into firing, or from firing back to
-  // ok), 0 otherwise (a first evaluation that finds all well included).
+  // Records an evaluation at ARGV[2], and sets the status unless it is so already or the
+  // evaluation is of something older (ARGV[4]) than one already taken; 1 when the change is one to
+  // tell (into firing, or from firing back to ok), with its message put in the outbox; 0 otherwise
+  // (a first evaluation that finds all well included).
   alertTransition: {
     numberOfKeys: 2,
     lua: `
+      redis.call('HSET', KEYS[1], 'evaluatedAt', ARGV[2])
+      redis.call('PEXPIRE', KEYS[1], ARGV[3])
       local taken = tonumber(redis.call('HGET', KEYS[1], 'asOf') or '') or -1
       if tonumber(ARGV[4]) < taken then return 0 end
       redis.call('HSET', KEYS[1], 'asOf', ARGV[4])
-      redis.call('PEXPIRE', KEYS[1], ARGV[3])
       local current = redis.call('HGET', KEYS[1], 'status')
       if current == ARGV[1] then return 0 end
       redis.call('HSET', KEYS[1], 'status', ARGV[1], 'since', ARGV[2])
@@ -65,7 +67,7 @@ const SCRIPTS = {
       if not message then return false end
       local id = redis.call('HGET', KEYS[1], 'outboxId') or ''
       if not redis.call('SET', KEYS[2], ARGV[1] .. ':' .. id, 'NX', 'PX', ARGV[2]) then return false end
-      return message`,
+      return {id, message}`,
   },
   // Renews the lease while its holder delivers; 0 when it is no longer its own.
   alertRenew: EXTEND_IF_HELD,
@@ -100,7 +102,7 @@ type Scripted = {
     lease: string,
     replica: string,
     leaseMs: number,
-  ): Promise<string | null>;
+  ): Promise<[string, string] | null>;
   alertRenew(lease: string, holder: string, leaseMs: number): Promise<number>;
   alertSettled(key: string, lease: string, outboxId: string, holder: string): Promise<number>;
 };
@@ -144,8 +146,8 @@ export class AlertStates {
   }
 
   /**
-   * Moves the rule to `to` at `at` unless it is there already, or `asOf` (when what was evaluated
-   * was computed) is older than what an evaluation already took. A claim on `outgoing` for the one
+   * Records an evaluation at `at`, and moves the rule to `to` unless it is there already, or `asOf`
+   * (when what was evaluated was computed) is older than what an evaluation already took. A claim on `outgoing` for the one
    * caller, across replicas while Redis answers, whose change is to be told (into firing, or from
    * firing to ok): it delivers it. Undefined for every other.
    */
@@ -157,6 +159,7 @@ export class AlertStates {
     outgoing: Outgoing,
   ): Promise<Claim | undefined> {
     const mine = this.#mine(identity);
+    mine.evaluatedAt = at;
     const current = asOf >= (mine.asOf ?? Number.NEGATIVE_INFINITY);
     if (current) mine.asOf = asOf;
     const told = to === "firing" || mine.status === "firing";
@@ -183,7 +186,7 @@ export class AlertStates {
 
   /** The message of a change whose deliverer went before settling it, now claimed by this replica. */
   async unclaimed(identity: string): Promise<(Outgoing & { claim: Claim }) | undefined> {
-    const sealed = await this.#run((redis) =>
+    const found = await this.#run((redis) =>
       (redis as unknown as Scripted).alertUnclaimed(
         this.#key(identity),
         this.#leaseKey(identity),
@@ -191,9 +194,8 @@ export class AlertStates {
         this.#leaseMs,
       ),
     );
-    if (sealed === UNAVAILABLE || typeof sealed !== "string") return undefined;
-    const id = await this.#run((redis) => redis.hget(this.#key(identity), "outboxId"));
-    if (typeof id !== "string") return undefined;
+    if (found === UNAVAILABLE || !Array.isArray(found)) return undefined;
+    const [id, sealed] = found;
     return { id, sealed, claim: this.#claim(identity, id, `${this.#replica}:${id}`) };
   }
 
@@ -217,17 +219,6 @@ export class AlertStates {
         };
       },
     };
-  }
-
-  async evaluated(identity: string, at: number): Promise<void> {
-    this.#mine(identity).evaluatedAt = at;
-    await this.#run((redis) =>
-      redis
-        .multi()
-        .hset(this.#key(identity), "evaluatedAt", at)
-        .pexpire(this.#key(identity), KEEP_MS)
-        .exec(),
-    );
   }
 
   async delivered(identity: string, delivery: Delivery): Promise<void> {

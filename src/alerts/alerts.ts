@@ -211,7 +211,6 @@ export class Alerts {
     const { states, log } = this.#deps;
     this.#count(rule.name).evaluations++;
     const now = Date.now();
-    await states.evaluated(rule.identity, now);
     const firing = rows.length > 0;
     const status = firing ? "firing" : "ok";
     const message: Message = {

@@ -139,7 +139,7 @@ export function required(values: Options, name: "project" | "state"): string {
   return value;
 }
 
-/** `--format`, one of `allowed` (the first is the default). */
+/** `--format`, one of `allowed`; `fallback` when it is not given. */
 export function formatOf<const T extends string>(
   values: Options,
   allowed: readonly T[],

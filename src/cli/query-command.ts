@@ -27,13 +27,13 @@ export async function runQuery(
   }
   const format = formatOf(values, ["json", "ndjson", "csv"], "json");
   let next: string | undefined = `/api/endpoints/${encodeURIComponent(endpoint)}?${params}`;
-  const write = pageWriter(format);
+  const pages = pageWriter(format);
   while (next) {
     const response = await get(connection, next, { accept: MEDIA_TYPES[format] });
-    await write(await text(response), false);
+    await pages.write(await text(response));
     next = values.all ? nextLink(response) : undefined;
   }
-  await write(undefined, true);
+  await pages.end();
   return EXIT.ok;
 }
 
@@ -45,24 +45,25 @@ function nextLink(response: Response): string | undefined {
 
 /**
  * Writes pages as one output: JSON pages' results joined into one document, CSV pages under one
- * header, NDJSON as it comes. `last` closes the output; a page of undefined only closes it.
+ * header, NDJSON as it comes; `end` closes it.
  */
 function pageWriter(format: keyof typeof MEDIA_TYPES) {
   let pages = 0;
   let rows = 0;
-  return async (page: string | undefined, last: boolean) => {
-    let text = "";
-    if (page !== undefined) {
+  return {
+    async write(page: string) {
+      let text = page;
       if (format === "json") {
+        text = "";
         const { result } = JSON.parse(page) as { result: unknown[] };
         for (const row of result)
           text += `${rows++ === 0 ? '{"result":[' : ","}${JSON.stringify(row)}`;
-      } else if (format === "csv" && pages > 0) {
-        text = page.slice(page.indexOf("\n") + 1);
-      } else text = page;
+      } else if (format === "csv" && pages > 0) text = page.slice(page.indexOf("\n") + 1);
       pages++;
-    }
-    if (last && format === "json") text += rows === 0 ? '{"result":[]}\n' : "]}\n";
-    if (text !== "") await writeStdout(text);
+      if (text !== "") await writeStdout(text);
+    },
+    async end() {
+      if (format === "json") await writeStdout(rows === 0 ? '{"result":[]}\n' : "]}\n");
+    },
   };
 }

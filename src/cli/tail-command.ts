@@ -11,7 +11,7 @@ import {
   retryDelayMs,
   sleep,
 } from "./client.ts";
-import { logsParams, type Options } from "./main.ts";
+import { formatOf, logsParams, type Options } from "./main.ts";
 import { formatRecord, writeStdout } from "./output.ts";
 import { events } from "./streams.ts";
 
@@ -23,10 +23,7 @@ const FINAL = new Set(["token_expired", "revoked"]);
 export async function runTail(connection: Connection, values: Options): Promise<number> {
   const params = logsParams(values);
   if (values.since !== undefined) params.set("since", values.since);
-  const format = values.format ?? (process.stdout.isTTY ? "text" : "ndjson");
-  if (format !== "text" && format !== "ndjson") {
-    throw new CliError("--format must be text or ndjson", EXIT.usage);
-  }
+  const format = formatOf(values, ["text", "ndjson"], process.stdout.isTTY ? "text" : "ndjson");
   let lastEventId: string | undefined;
   let firstConnected: number | undefined;
   let wait = FIRST_WAIT_MS;

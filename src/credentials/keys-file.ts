@@ -2,7 +2,7 @@
 // key). Reloaded when the file changes and on demand (the process asks on SIGHUP); a bad file on
 // reload keeps the previous set and logs one error line, so a typo locks nobody out (watched-file.ts).
 import { z } from "zod";
-import { type ReloadLog, SettingsFileError, WatchedFile } from "../watched-file.ts";
+import { SettingsFileError, WatchedFile } from "../watched-file.ts";
 import { type Credential, credentialName, scopesSchema } from "./credential.ts";
 
 export interface KeyEntry {
@@ -82,13 +82,11 @@ export function parseKeysFile(path: string, text: string): Map<string, KeyEntry>
   return keys;
 }
 
-/** The file's current keys; `watch` keeps them current until `close`. */
-export class KeysFile {
-  readonly #file: WatchedFile<Map<string, KeyEntry>>;
-
+/** The file's current keys; `watch` keeps them current until `close` (see WatchedFile). */
+export class KeysFile extends WatchedFile<Map<string, KeyEntry>> {
   /** Reads the file now; a bad file throws KeysFileError naming the file, the key and the problem. */
   constructor(path: string) {
-    this.#file = new WatchedFile(path, {
+    super(path, {
       variable: "API_KEYS_FILE",
       noun: "keys",
       parse: (text) => parseKeysFile(path, text),
@@ -96,34 +94,11 @@ export class KeysFile {
     });
   }
 
-  get path(): string {
-    return this.#file.path;
-  }
-
   lookup(digestHex: string): KeyEntry | undefined {
-    return this.#file.value.get(digestHex);
+    return this.value.get(digestHex);
   }
 
   get size(): number {
-    return this.#file.value.size;
-  }
-
-  /** Calls `listener` after each reload that took the file's keys; returns what unsubscribes it. */
-  onChange(listener: () => void): () => void {
-    return this.#file.onChange(listener);
-  }
-
-  /** Reads the file again; a bad file keeps the previous keys. */
-  reload(log: ReloadLog): void {
-    this.#file.reload(log);
-  }
-
-  /** Reloads when the file behind the path changes (see WatchedFile). */
-  watch(log: ReloadLog): void {
-    this.#file.watch(log);
-  }
-
-  close(): void {
-    this.#file.close();
+    return this.value.size;
   }
 }

@@ -230,7 +230,8 @@ function refuseTwoStarts(params: Record<string, unknown>, ctx: z.RefinementCtx) 
   }
 }
 
-// Past the longest retention (90 days), a longer `since` selects nothing more.
+// Well past the longest retention (90 days), where a longer `since` selects nothing more: the
+// start it resolves to stays a valid timestamp however large `since` is.
 const LONGEST_SINCE_US = 1_000n * 86_400_000_000n;
 /** Where a page cursor says the run's `since` was resolved; never bound in the SQL. */
 const CURSOR_WINDOW_START = "since_window_start";
@@ -239,14 +240,18 @@ const CURSOR_WINDOW_START = "since_window_start";
  * The parameters an engine binds, `since` (seconds) resolved into the `iso_timestamp_start` it
  * means: only records strictly after now − since. Resolved per request, not with the rest of the
  * parameters, which are validated once per query string. A later page keeps the start its cursor
- * carries when `cursorWindow` allows: not where the caller's scope fixes `since`, whose rule is
- * now − since for every answer (a cursor is not bound to whoever made it).
+ * carries when `cursorWindow()` allows (asked only then): not where the caller's scope fixes
+ * `since`, whose rule is now − since for every answer (a cursor is not bound to whoever made it).
  */
-export function withWindowStart(params: SqlParams, now: bigint, cursorWindow = true): SqlParams {
+export function withWindowStart(
+  params: SqlParams,
+  now: bigint,
+  cursorWindow: () => boolean = () => true,
+): SqlParams {
   if (!("since" in params)) return params;
   const { since, [CURSOR_WINDOW_START]: kept, ...bound } = params;
   if (since === null) return bound;
-  if (cursorWindow && kept) return { ...bound, iso_timestamp_start: kept };
+  if (kept && cursorWindow()) return { ...bound, iso_timestamp_start: kept };
   const back = BigInt(since) * 1_000_000n;
   return {
     ...bound,

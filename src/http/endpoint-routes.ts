@@ -75,13 +75,14 @@ export async function endpointRoutes(
       const raw = request.query as RawQuery;
       const query = authorize(request.credential, endpoint, raw);
       const validated = validParams(endpoint, query);
-      // Only logs.all takes `since`: a dashboard's cached request skips the scope's second look.
+      // Only logs.all takes `since`; the scope is looked at again only for a page that carries
+      // the window `since` resolved to.
       const params =
         "since" in validated
           ? withWindowStart(
               validated,
               now(),
-              !("since" in fixedFor(request.credential, endpoint, raw)),
+              () => !("since" in fixedFor(request.credential, endpoint, raw)),
             )
           : validated;
       // The request is otherwise valid; only now can its Accept be what fails it.

@@ -144,6 +144,7 @@ describe("an alert rule on a cached value", () => {
         endpoint: "functions.invocation-stats",
         state: "ok",
         firing_since: null,
+        last_evaluated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
         last_delivery: expect.objectContaining({
           type: "alert.resolved",
           outcome: "delivered",
@@ -249,6 +250,12 @@ describe("an alert rule on logs.all", () => {
     expect(firing?.type).toBe("alert.firing");
     // The records that made it true, newest first.
     expect(firing?.data.rows.map((row) => row.id)).toEqual(["burst-3", "burst-2", "burst-1"]);
+    // Its queries bind the endpoint's parameters only, as a follow stream's do.
+    for (const call of service.standIn.queryCalls) {
+      const sent = call.body.queryParameters as { name: string }[];
+      expect(sent.map((p) => p.name)).not.toContain("since");
+      expect(sent.map((p) => p.name)).not.toContain("since_window_start");
+    }
     // One feed polls for the rule, which is no stream.
     expect(await metric(service, "query_service_follow_feeds")).toBe(1);
     expect(await metric(service, "query_service_follow_streams_open")).toBe(0);

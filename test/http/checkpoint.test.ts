@@ -18,8 +18,9 @@ import {
   SECOND,
   shift,
 } from "../support/fixtures.ts";
-import { closers } from "../support/follow-client.ts";
+import { closers, inOrder } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
+import { recordingInto } from "../support/recording-engine.ts";
 import { API_KEY, startService } from "../support/service.ts";
 
 const START = "2026-11-21T05:00:00.000000Z";
@@ -37,13 +38,7 @@ interface Run {
 async function serviceOn(engine: QueryEngine, clock: { now: bigint }) {
   const runs: QueryRequest[] = [];
   const app = await buildApp({
-    engine: {
-      ...engine,
-      run: (request) => {
-        runs.push(request);
-        return engine.run(request);
-      },
-    },
+    engine: recordingInto(runs)(engine),
     apiKeys: [API_KEY],
     follow: { intervalMs: 40, lagMs: LAG_MS, clock: () => clock.now },
   });
@@ -88,14 +83,6 @@ async function serviceOn(engine: QueryEngine, clock: { now: bigint }) {
   };
   return { app, runs, settle };
 }
-
-/** Ascending (timestamp, id by bytes): the order of a stream, and of runs laid end to end. */
-const inOrder = (rows: Row[]) =>
-  [...rows].sort(
-    (a, b) =>
-      Number(micros(a.timestamp as string) - micros(b.timestamp as string)) ||
-      Buffer.compare(Buffer.from(String(a.id)), Buffer.from(String(b.id))),
-  );
 
 describe("a settled follow stream on DuckDB", () => {
   async function duckDb(clock: { now: bigint }) {

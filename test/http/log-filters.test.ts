@@ -8,7 +8,7 @@ import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
-import type { QueryEngine, QueryRequest } from "../../src/engines/engine.ts";
+import type { QueryRequest } from "../../src/engines/engine.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
 import {
   DAY,
@@ -21,8 +21,9 @@ import {
   SECOND,
   shift,
 } from "../support/fixtures.ts";
-import { closers, FOLLOW, NOW, open, QUERY, records } from "../support/follow-client.ts";
+import { closers, FOLLOW, inOrder, NOW, open, QUERY, records } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
+import { recordingInto } from "../support/recording-engine.ts";
 import { API_KEY, startService } from "../support/service.ts";
 
 const CLOCK = { clock: () => micros(NOW) };
@@ -109,7 +110,7 @@ const engines: [
         now: NOW,
         follow: CLOCK,
         rateLimitPerMinute: 10_000,
-        wrapEngine: counting(runs),
+        wrapEngine: recordingInto(runs),
       });
       return { get, runs };
     },
@@ -121,7 +122,7 @@ const engines: [
       const engine = await createDuckDbEngine({ now: () => micros(NOW) });
       await replaceTables(engine, tables);
       const app = await buildApp({
-        engine: counting(runs)(engine),
+        engine: recordingInto(runs)(engine),
         apiKeys: [API_KEY],
         rateLimitPerMinute: 10_000,
         follow: CLOCK,
@@ -131,16 +132,6 @@ const engines: [
     },
   ],
 ];
-
-function counting(runs: QueryRequest[]) {
-  return (engine: QueryEngine): QueryEngine => ({
-    ...engine,
-    run: (request) => {
-      runs.push(request);
-      return engine.run(request);
-    },
-  });
-}
 
 const BASE = `/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`;
 
@@ -332,7 +323,7 @@ describe("a follow stream under filters", () => {
     const runs: QueryRequest[] = [];
     await replaceTables(engine, { edge_logs: [] });
     const app = await buildApp({
-      engine: counting(runs)(engine),
+      engine: recordingInto(runs)(engine),
       apiKeys: [API_KEY],
       follow: FOLLOW,
     });
@@ -363,12 +354,7 @@ describe("a follow stream under filters", () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     const sent = records(stream);
     expect(sent.map((r) => r.id).sort()).toEqual(matching.map((r) => r.id).sort());
-    const order = [...matching].sort(
-      (a, b) =>
-        Number(micros(a.timestamp as string) - micros(b.timestamp as string)) ||
-        Buffer.compare(Buffer.from(String(a.id)), Buffer.from(String(b.id))),
-    );
-    expect(sent.map((r) => r.id)).toEqual(order.map((r) => r.id));
+    expect(sent.map((r) => r.id)).toEqual(inOrder(matching).map((r) => r.id));
   });
 
   it("starts from since as from iso_timestamp_start", async () => {

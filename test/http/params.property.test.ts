@@ -5,8 +5,9 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { catalog, type EndpointDefinition } from "../../src/endpoints/catalog.ts";
-import type { QueryEngine, QueryRequest } from "../../src/engines/engine.ts";
+import type { QueryRequest } from "../../src/engines/engine.ts";
 import { edgeLog, functionCall, MINUTE, shift } from "../support/fixtures.ts";
+import { recordingInto } from "../support/recording-engine.ts";
 import { startService } from "../support/service.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
@@ -175,17 +176,10 @@ describe.each(catalog.map((endpoint) => [endpoint.name, endpoint] as const))(
     it("never answers 5xx, and the engine sees only a whole valid parameter set", async () => {
       const { names, bound, required, timestamps } = declared(endpoint);
       const calls: QueryRequest[] = [];
-      const counting = (engine: QueryEngine): QueryEngine => ({
-        ...engine,
-        run: (request) => {
-          calls.push(request);
-          return engine.run(request);
-        },
-      });
       const { app, get } = await startService({
         now: NOW,
         tables: TABLES,
-        wrapEngine: counting,
+        wrapEngine: recordingInto(calls),
         rateLimitPerMinute: 100_000,
       });
       const statuses: number[] = [];

@@ -1,6 +1,8 @@
 // Conformance of queries/bigquery/logs.all.sql with the rules of docs/api.md, on GoogleSQL's
 // reference engine with a pinned clock. Expected rows come from the rule, not from the query.
+
 import { describe, expect, it } from "vitest";
+import { retentionDays } from "../../src/endpoints/retention.ts";
 import {
   DAY,
   edgeLog,
@@ -52,6 +54,10 @@ describe("logs.all", () => {
     ["", 1n],
     [null, 1n],
   ])("project_tier %j", (tier, days) => {
+    it("is the retention the service checks a cursor against before any query", () => {
+      expect(retentionDays(tier)).toBe(Number(days));
+    });
+
     it(`keeps records strictly after now − ${days} day(s)`, async () => {
       const start = shift(NOW, -days * DAY);
       const rows = [

@@ -107,6 +107,14 @@ function collected(text: AsyncIterable<string>, ndjson: boolean, close: () => vo
   return stream;
 }
 
+/** Ascending (timestamp, id by bytes): the order of a stream, and of settled runs laid end to end. */
+export const inOrder = (rows: Row[]) =>
+  [...rows].sort(
+    (a, b) =>
+      Number(micros(a.timestamp as string) - micros(b.timestamp as string)) ||
+      Buffer.compare(Buffer.from(String(a.id)), Buffer.from(String(b.id))),
+  );
+
 export const records = (stream: Stream) =>
   stream.events.filter((e) => e.event === undefined).map((e) => JSON.parse(e.data) as Row);
 
