@@ -15,6 +15,7 @@ import {
   statusesOf,
   streams,
 } from "./support/doc-commands.ts";
+import { freePort } from "./support/free-port.ts";
 import { children, start, startAndExit } from "./support/service-process.ts";
 
 const KEY = "start-test-key-0123456789";
@@ -212,7 +213,15 @@ describe("npm start", () => {
   });
 
   it("answers every request in flight at SIGTERM, then exits 0", async () => {
-    const { child, baseUrl } = await start({ API_KEYS: KEY, ENGINE_MAX_CONCURRENCY: "2" });
+    const [port, management] = [await freePort(), await freePort()];
+    // Two listeners, so the service's own address is the one given, not the first logged.
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const { child } = await start({
+      API_KEYS: KEY,
+      ENGINE_MAX_CONCURRENCY: "2",
+      PORT: String(port),
+      MANAGEMENT_PORT: String(management),
+    });
     const exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
     const answers = Array.from({ length: 50 }, async (_, i) => {
       const end = new Date(Date.now() - i * 60_000).toISOString();
@@ -223,7 +232,21 @@ describe("npm start", () => {
       const body = (await response.json()) as { error?: { code: string } };
       return response.status === 200 ? "200" : `${response.status} ${body.error?.code}`;
     });
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // In flight: all 50 received, as the service counts them (running, queued or answered).
+    const received = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${management}/metrics`)).text();
+      const sum = (name: string) =>
+        [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)$`, "gm"))].reduce(
+          (total, [, value]) => total + Number(value),
+          0,
+        );
+      return (
+        sum("query_service_engine_running") +
+        sum("query_service_engine_queued") +
+        sum("query_service_requests_total")
+      );
+    };
+    await expect.poll(received, { timeout: 10_000, interval: 20 }).toBe(50);
     child.kill("SIGTERM");
     const statuses = await Promise.all(answers);
     expect(new Set(statuses)).toEqual(new Set(["200", "503 shutting_down"]));
@@ -231,10 +254,7 @@ describe("npm start", () => {
   });
 
   it("serves /health, /ready and /metrics on MANAGEMENT_PORT without a credential", async () => {
-    const free = createServer();
-    await new Promise<void>((resolve) => free.listen(0, "127.0.0.1", resolve));
-    const { port } = free.address() as AddressInfo;
-    await new Promise((resolve) => free.close(resolve));
+    const port = await freePort();
     await start({ API_KEYS: KEY, MANAGEMENT_PORT: String(port) });
     for (const path of ["/health", "/ready", "/metrics"]) {
       expect((await fetch(`http://127.0.0.1:${port}${path}`)).status, path).toBe(200);
