@@ -614,7 +614,7 @@ describe("the explorer page", () => {
     // Off, the table is asked at once and then again a refresh interval later: polled, not followed.
     await page.uncheck(`${LOGS} .live-toggle`);
     await page.waitForSelector(`${LOGS}[data-mode="polling"]`);
-    await expect.poll(() => logsCalls().length, { timeout: 10_000 }).toBeGreaterThan(3);
+    await expect.poll(() => logsCalls().length).toBeGreaterThan(3);
     const polled = new Set(
       logsCalls()
         .slice(2)
@@ -758,7 +758,7 @@ describe("the explorer page", () => {
     await enterKey(page);
     // The three endpoints are asked at once, in any order: two of them are refused.
     const refused = page.locator(".endpoint .error:not([hidden])");
-    await expect.poll(() => refused.count(), { timeout: 10_000 }).toBe(2);
+    await expect.poll(() => refused.count()).toBe(2);
     for (const text of await refused.allTextContents()) {
       expect(text).toMatch(
         /^429 rate_limited: More than 2 requests a minute with this credential; retry in .+\. Retry after \d+ s\.$/,
@@ -940,7 +940,7 @@ describe("the explorer page", () => {
           const fewest = async () =>
             Math.min(...(await xAxisLabels(page, panel)).map((labels) => labels.length));
           await expect
-            .poll(fewest, { message: `${value} at ${width} px`, timeout: 5_000 })
+            .poll(fewest, { message: `${value} at ${width} px` })
             .toBeGreaterThanOrEqual(2);
           for (const labels of await xAxisLabels(page, panel)) {
             const seen = `${value} at ${width} px: ${labels.map((label) => label.text).join(" | ")}`;
