@@ -1,7 +1,7 @@
 // `log-query endpoints`: the catalog the key may call, a line per endpoint and one per parameter,
 // or the service's JSON with --format json.
 import { type Connection, EXIT, get } from "./client.ts";
-import { formatOf, type Options } from "./main.ts";
+import { formatOf, type Options } from "./options.ts";
 import { text } from "./streams.ts";
 
 interface Listed {

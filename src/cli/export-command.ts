@@ -19,7 +19,7 @@ import {
 } from "node:fs";
 import { resolve } from "node:path";
 import { CliError, type Connection, EXIT, get } from "./client.ts";
-import { formatOf, logsParams, type Options, required } from "./main.ts";
+import { formatOf, logsParams, type Options, required } from "./options.ts";
 import { csvHeader, formatRecord, writeStdout } from "./output.ts";
 import { lines } from "./streams.ts";
 

@@ -2,7 +2,7 @@
 // with --all, every page, following Link: rel="next", as one JSON document, one NDJSON stream or
 // one CSV table.
 import { CliError, type Connection, EXIT, get } from "./client.ts";
-import { formatOf, type Options, USAGE } from "./main.ts";
+import { formatOf, type Options, USAGE } from "./options.ts";
 import { writeStdout } from "./output.ts";
 import { text } from "./streams.ts";
 

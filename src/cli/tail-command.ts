@@ -11,7 +11,7 @@ import {
   retryDelayMs,
   sleep,
 } from "./client.ts";
-import { formatOf, logsParams, type Options } from "./main.ts";
+import { formatOf, logsParams, type Options } from "./options.ts";
 import { formatRecord, writeStdout } from "./output.ts";
 import { events } from "./streams.ts";
 
