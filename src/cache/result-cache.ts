@@ -519,9 +519,11 @@ export class ResultCache {
 
   #store(key: string, entry: Entry): void {
     this.#entries.set(key, entry);
-    // Not there when larger than the byte bound: served, not stored.
-    if (this.#entries.peek(key) === entry) this.#arm(key, entry);
     const watch = this.#watched.get(key);
+    // Not there when larger than the byte bound: served, not stored. Watched, it is loaded again a
+    // warming interval after it was computed, as a held key would be refreshed.
+    if (this.#entries.peek(key) === entry) this.#arm(key, entry);
+    else if (watch) watch.reloadAt = entry.computedAt + reloadIntervalMs(watch.policy);
     if (watch && entry !== watch.told) {
       watch.told = entry;
       // After this turn: a request waiting for this value is answered before its watchers are told.
@@ -562,7 +564,7 @@ export class ResultCache {
    */
   async #reloadWhenDue(key: string, watch: Watch, now: number): Promise<void> {
     if (now < watch.reloadAt || this.#inFlight.has(key)) return;
-    watch.reloadAt = now + Math.min(warmingMs(watch.policy), watch.policy.ttlSeconds * SECOND);
+    watch.reloadAt = now + reloadIntervalMs(watch.policy);
     await this.get(key, watch.policy, watch.load).catch((error: unknown) => {
       this.#logger?.warn(
         { entry: cacheEntryId(key), err: error },
@@ -738,4 +740,9 @@ function byteSize(name: string, payload: Payload): number {
   for (const [name, value] of Object.entries(payload.headers))
     bytes += name.length + Buffer.byteLength(value);
   return bytes;
+}
+
+/** How often a watched key that is not held is loaded again: as a held one would be refreshed. */
+function reloadIntervalMs(policy: CachePolicy): number {
+  return Math.min(warmingMs(policy), policy.ttlSeconds * SECOND);
 }

@@ -86,6 +86,41 @@ describe("a watch stream", () => {
     expect(results(stream).map((event) => event.id)).toEqual([changed.headers.etag]);
   });
 
+  it("tells its watchers of a value too large to keep, with one query per warming interval", async () => {
+    // A bound below the answer's size: every value is served and told, never stored.
+    const clock = { ms: 0 };
+    const { service, engine } = await cachedService(
+      NOW,
+      { function_edge_logs: calls(3) },
+      undefined,
+      {
+        cache: { maxEntries: 100, maxBytes: 300, now: () => clock.ms },
+      },
+    );
+    const base = await service.app.listen({ host: "127.0.0.1", port: 0 });
+    const first = await service.get(STATS);
+    expect(first.body.length).toBeGreaterThan(300);
+    const stream = await open(`${base}${WATCH}`);
+    await stream.until(() => results(stream).length === 1);
+    expect(results(stream)[0]?.data).toBe(first.body);
+
+    // The looks at watched keys in the next second (every half second) find it not held, and not due.
+    const startRuns = engine.runs;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(engine.runs).toBe(startRuns);
+
+    service.standIn.tables = { ...service.standIn.tables, function_edge_logs: calls(5) };
+    for (let interval = 1; interval <= 12; interval++) {
+      clock.ms += 300_000;
+      // The next look loads it again: due a warming interval after it was computed.
+      await expect.poll(() => engine.runs).toBe(startRuns + interval);
+    }
+    await stream.until(() => results(stream).length === 2);
+    expect(invocations(results(stream)[1]?.data ?? "")).toBe(5);
+    expect(results(stream)).toHaveLength(2);
+    expect(engine.runs - startRuns).toBe(12);
+  });
+
   it("answers at /query/<uuid>/watch too, and refuses what it cannot watch before opening", async () => {
     const { service, base } = await watchedService();
     const byId = await open(
