@@ -44,6 +44,7 @@ export interface AlertRule {
 }
 
 const NAME = /^[A-Za-z0-9][\w.-]{0,63}$/;
+const AT_LEAST = "condition.at_least: a whole number from 1 to 1000";
 const DURATION = /^([1-9][0-9]{0,6})([smhd])$/;
 const UNIT_SECONDS = { s: 1, m: 60, h: 3_600, d: 86_400 } as const;
 /** Parameters a rule on logs.all cannot take: it watches records from now on. */
@@ -63,7 +64,7 @@ const ruleSchema = z.strictObject({
       z.strictObject({ newest_row: z.string() }),
       z.strictObject({ any_row: z.string() }),
       z.strictObject({
-        at_least: z.number().int().min(1).max(1000),
+        at_least: z.number().int(AT_LEAST).min(1, AT_LEAST).max(1000, AT_LEAST),
         within: z.string().regex(DURATION, "within: a whole number and s, m, h or d, e.g. 5m"),
       }),
     ],

@@ -97,6 +97,10 @@ describe("ALERT_RULES_FILE", () => {
     ],
     [{ condition: { at_least: 5, within: "5m" } }, expect.stringContaining("has none to follow")],
     [
+      { condition: { at_least: 1001, within: "5m" } },
+      "condition.at_least: a whole number from 1 to 1000",
+    ],
+    [
       { condition: { at_least: 5, within: "5 minutes" } },
       expect.stringContaining("within: a whole number"),
     ],

@@ -3,6 +3,7 @@
 import fc from "fast-check";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { openAlertRules } from "../../src/alerts/rules-source.ts";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import type { Scope } from "../../src/credentials/credential.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
@@ -398,6 +399,50 @@ describe("what a credential may see besides its endpoints", () => {
     expect(listing.map(({ name, fixed_params }) => [name, fixed_params])).toEqual(
       catalog.map((endpoint) => [endpoint.name, {}]),
     );
+  });
+
+  it("/api/alerts lists to each credential exactly the rules whose endpoint and parameters it may call", async () => {
+    // One rule per endpoint and tenant project; none can fire on these rows.
+    const ruleOf = (endpoint: EndpointDefinition, project: Tenant) => {
+      const base = { name: `${endpoint.name}-${project}`, endpoint: endpoint.name };
+      const webhook = { url: "http://127.0.0.1:9/hook", secret: `whsec_${"A".repeat(32)}` };
+      if (endpoint.name === LOGS) {
+        const params = { project, project_tier: "FREE" };
+        return { ...base, params, condition: { at_least: 1_000, within: "5m" }, webhook };
+      }
+      if (endpoint.name === USAGE) {
+        const params = { project: usagePattern(project), interval: "hourly" };
+        return {
+          ...base,
+          params,
+          condition: { any_row: "total_rest_requests > 1000000" },
+          webhook,
+        };
+      }
+      const params = { project, interval: "1hr" };
+      return { ...base, params, condition: { any_row: "count > 1000000" }, webhook };
+    };
+    const rules = catalog.flatMap((endpoint) =>
+      (["acme", "globex"] as const).map((project) => ruleOf(endpoint, project)),
+    );
+    const { as } = await tenantService({
+      cache: { maxEntries: 100, maxBytes: 1_000_000, now: () => 0 },
+      alertRules: openAlertRules(temporaryFile("rules.json", { rules })),
+    });
+    // What the scope rule lets each call: its endpoint, with every fixed value as the rule has it.
+    const callable = (who: Who, rule: (typeof rules)[number]) => {
+      const fixed = fixedFor(who, findEndpoint(rule.endpoint) as EndpointDefinition);
+      const params: Record<string, string> = rule.params;
+      return fixed !== undefined && Object.entries(fixed).every(([k, v]) => params[k] === v);
+    };
+    const seen: Record<Who, number> = { acme: 0, globex: 0, admin: 0 };
+    for (const who of ["acme", "globex", "admin"] as const) {
+      const listed = body(await as(who, "/api/alerts")).result.map((rule) => rule.name);
+      const expected = rules.filter((rule) => callable(who, rule)).map((rule) => rule.name);
+      expect(listed, who).toEqual(expected);
+      seen[who] = listed.length;
+    }
+    expect(seen).toEqual({ acme: 3, globex: 2, admin: 6 });
   });
 
   it("serves /metrics to admin only", async () => {
