@@ -39,35 +39,46 @@ const KEEP_MS = 30 * 86_400_000;
 const LOCAL_CLAIM: Claim = { hold: () => async () => {} };
 
 const SCRIPTS = {
-  // Records an evaluation at ARGV[2], and sets the status unless it is so already or the
-  // evaluation is of something older (ARGV[4]) than one already taken; 1 when the change is one to
-  // tell (into firing, or from firing back to ok), with its message put in the outbox; 0 otherwise
-  // (a first evaluation that finds all well included).
-  alertTransition: {
+  // Records an evaluation at ARGV[2] of what was computed at ARGV[4] (an older one than already
+  // taken changes nothing), and moves a first evaluation that finds all well to ok, untold. 1 when
+  // the status is to change and be told (into firing, or from firing back to ok): the caller then
+  // seals its message and runs alertTransition. Otherwise the outbox's message when no replica
+  // holds its lease, which this one (ARGV[5]) then takes; 0 when there is none.
+  alertEvaluated: {
     numberOfKeys: 2,
     lua: `
       redis.call('HSET', KEYS[1], 'evaluatedAt', ARGV[2])
       redis.call('PEXPIRE', KEYS[1], ARGV[3])
       local taken = tonumber(redis.call('HGET', KEYS[1], 'asOf') or '') or -1
+      if tonumber(ARGV[4]) >= taken then
+        redis.call('HSET', KEYS[1], 'asOf', ARGV[4])
+        local current = redis.call('HGET', KEYS[1], 'status')
+        if current ~= ARGV[1] then
+          if ARGV[1] == 'firing' or current == 'firing' then return 1 end
+          redis.call('HSET', KEYS[1], 'status', ARGV[1], 'since', ARGV[2])
+          return 0
+        end
+      end
+      local message = redis.call('HGET', KEYS[1], 'outbox')
+      if not message then return 0 end
+      local id = redis.call('HGET', KEYS[1], 'outboxId') or ''
+      if not redis.call('SET', KEYS[2], ARGV[5] .. ':' .. id, 'NX', 'PX', ARGV[6]) then return 0 end
+      return {id, message}`,
+  },
+  // The change alertEvaluated found due, checked again (another replica may have made it since):
+  // sets the status, puts the message in the outbox and the lease with ARGV[7]; 1 when it did.
+  alertTransition: {
+    numberOfKeys: 2,
+    lua: `
+      local taken = tonumber(redis.call('HGET', KEYS[1], 'asOf') or '') or -1
       if tonumber(ARGV[4]) < taken then return 0 end
-      redis.call('HSET', KEYS[1], 'asOf', ARGV[4])
       local current = redis.call('HGET', KEYS[1], 'status')
-      if current == ARGV[1] then return 0 end
-      redis.call('HSET', KEYS[1], 'status', ARGV[1], 'since', ARGV[2])
-      if ARGV[1] == 'ok' and current ~= 'firing' then return 0 end
+      if current == ARGV[1] or (ARGV[1] == 'ok' and current ~= 'firing') then return 0 end
+      redis.call('HSET', KEYS[1], 'status', ARGV[1], 'since', ARGV[2], 'asOf', ARGV[4])
+      redis.call('PEXPIRE', KEYS[1], ARGV[3])
       redis.call('HSET', KEYS[1], 'outbox', ARGV[5], 'outboxId', ARGV[6])
       redis.call('SET', KEYS[2], ARGV[7], 'PX', ARGV[8])
       return 1`,
-  },
-  // The outbox's message when no replica holds its lease, which this one then takes.
-  alertUnclaimed: {
-    numberOfKeys: 2,
-    lua: `
-      local message = redis.call('HGET', KEYS[1], 'outbox')
-      if not message then return false end
-      local id = redis.call('HGET', KEYS[1], 'outboxId') or ''
-      if not redis.call('SET', KEYS[2], ARGV[1] .. ':' .. id, 'NX', 'PX', ARGV[2]) then return false end
-      return {id, message}`,
   },
   // Renews the lease while its holder delivers; 0 when it is no longer its own.
   alertRenew: EXTEND_IF_HELD,
@@ -84,25 +95,23 @@ const SCRIPTS = {
   },
 } as const;
 
-type Scripted = {
+/** The first arguments of alertEvaluated and alertTransition: the rule's keys, and the evaluation. */
+type Evaluation = readonly [
+  key: string,
+  lease: string,
+  to: string,
+  at: number,
+  keepMs: number,
+  asOf: number,
+];
+
+type Scripted = Redis & {
+  alertEvaluated(
+    ...args: [...Evaluation, replica: string, leaseMs: number]
+  ): Promise<0 | 1 | [string, string]>;
   alertTransition(
-    key: string,
-    lease: string,
-    to: string,
-    at: number,
-    keepMs: number,
-    asOf: number,
-    outbox: string,
-    outboxId: string,
-    holder: string,
-    leaseMs: number,
+    ...args: [...Evaluation, outbox: string, outboxId: string, holder: string, leaseMs: number]
   ): Promise<0 | 1>;
-  alertUnclaimed(
-    key: string,
-    lease: string,
-    replica: string,
-    leaseMs: number,
-  ): Promise<[string, string] | null>;
   alertRenew(lease: string, holder: string, leaseMs: number): Promise<number>;
   alertSettled(key: string, lease: string, outboxId: string, holder: string): Promise<number>;
 };
@@ -111,6 +120,13 @@ type Scripted = {
 export interface Outgoing {
   id: string;
   sealed: string;
+}
+
+/** A message this replica is to deliver, and its claim on it. */
+export interface Handed extends Outgoing {
+  claim: Claim;
+  /** The change this evaluation made; false for a message another replica left undelivered. */
+  changed: boolean;
 }
 
 /** Who delivers an outbox's message: this replica, for as long as it renews the lease. */
@@ -146,18 +162,20 @@ export class AlertStates {
   }
 
   /**
-   * Records an evaluation at `at`, and moves the rule to `to` unless it is there already, or `asOf`
-   * (when what was evaluated was computed) is older than what an evaluation already took. A claim on `outgoing` for the one
-   * caller, across replicas while Redis answers, whose change is to be told (into firing, or from
-   * firing to ok): it delivers it. Undefined for every other.
+   * Records an evaluation at `at` of what was computed at `asOf`, and moves the rule to `to` unless
+   * it is there already or something newer was evaluated before. The one caller (across replicas
+   * while Redis answers) whose change is to be told, into firing or from firing back to ok, is
+   * handed the message `compose` seals, which only it runs. Any other evaluation may be handed the
+   * message of a change whose deliverer went before settling it. Undefined when there is nothing
+   * to deliver.
    */
-  async transition(
+  async evaluate(
     identity: string,
     to: "ok" | "firing",
     at: number,
     asOf: number,
-    outgoing: Outgoing,
-  ): Promise<Claim | undefined> {
+    compose: () => Outgoing,
+  ): Promise<Handed | undefined> {
     const mine = this.#mine(identity);
     mine.evaluatedAt = at;
     const current = asOf >= (mine.asOf ?? Number.NEGATIVE_INFINITY);
@@ -165,56 +183,58 @@ export class AlertStates {
     const told = to === "firing" || mine.status === "firing";
     const moved = current && mine.status !== to;
     if (moved) Object.assign(mine, { status: to, since: at });
-    const holder = `${this.#replica}:${outgoing.id}`;
-    const shared = await this.#run((redis) =>
-      (redis as unknown as Scripted).alertTransition(
-        this.#key(identity),
-        this.#leaseKey(identity),
-        to,
-        at,
-        KEEP_MS,
-        asOf,
+    const local = (): Handed | undefined =>
+      moved && told ? { ...compose(), claim: LOCAL_CLAIM, changed: true } : undefined;
+
+    // Both scripts' first arguments: the rule's keys, and the evaluation.
+    const evaluation = [
+      this.#key(identity),
+      this.#leaseKey(identity),
+      to,
+      at,
+      KEEP_MS,
+      asOf,
+    ] as const;
+    const found = await this.#run((redis) =>
+      (redis as Scripted).alertEvaluated(...evaluation, this.#replica, this.#leaseMs),
+    );
+    if (found === UNAVAILABLE) return local();
+    if (Array.isArray(found)) {
+      const [id, sealed] = found;
+      return { id, sealed, claim: this.#claim(identity, id), changed: false };
+    }
+    if (found !== 1) return undefined;
+    const outgoing = compose();
+    const made = await this.#run((redis) =>
+      (redis as Scripted).alertTransition(
+        ...evaluation,
         outgoing.sealed,
         outgoing.id,
-        holder,
+        this.#holder(outgoing.id),
         this.#leaseMs,
       ),
     );
-    if (shared === UNAVAILABLE) return moved && told ? LOCAL_CLAIM : undefined;
-    return shared === 1 ? this.#claim(identity, outgoing.id, holder) : undefined;
-  }
-
-  /** The message of a change whose deliverer went before settling it, now claimed by this replica. */
-  async unclaimed(identity: string): Promise<(Outgoing & { claim: Claim }) | undefined> {
-    const found = await this.#run((redis) =>
-      (redis as unknown as Scripted).alertUnclaimed(
-        this.#key(identity),
-        this.#leaseKey(identity),
-        this.#replica,
-        this.#leaseMs,
-      ),
-    );
-    if (found === UNAVAILABLE || !Array.isArray(found)) return undefined;
-    const [id, sealed] = found;
-    return { id, sealed, claim: this.#claim(identity, id, `${this.#replica}:${id}`) };
+    if (made === UNAVAILABLE) return local();
+    return made === 1
+      ? { ...outgoing, claim: this.#claim(identity, outgoing.id), changed: true }
+      : undefined;
   }
 
   /** A claim on a shared outbox message: renewed every third of the lease until settled. */
-  #claim(identity: string, id: string, holder: string): Claim {
+  #claim(identity: string, id: string): Claim {
     const lease = this.#leaseKey(identity);
+    const holder = this.#holder(id);
     return {
       hold: () => {
         const renew = setInterval(() => {
-          void this.#run((redis) =>
-            (redis as unknown as Scripted).alertRenew(lease, holder, this.#leaseMs),
-          );
+          void this.#run((redis) => (redis as Scripted).alertRenew(lease, holder, this.#leaseMs));
         }, this.#leaseMs / 3);
         renew.unref();
         return async (settled) => {
           clearInterval(renew);
           if (!settled) return;
           await this.#run((redis) =>
-            (redis as unknown as Scripted).alertSettled(this.#key(identity), lease, id, holder),
+            (redis as Scripted).alertSettled(this.#key(identity), lease, id, holder),
           );
         };
       },
@@ -239,6 +259,11 @@ export class AlertStates {
 
   #run<T>(command: (client: Redis) => Promise<T>): Promise<T | typeof UNAVAILABLE> {
     return this.#link ? this.#link.run(command) : Promise.resolve(UNAVAILABLE);
+  }
+
+  /** This replica, holding the lease for message `id`. */
+  #holder(id: string): string {
+    return `${this.#replica}:${id}`;
   }
 
   #key(identity: string): string {

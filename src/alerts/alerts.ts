@@ -11,7 +11,7 @@ import type { FollowHub } from "../endpoints/follow.ts";
 import type { WatchEndpoint } from "../endpoints/runner.ts";
 import type { Row } from "../engines/engine.ts";
 import { resultRows } from "../http/formats/json.ts";
-import type { AlertStates, Claim, Delivery, RuleState } from "./alert-states.ts";
+import type { AlertStates, Claim, Delivery, Handed, RuleState } from "./alert-states.ts";
 import { matchingRows, RecordWindow } from "./conditions.ts";
 import type { AlertRule } from "./rules-file.ts";
 import {
@@ -63,14 +63,14 @@ interface ActiveRule {
   /** Evaluations one after another, so that transitions keep their order. */
   evaluations: Promise<void>;
   /** The message waiting while one is delivered: only the newest, which says the state now. */
-  waiting?: Outgoing;
+  waiting?: Queued;
   delivering: boolean;
 }
 
-/** A message to deliver, and this replica's claim on it. */
-interface Outgoing {
+/** A message to deliver, and the end of this replica's hold on its lease (settled or not). */
+interface Queued {
   message: Message;
-  claim: Claim;
+  release: (settled: boolean) => Promise<void>;
 }
 
 /** A feed's catch-up that failed is tried again after this long. */
@@ -226,10 +226,12 @@ export class Alerts {
         rows,
       },
     };
-    const outgoing = { id: message.id, sealed: sealMessage(message, rule.webhook.secret) };
-    const claim = await states.transition(rule.identity, status, now, asOf, outgoing);
-    if (active.stopped) return;
-    if (!claim) return this.#takeOver(active);
+    const handed = await states.evaluate(rule.identity, status, now, asOf, () => ({
+      id: message.id,
+      sealed: sealMessage(message, rule.webhook.secret),
+    }));
+    if (!handed || active.stopped) return;
+    if (!handed.changed) return this.#takeOver(active, handed);
     if (firing) {
       this.#count(rule.name).firings++;
       log.warn(
@@ -237,39 +239,40 @@ export class Alerts {
         "alert firing",
       );
     } else log.info({ alert: rule.name, endpoint: rule.endpoint.name }, "alert resolved");
-    this.#send(active, { message, claim });
+    this.#send(active, message, handed.claim);
   }
 
-  /** Delivers the rule's message whose deliverer went before it was settled, if there is one. */
-  async #takeOver(active: ActiveRule): Promise<void> {
-    const { rule } = active;
-    const found = await this.#deps.states.unclaimed(rule.identity);
-    if (!found) return;
-    const message = unsealMessage(found.sealed, rule.webhook.secret);
+  /** Delivers the message of a change whose deliverer went before settling it. */
+  async #takeOver(active: ActiveRule, found: Handed): Promise<void> {
+    const message = unsealMessage(found.sealed, active.rule.webhook.secret);
     if (!message) {
       // Not sealed under this rule's secret (a new one, or not a replica's): nothing to send.
       await found.claim.hold()(true);
       this.#deps.log.warn(
-        { alert: rule.name },
+        { alert: active.rule.name },
         "an alert message left by another replica was not sealed under the rule's secret; dropped",
       );
       return;
     }
-    this.#send(active, { message, claim: found.claim });
+    this.#send(active, message, found.claim);
   }
 
   /**
    * Delivers in the background, one message at a time; a message that arrives while one is being
-   * delivered waits, replacing any that waited before it (the newest says the state now).
+   * delivered waits, replacing any that waited before it (the newest says the state now). Its lease
+   * is held from now, waiting included: lapsed, another replica would deliver it too.
    */
-  #send(active: ActiveRule, outgoing: Outgoing): void {
+  #send(active: ActiveRule, message: Message, claim: Claim): void {
+    const queued: Queued = { message, release: claim.hold() };
     if (active.delivering) {
-      active.waiting = outgoing;
+      // The outbox now holds the newer message: the one replaced is let go, unsettled.
+      void active.waiting?.release(false);
+      active.waiting = queued;
       return;
     }
     active.delivering = true;
     void (async () => {
-      for (let next: Outgoing | undefined = outgoing; next; next = active.waiting) {
+      for (let next: Queued | undefined = queued; next; next = active.waiting) {
         active.waiting = undefined;
         await this.#deliver(active.rule, next).catch((error: unknown) => {
           this.#deps.log.error({ alert: active.rule.name, err: error }, "alert delivery failed");
@@ -279,35 +282,44 @@ export class Alerts {
     })();
   }
 
-  async #deliver(rule: AlertRule, { message, claim }: Outgoing): Promise<void> {
+  async #deliver(rule: AlertRule, { message, release }: Queued): Promise<void> {
     const counts = this.#count(rule.name);
-    const release = claim.hold();
-    const delivery = await deliver(
-      rule.webhook,
-      message,
-      this.#deps.delivery,
-      () => counts.deliveryFailures++,
-      this.#closing.signal,
-    );
-    // Cut short by the service closing: left for another replica, once this one's lease lapses.
-    const cut = delivery.outcome === "failed" && this.#closing.signal.aborted;
-    await release(!cut);
-    if (cut) return;
-    if (delivery.outcome === "delivered") counts.deliveries++;
-    else {
-      // The URL's host only: its path or query may hold a token.
-      this.#deps.log.error(
-        {
-          alert: rule.name,
-          type: message.type,
-          receiver: new URL(rule.webhook.url).host,
-          attempts: delivery.attempts,
-          status: delivery.status,
+    // Unsettled (cut short by the service closing, or a failure here): left for another replica,
+    // once this one's lease lapses.
+    let settled = false;
+    let problem: string | undefined;
+    try {
+      const delivery = await deliver(
+        rule.webhook,
+        message,
+        this.#deps.delivery,
+        (_attempt, last) => {
+          counts.deliveryFailures++;
+          problem = last;
         },
-        "alert webhook delivery failed",
+        this.#closing.signal,
       );
+      if (delivery.outcome === "failed" && this.#closing.signal.aborted) return;
+      settled = true;
+      if (delivery.outcome === "delivered") counts.deliveries++;
+      else {
+        // The URL's host only: its path or query may hold a token.
+        this.#deps.log.error(
+          {
+            alert: rule.name,
+            type: message.type,
+            receiver: new URL(rule.webhook.url).host,
+            attempts: delivery.attempts,
+            status: delivery.status,
+            problem,
+          },
+          "alert webhook delivery failed",
+        );
+      }
+      await this.#deps.states.delivered(rule.identity, delivery);
+    } finally {
+      await release(settled);
     }
-    await this.#deps.states.delivered(rule.identity, delivery);
   }
 
   #count(name: string): AlertCounts {

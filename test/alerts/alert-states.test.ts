@@ -27,11 +27,15 @@ async function sharedStates(leaseMs?: number) {
   return { states: states as [AlertStates, AlertStates], prefix };
 }
 
-let messages = 0;
+/** Messages sealed so far: an evaluation seals one only when it is the one to tell a change. */
+let sealed = 0;
 /** Whether `states` is the one to tell of this change (it then holds a claim on its message). */
 async function told(states: AlertStates, to: "ok" | "firing", at: number, asOf: number) {
-  const id = `msg_${++messages}`;
-  return (await states.transition("r", to, at, asOf, { id, sealed: `sealed ${id}` })) !== undefined;
+  const handed = await states.evaluate("r", to, at, asOf, () => {
+    const id = `msg_${++sealed}`;
+    return { id, sealed: `sealed ${id}` };
+  });
+  return handed?.changed === true;
 }
 
 describe("alert states", () => {
@@ -48,6 +52,7 @@ describe("alert states", () => {
     "%s: tell into firing and back to ok once each, and never for an older evaluation",
     async (_, made) => {
       const [first, second] = await made();
+      sealed = 0;
       // All well at first: nothing to tell.
       expect(await told(first, "ok", 1, 100)).toBe(false);
       expect(await told(first, "firing", 2, 200)).toBe(true);
@@ -58,6 +63,7 @@ describe("alert states", () => {
       expect(await told(second, "ok", 4, 300)).toBe(true);
       expect(await told(first, "ok", 5, 300)).toBe(false);
       expect(await first.get("r")).toMatchObject({ status: "ok", since: 4 });
+      expect(sealed).toBe(2);
     },
   );
 
@@ -91,19 +97,21 @@ describe("alert states", () => {
 
   it("hands a change's message to another replica when its deliverer goes before settling it, and to no one once settled", async () => {
     const [first, second] = (await sharedStates(200)).states;
-    const claim = await first.transition("r", "firing", 1, 1, { id: "msg_a", sealed: "A" });
-    const stop = claim?.hold();
-    // Held and renewed: nobody else takes it, however long it takes.
+    const composed = (id: string) => () => ({ id, sealed: id.toUpperCase() });
+    const handed = await first.evaluate("r", "firing", 1, 1, composed("msg_a"));
+    expect(handed).toMatchObject({ id: "msg_a", changed: true });
+    const stop = handed?.claim.hold();
+    // Held and renewed: an evaluation elsewhere that changes nothing takes nothing, however long.
     await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(await second.unclaimed("r")).toBeUndefined();
+    expect(await second.evaluate("r", "firing", 2, 2, composed("msg_b"))).toBeUndefined();
     // Its deliverer goes without settling it: once its lease lapses, the other replica takes it.
     await stop?.(false);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const taken = await second.unclaimed("r");
-    expect(taken).toMatchObject({ id: "msg_a", sealed: "A" });
-    expect(await first.unclaimed("r")).toBeUndefined();
+    const taken = await second.evaluate("r", "firing", 3, 3, composed("msg_c"));
+    expect(taken).toMatchObject({ id: "msg_a", sealed: "MSG_A", changed: false });
+    expect(await first.evaluate("r", "firing", 4, 4, composed("msg_d"))).toBeUndefined();
     await taken?.claim.hold()(true);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(await first.unclaimed("r")).toBeUndefined();
+    expect(await first.evaluate("r", "firing", 5, 5, composed("msg_e"))).toBeUndefined();
   });
 });

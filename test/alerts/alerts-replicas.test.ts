@@ -80,6 +80,53 @@ describe("an alert rule across replicas", () => {
     expect(receiver.messages().map((m) => m.type)).toEqual(["alert.firing", "alert.resolved"]);
   });
 
+  it("a change waiting behind its replica's delivery keeps its lease: no other replica sends it too", async () => {
+    // The firing's first attempt fails and its next is a minute away; the resolve waits behind it.
+    const receiver = await webhookReceiver([503]);
+    const path = temporaryFile("rules.json", { rules: [errorRule(receiver.url)] });
+    const clock = { ms: 1_000_000 };
+    const { bases, apps, setTable } = await replicasOnStandIn({
+      redisUrl: redis.url,
+      now: NOW,
+      clock,
+      tables: { function_edge_logs: errors(12) },
+      deps: {
+        alertRules: openAlertRules(path),
+        alertDelivery: { firstRetryMs: 60_000, leaseMs: 300 },
+      },
+      count: 2,
+    });
+    await receiver.until(1);
+    const failures = await Promise.all(
+      apps.map((app) => app.inject({ url: "/metrics", headers: { "x-api-key": API_KEY } })),
+    );
+    const delivering = failures.findIndex((answer) =>
+      answer.body.includes('query_service_alert_delivery_failures_total{rule="function-errors"} 1'),
+    );
+    expect(delivering).not.toBe(-1);
+    const refresh = async (base: string | undefined) => {
+      clock.ms += 1000;
+      const answer = await fetch(`${base}${STATS}`, {
+        headers: { "x-api-key": API_KEY, "cache-control": "no-cache" },
+      });
+      expect(answer.status).toBe(200);
+      await answer.arrayBuffer();
+    };
+    // The delivering replica resolves the rule: its message waits for the firing's retry.
+    setTable("function_edge_logs", errors(1));
+    await refresh(bases[delivering]);
+    const stateOn = async (base: string | undefined) => {
+      const answer = await fetch(`${base}/api/alerts`, { headers: { "x-api-key": API_KEY } });
+      return ((await answer.json()) as { result: { state: string }[] }).result[0]?.state;
+    };
+    await expect.poll(() => stateOn(bases[1 - delivering])).toBe("ok");
+    // Three leases later, the other replica's evaluations find the message held, and leave it.
+    await new Promise((resolve) => setTimeout(resolve, 900));
+    await refresh(bases[1 - delivering]);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(receiver.received).toHaveLength(1);
+  });
+
   it("a change whose replica closes while delivering it is delivered by another, under the same webhook-id", async () => {
     // The first attempt fails and the next is a minute away: the replica closes before it.
     const receiver = await webhookReceiver([503]);

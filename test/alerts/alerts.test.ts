@@ -195,6 +195,7 @@ describe("an alert rule on a cached value", () => {
           alert: "function-errors",
           attempts: 6,
           status: 503,
+          problem: "answered 503",
           receiver: new URL(receiver.url).host,
         }),
       ]);
