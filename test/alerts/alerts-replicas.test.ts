@@ -30,6 +30,52 @@ const errorRule = (url: string) => ({
   webhook: { url, secret: SECRET },
 });
 
+/** A second later on the replicas' clock, a fresh value at `base`, as a refresh would store it. */
+async function refresh(clock: { ms: number }, base: string | undefined) {
+  clock.ms += 1000;
+  const answer = await fetch(`${base}${STATS}`, {
+    headers: { "x-api-key": API_KEY, "cache-control": "no-cache" },
+  });
+  expect(answer.status).toBe(200);
+  await answer.arrayBuffer();
+}
+
+/** The rules' states as `base` lists them. */
+async function states(base: string | undefined) {
+  const answer = await fetch(`${base}/api/alerts`, { headers: { "x-api-key": API_KEY } });
+  return ((await answer.json()) as { result: { state: string }[] }).result.map((a) => a.state);
+}
+
+/**
+ * Two replicas whose rule fired; its first attempt failed and the next is a minute away. Which
+ * replica is delivering it, as its metrics say.
+ */
+async function firingWhileRetrying() {
+  const receiver = await webhookReceiver([503]);
+  const path = temporaryFile("rules.json", { rules: [errorRule(receiver.url)] });
+  const clock = { ms: 1_000_000 };
+  const replicas = await replicasOnStandIn({
+    redisUrl: redis.url,
+    now: NOW,
+    clock,
+    tables: { function_edge_logs: errors(12) },
+    deps: {
+      alertRules: openAlertRules(path),
+      alertDelivery: { firstRetryMs: 60_000, leaseMs: 300 },
+    },
+    count: 2,
+  });
+  await receiver.until(1);
+  const metrics = await Promise.all(
+    replicas.apps.map((app) => app.inject({ url: "/metrics", headers: { "x-api-key": API_KEY } })),
+  );
+  const delivering = metrics.findIndex((answer) =>
+    answer.body.includes('query_service_alert_delivery_failures_total{rule="function-errors"} 1'),
+  );
+  expect(delivering).not.toBe(-1);
+  return { ...replicas, receiver, clock, delivering, other: 1 - delivering };
+}
+
 describe("an alert rule across replicas", () => {
   it("is delivered once per change, and a restarted replica does not fire it again", async () => {
     const receiver = await webhookReceiver();
@@ -43,22 +89,10 @@ describe("an alert rule across replicas", () => {
       // Each replica reads the file, as each would from its own mount.
       deps: { alertRules: openAlertRules(path) },
     });
-    const refresh = async (base: string | undefined) => {
-      clock.ms += 1000;
-      const answer = await fetch(`${base}${STATS}`, {
-        headers: { "x-api-key": API_KEY, "cache-control": "no-cache" },
-      });
-      expect(answer.status).toBe(200);
-      await answer.arrayBuffer();
-    };
-    const states = async (base: string | undefined) => {
-      const answer = await fetch(`${base}/api/alerts`, { headers: { "x-api-key": API_KEY } });
-      return ((await answer.json()) as { result: { state: string }[] }).result.map((a) => a.state);
-    };
     await expect.poll(() => states(bases[2])).toEqual(["ok"]);
 
     setTable("function_edge_logs", errors(12));
-    await refresh(bases[0]);
+    await refresh(clock, bases[0]);
     await receiver.until(1);
     // Every replica took the new value within a second and saw the rule firing, told once.
     await expect
@@ -69,10 +103,10 @@ describe("an alert rule across replicas", () => {
     await apps[1]?.close();
     const restarted = await startOne();
     await expect.poll(() => states(bases[restarted])).toEqual(["firing"]);
-    await refresh(bases[restarted]);
+    await refresh(clock, bases[restarted]);
 
     setTable("function_edge_logs", errors(2));
-    await refresh(bases[2]);
+    await refresh(clock, bases[2]);
     await receiver.until(2);
     await expect
       .poll(async () => Promise.all([0, 2, restarted].map((i) => states(bases[i]))))
@@ -81,86 +115,25 @@ describe("an alert rule across replicas", () => {
   });
 
   it("a change waiting behind its replica's delivery keeps its lease: no other replica sends it too", async () => {
-    // The firing's first attempt fails and its next is a minute away; the resolve waits behind it.
-    const receiver = await webhookReceiver([503]);
-    const path = temporaryFile("rules.json", { rules: [errorRule(receiver.url)] });
-    const clock = { ms: 1_000_000 };
-    const { bases, apps, setTable } = await replicasOnStandIn({
-      redisUrl: redis.url,
-      now: NOW,
-      clock,
-      tables: { function_edge_logs: errors(12) },
-      deps: {
-        alertRules: openAlertRules(path),
-        alertDelivery: { firstRetryMs: 60_000, leaseMs: 300 },
-      },
-      count: 2,
-    });
-    await receiver.until(1);
-    const failures = await Promise.all(
-      apps.map((app) => app.inject({ url: "/metrics", headers: { "x-api-key": API_KEY } })),
-    );
-    const delivering = failures.findIndex((answer) =>
-      answer.body.includes('query_service_alert_delivery_failures_total{rule="function-errors"} 1'),
-    );
-    expect(delivering).not.toBe(-1);
-    const refresh = async (base: string | undefined) => {
-      clock.ms += 1000;
-      const answer = await fetch(`${base}${STATS}`, {
-        headers: { "x-api-key": API_KEY, "cache-control": "no-cache" },
-      });
-      expect(answer.status).toBe(200);
-      await answer.arrayBuffer();
-    };
+    const { bases, setTable, receiver, clock, delivering, other } = await firingWhileRetrying();
     // The delivering replica resolves the rule: its message waits for the firing's retry.
     setTable("function_edge_logs", errors(1));
-    await refresh(bases[delivering]);
-    const stateOn = async (base: string | undefined) => {
-      const answer = await fetch(`${base}/api/alerts`, { headers: { "x-api-key": API_KEY } });
-      return ((await answer.json()) as { result: { state: string }[] }).result[0]?.state;
-    };
-    await expect.poll(() => stateOn(bases[1 - delivering])).toBe("ok");
+    await refresh(clock, bases[delivering]);
+    await expect.poll(() => states(bases[other])).toEqual(["ok"]);
     // Three leases later, the other replica's evaluations find the message held, and leave it.
     await new Promise((resolve) => setTimeout(resolve, 900));
-    await refresh(bases[1 - delivering]);
+    await refresh(clock, bases[other]);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(receiver.received).toHaveLength(1);
   });
 
   it("a change whose replica closes while delivering it is delivered by another, under the same webhook-id", async () => {
-    // The first attempt fails and the next is a minute away: the replica closes before it.
-    const receiver = await webhookReceiver([503]);
-    const path = temporaryFile("rules.json", { rules: [errorRule(receiver.url)] });
-    const clock = { ms: 1_000_000 };
-    const { bases, apps } = await replicasOnStandIn({
-      redisUrl: redis.url,
-      now: NOW,
-      clock,
-      tables: { function_edge_logs: errors(12) },
-      deps: {
-        alertRules: openAlertRules(path),
-        alertDelivery: { firstRetryMs: 60_000, leaseMs: 300 },
-      },
-      count: 2,
-    });
-    await receiver.until(1);
+    const { bases, apps, receiver, clock, delivering, other } = await firingWhileRetrying();
     const holder = receiver.received[0]?.headers["webhook-id"];
-    // Whichever replica delivered it closes; the other evaluates the rule's next value.
-    const states = await Promise.all(
-      apps.map((app) => app.inject({ url: "/metrics", headers: { "x-api-key": API_KEY } })),
-    );
-    const delivering = states.findIndex((answer) =>
-      answer.body.includes('query_service_alert_delivery_failures_total{rule="function-errors"} 1'),
-    );
-    expect(delivering).not.toBe(-1);
+    // The replica delivering it closes; the other evaluates the rule's next value.
     await apps[delivering]?.close();
     await new Promise((resolve) => setTimeout(resolve, 400));
-    clock.ms += 1000;
-    const other = bases[1 - delivering];
-    const answer = await fetch(`${other}${STATS}`, {
-      headers: { "x-api-key": API_KEY, "cache-control": "no-cache" },
-    });
-    expect(answer.status).toBe(200);
+    await refresh(clock, bases[other]);
     await receiver.until(2);
     expect(receiver.received.map(({ headers }) => headers["webhook-id"])).toEqual([holder, holder]);
     const [, delivered] = receiver.received;
