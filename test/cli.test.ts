@@ -13,9 +13,11 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { codeBlocks, docFiles, runShell, shellCommands } from "./support/doc-commands.ts";
 import { freePort } from "./support/free-port.ts";
 import { olderNode } from "./support/newcomer.ts";
@@ -315,6 +317,21 @@ describe("log-query query and endpoints", () => {
   it("says what went wrong in one line, with an exit code per kind", async () => {
     const { baseUrl } = await service(exports().folder);
     const url = ["--url", baseUrl];
+    // A proxy that sends requests elsewhere, by a redirect or by a page's next link: the key is
+    // not taken there, nor is the request retried.
+    const redirecting = createServer((request, response) => {
+      if (!request.url?.includes("linked=1")) {
+        response.writeHead(301, { location: "https://logs.example.com/" }).end();
+        return;
+      }
+      const link = '<https://logs.example.com/api/endpoints/logs.all?page=2>; rel="next"';
+      response.writeHead(200, { "content-type": "application/json", link }).end('{"result":[]}');
+    });
+    await new Promise<void>((resolve) => redirecting.listen(0, "127.0.0.1", resolve));
+    onTestFinished(() => void redirecting.close());
+    const proxy = `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}`;
+    const redirected =
+      /redirects to https:\/\/logs\.example\.com\/, which log-query does not follow/;
     const cases: [string[], Record<string, string>, number, RegExp][] = [
       [["endpoints", ...url], { LOG_QUERY_KEY: "" }, 3, /no key: set LOG_QUERY_KEY/],
       [["endpoints", ...url], { LOG_QUERY_KEY: "wrong-key-0123456789" }, 3, /unauthorized: /],
@@ -323,6 +340,14 @@ describe("log-query query and endpoints", () => {
       [["tail", "--key", KEY, ...url], {}, 2, /Unknown option '--key'/],
       [["export", "--project", "acme", ...url], {}, 2, /--state is required/],
       [["endpoints", "--url", "http://127.0.0.1:9"], {}, 6, /cannot reach http:\/\/127\.0\.0\.1:9/],
+      [["endpoints", "--url", proxy], {}, 2, redirected],
+      [["tail", "--project", "acme", "--url", proxy], {}, 2, redirected],
+      [
+        ["query", "logs.all", "linked=1", "--all", "--url", proxy],
+        {},
+        5,
+        /linked to https:\/\/logs\.example\.com, which log-query does not send your key to/,
+      ],
     ];
     for (const [args, env, code, message] of cases) {
       const ran = await cli(args, env);

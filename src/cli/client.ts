@@ -75,11 +75,19 @@ export async function request(
   headers: Record<string, string>,
   signal?: AbortSignal,
 ): Promise<Response> {
+  const url = new URL(path, connection.url);
+  // A path an answer gave (a Link to the next page) goes where the key may go: the service only.
+  if (url.origin !== new URL(connection.url).origin) {
+    throw new CliError(
+      `${connection.url} linked to ${url.origin}, which log-query does not send your key to`,
+      EXIT.server,
+    );
+  }
+  let response: Response;
   try {
-    return await fetch(new URL(path, connection.url), {
+    response = await fetch(url, {
       headers: { "x-api-key": connection.key, ...headers },
-      // A redirect would carry the key to wherever it points: the service never sends one.
-      redirect: "error",
+      redirect: "manual",
       signal,
     });
   } catch (error) {
@@ -90,6 +98,17 @@ export async function request(
       EXIT.network,
     );
   }
+  // The service never redirects; a proxy in front of it may (http to https, say). Followed, the
+  // key would go wherever it points; retried, it would answer the same: the --url is to change.
+  if (response.status >= 300 && response.status < 400) {
+    await response.body?.cancel();
+    const to = response.headers.get("location");
+    throw new CliError(
+      `${connection.url} redirects${to ? ` to ${to}` : ""}, which log-query does not follow with your key: give --url the address the service answers at`,
+      EXIT.usage,
+    );
+  }
+  return response;
 }
 
 /** The error an answer's status and envelope stand for: `code: message`, and its exit code. */

@@ -36,8 +36,9 @@ query:
   --format <format>         json, ndjson or csv (default json)
   --all                     follow Link: rel="next" to the last page
 
-Exit codes: 0 done, 2 usage or a refused parameter, 3 key missing or refused, 4 no such
-endpoint, 5 the service failed, 6 the service could not be reached.
+Exit codes: 0 done, 1 a file export cannot write, 2 usage, a refused parameter or a redirect,
+3 key missing or refused, 4 no such endpoint, 5 the service failed, 6 the service could not be
+reached.
 `;
 
 const OPTIONS = {
