@@ -12,8 +12,10 @@ import { tableView } from "./table.js";
 
 const VIEWS = { "functions.invocation-stats": statsView, "usage.api-counts": usageView };
 
-// A follow runs on from now: it refuses an end and a page.
-const NOT_FOLLOWED = ["iso_timestamp_end", "cursor"];
+// A follow runs on from its start: it refuses an end and a page.
+const NOT_FOLLOWED = ["iso_timestamp_end"];
+// What a follow may start from instead of now.
+const STARTS = ["since", "iso_timestamp_start"];
 
 const WATCHING = ["watching", "watching (live)"];
 const FOLLOWING = ["following", "live: following new records"];
@@ -207,13 +209,21 @@ export function panel(endpoint, { refreshSeconds, active }) {
 
   /** logs.all with Live on: its newest rows, then each record that arrives after them. */
   async function follow(search) {
+    const followed = new URLSearchParams(search);
+    for (const param of NOT_FOLLOWED) followed.delete(param);
     if (cursor === undefined) {
       const answer = await ask(search, null);
       if (!answer) return;
       if (refusal(answer)) return stopped();
+      // A follow starts at now: one that has no start of its own (from the form or the key's scope)
+      // starts a millisecond before the newest row drawn, so that a record stored while the stream
+      // opened is not missed; the rows sent again are shown already.
+      const times = (answer.result ?? []).map((row) => Date.parse(row.timestamp));
+      const given = [...followed.keys(), ...Object.keys(endpoint.fixed_params ?? {})];
+      if (times.length > 0 && !STARTS.some((param) => given.includes(param))) {
+        followed.set("iso_timestamp_start", new Date(Math.max(...times) - 1).toISOString());
+      }
     }
-    const followed = new URLSearchParams(search);
-    for (const param of NOT_FOLLOWED) followed.delete(param);
     stream(search, path("/follow", followed), cursor, FOLLOWING, (event, opened) => {
       pending.push(event);
       addTimer ??= setTimeout(() => addPending(opened), ADD_AFTER_MS);
@@ -222,8 +232,7 @@ export function panel(endpoint, { refreshSeconds, active }) {
 
   const addPending = (opened) => {
     addTimer = undefined;
-    view.add(pending.map((event) => JSON.parse(event.data)));
-    received += pending.length;
+    received += view.add(pending.map((event) => JSON.parse(event.data)));
     cursor = pending.at(-1).id;
     pending = [];
     markCurrent(true);

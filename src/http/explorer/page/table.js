@@ -34,7 +34,7 @@ const LIVE_ROWS = 500;
 
 /**
  * `draw(rows)` shows an answer's rows; `add(records)` puts records that arrived since among them
- * (by id, each once), keeping the newest LIVE_ROWS.
+ * (by id, each once), keeping the newest LIVE_ROWS, and answers how many it added.
  */
 export function tableView() {
   const element = h("div", { class: "table" });
@@ -65,13 +65,14 @@ export function tableView() {
   const draw = (rows) => render(rows.some((row) => "timestamp" in row) ? newestFirst(rows) : rows);
   const add = (records) => {
     const ids = new Set(shown.map((row) => row.id));
-    // A follow that starts from the form's since or iso_timestamp_start resends rows shown already.
+    // A follow that starts before the newest row shown resends rows shown already.
     const fresh = records.filter((record) => {
       if (ids.has(record.id)) return false;
       ids.add(record.id);
       return true;
     });
     if (fresh.length > 0) render(newestFirst([...fresh, ...shown]).slice(0, LIVE_ROWS));
+    return fresh.length;
   };
   return { element, draw, add };
 }
