@@ -488,16 +488,23 @@ describe("the explorer page", () => {
     await page.context().close();
   });
 
-  it("reopens a watch that ended after the interval, from the value drawn", async () => {
+  it("reopens a watch that ended after the interval, from the value drawn, waiting out a 503", async () => {
     const { page, requests } = await openExplorer("?refresh=1");
     const rows = (await api(`/api/endpoints/functions.invocation-stats?${STATS_QUERY}`)).body
       .result;
-    // The first stream sends a value, then ends as a service shutting down would; the next is the
-    // service's own.
-    let first = true;
+    // The first stream sends a value, then ends as a service shutting down would; the next is
+    // refused as a restarting service would; the third is the service's own.
+    let opened = 0;
     await page.route("**/functions.invocation-stats/watch?*", (route) => {
-      if (!first) return route.continue();
-      first = false;
+      opened++;
+      if (opened > 2) return route.continue();
+      if (opened === 2) {
+        return route.fulfill({
+          status: 503,
+          contentType: "application/json",
+          body: JSON.stringify({ error: { code: "shutting_down", message: "Restarting." } }),
+        });
+      }
       return route.fulfill({
         status: 200,
         contentType: "text/event-stream; charset=utf-8",
@@ -524,10 +531,18 @@ describe("the explorer page", () => {
         `:has([data-field="mode"]:text-is("reconnecting in 1 s: the stream ended (shutting_down)"))` +
         `:has([data-field="cache-status"]:text-is("Cache-Status: query-service; hit; ttl=900"))`,
     );
+    await page.waitForSelector(
+      `${STATS}[data-mode="reopening"]` +
+        `:has([data-field="mode"]:text-is("reconnecting in 1 s: 503 shutting_down: Restarting."))`,
+    );
     // The service's value has another ETag than "drawn": it is sent, and drawn.
     await page.waitForSelector(`${STATS}[data-mode="watching"][data-draws="2"]`);
     const watches = requests.filter((r) => r.url().includes("/functions.invocation-stats/watch"));
-    expect(watches.map((r) => r.headers()["last-event-id"])).toEqual([undefined, '"drawn"']);
+    expect(watches.map((r) => r.headers()["last-event-id"])).toEqual([
+      undefined,
+      '"drawn"',
+      '"drawn"',
+    ]);
     await page.context().close();
   });
 

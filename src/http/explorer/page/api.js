@@ -12,6 +12,10 @@ const UNREACHABLE = {
   error: { code: "network_error", message: "The service could not be reached." },
 };
 
+/** A refusal stays one until the form or the key changes: only 429, 5xx and no answer are retried. */
+export const isRefusal = (answer) =>
+  answer.status >= 400 && answer.status < 500 && answer.status !== 429;
+
 /** An answer's error as the page shows it: status, code, message and when to ask again. */
 export function describeError(answer) {
   const { code, message } = answer.error;

@@ -3,7 +3,7 @@
 // stores it. logs.all with Live on is followed: each new record is added to the table. Anything
 // else is polled, with If-None-Match, and so is a stream the service would not open (the status
 // line says why). An error leaves what is drawn dimmed and marked not current.
-import { describeError, get } from "./api.js";
+import { describeError, get, isRefusal } from "./api.js";
 import { statsView, usageView } from "./charts.js";
 import { h } from "./dom.js";
 import { endpointForm } from "./form.js";
@@ -28,9 +28,6 @@ const clock = (date) => `${date.toISOString().slice(11, 19)} UTC`;
 /** The value of a comment line `<name>: <value>` of a watch event: how fresh the value is. */
 const comment = (event, name) =>
   event.comments.find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2) ?? null;
-
-/** A refusal stays one until the form or the key changes: only 429, 5xx and no answer are retried. */
-const refusal = (answer) => answer.status >= 400 && answer.status < 500 && answer.status !== 429;
 
 /** The status line: how the view is kept current, then the last answer and its freshness. */
 function statusLine(mode, shown) {
@@ -160,7 +157,7 @@ export function panel(endpoint, { refreshSeconds, active }) {
     const answer = await ask(search, etag);
     if (!answer) return;
     if (!answer.error) return schedule(refreshSeconds);
-    if (refusal(answer)) return stopped();
+    if (isRefusal(answer)) return stopped();
     schedule(Math.max(refreshSeconds, Number(answer.retryAfter) || 0));
   }
 
@@ -214,7 +211,7 @@ export function panel(endpoint, { refreshSeconds, active }) {
     if (cursor === undefined) {
       const answer = await ask(search, null);
       if (!answer) return;
-      if (refusal(answer)) return stopped();
+      if (isRefusal(answer)) return stopped();
       // A follow starts at now: one that has no start of its own (from the form or the key's scope)
       // starts a millisecond before the newest row drawn, so that a record stored while the stream
       // opened is not missed; the rows sent again are shown already.

@@ -4,7 +4,7 @@
 // them). A stream that ends or drops is reopened after a pause, from the last event id it gave
 // (Last-Event-ID: a watch then sends nothing until the value changes, a follow every record after
 // that one); its `retry:` field is not read, the page pausing its own refresh interval.
-import { openStream } from "./api.js";
+import { describeError, isRefusal, openStream } from "./api.js";
 
 // CR, LF or CRLF end a line; a CR at the end of what has arrived may be the first half of a CRLF.
 const LINE_END = /\r\n|\n|\r(?!$)/;
@@ -85,17 +85,26 @@ function endReason(data) {
  * runs each time it opens, `on.event(event)` for each event but the last (`end`), `on.reopening(why)`
  * when it ended or dropped and is reopened after `retrySeconds`, and `on.refused(answer)` when the
  * service answered without opening it (an error envelope, or no answer at all): it is not tried
- * again. Returns the function that stops it, aborting any read under way.
+ * again. Once it has opened, a service away for a while (no answer, 429, 5xx: a restart) is
+ * waited out as a drop is, for `retrySeconds` or its Retry-After. Returns the function that stops
+ * it, aborting any read under way.
  */
 export function keepOpen(path, lastEventId, retrySeconds, on) {
   const aborter = new AbortController();
   const { signal } = aborter;
   let resumeAfter = lastEventId;
+  let opened = false;
   (async () => {
     while (!signal.aborted) {
       const answer = await openStream(path, resumeAfter, signal);
       if (signal.aborted) return;
-      if (answer.error) return on.refused(answer);
+      if (answer.error) {
+        if (!opened || isRefusal(answer)) return on.refused(answer);
+        on.reopening(describeError(answer));
+        await pause(Math.max(retrySeconds, Number(answer.retryAfter) || 0) * 1000, signal);
+        continue;
+      }
+      opened = true;
       on.open(answer);
       let why = "the service closed the stream";
       try {
