@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { type RedisLink, UNAVAILABLE } from "../redis/link.ts";
-import { EXTEND_IF_HELD } from "../redis/scripts.ts";
+import { defineScripts, EXTEND_IF_HELD } from "../redis/scripts.ts";
 
 export type AlertStatus = "pending" | "ok" | "firing";
 
@@ -149,9 +149,7 @@ export class AlertStates {
   constructor(link?: RedisLink, leaseMs = 30_000) {
     this.#link = link;
     this.#leaseMs = leaseMs;
-    for (const [name, script] of Object.entries(SCRIPTS)) {
-      if (link && !(name in link.client)) link.client.defineCommand(name, script);
-    }
+    if (link) defineScripts(link.client, SCRIPTS);
   }
 
   /** The rule's state, shared when Redis answers. */

@@ -21,7 +21,7 @@ import { clearInterval, setInterval, setTimeout } from "node:timers";
 import type { Redis } from "ioredis";
 import { EngineError } from "../engines/engine.ts";
 import { type RedisLink, UNAVAILABLE } from "../redis/link.ts";
-import { EXTEND_IF_HELD } from "../redis/scripts.ts";
+import { defineScripts, EXTEND_IF_HELD } from "../redis/scripts.ts";
 import { cacheEntryId } from "./cache-key.ts";
 import { strongEtag } from "./etag.ts";
 import type { CacheLogger, Payload } from "./result-cache.ts";
@@ -148,9 +148,7 @@ export class SharedResults {
     this.#isPayload = options.isPayload ?? (() => true);
     this.#now = options.now ?? Date.now;
     this.#logger = options.logger;
-    for (const [name, script] of Object.entries(SCRIPTS)) {
-      if (!(name in link.client)) link.client.defineCommand(name, script);
-    }
+    defineScripts(link.client, SCRIPTS);
   }
 
   get up(): boolean {

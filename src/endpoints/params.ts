@@ -168,6 +168,9 @@ export function paramsOf<T extends z.ZodRawShape>(shape: T) {
   });
 }
 
+/** The query string of a route that takes no parameters: empty. */
+export const NO_PARAMS = paramsOf({});
+
 /**
  * A position from a previous answer's `Link: rel="next"`; empty = absent. Without `cursors` every
  * cursor is refused.

@@ -2,9 +2,7 @@
 // credential may call) and the state of each.
 import type { FastifyInstance } from "fastify";
 import type { Alerts } from "../alerts/alerts.ts";
-import { paramsOf, parseParams } from "../endpoints/params.ts";
-
-const NO_PARAMS = paramsOf({});
+import { NO_PARAMS, parseParams } from "../endpoints/params.ts";
 
 export async function alertRoutes(app: FastifyInstance, { alerts }: { alerts?: Alerts }) {
   app.get("/api/alerts", async (request, reply) => {

@@ -13,7 +13,7 @@ import {
   findEndpoint,
 } from "../endpoints/catalog.ts";
 import type { CursorCodec } from "../endpoints/cursor.ts";
-import { paramsOf, parseParams, type SqlParams, withWindowStart } from "../endpoints/params.ts";
+import { NO_PARAMS, parseParams, type SqlParams, withWindowStart } from "../endpoints/params.ts";
 import type { Answer, RunEndpoint } from "../endpoints/runner.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { HttpError, sendError } from "./errors.ts";
@@ -117,8 +117,6 @@ function respond(request: FastifyRequest, reply: FastifyReply, answer: Answer): 
   if (answer.nextCursor) reply.header("link", nextLink(request.url, answer.nextCursor));
   return sendAnswer(request, reply, answer);
 }
-
-const NO_PARAMS = paramsOf({});
 
 /**
  * `parseParams` of the query the endpoint runs with, memoised per service (a cursor one service
