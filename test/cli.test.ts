@@ -3,6 +3,7 @@
 // into LOCAL_DATA: export runs chained while records keep arriving, export killed with SIGKILL at
 // random points, tail across a restart of the service, query, endpoints and the exit codes.
 import { type ChildProcess, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import {
   cpSync,
   existsSync,
@@ -194,8 +195,8 @@ describe("log-query export", () => {
 });
 
 /** A `log-query tail` of acme's records, NDJSON, and what it printed so far. */
-function tailing(url: string) {
-  const tail = cli(["tail", "--url", url, "--project", "acme", "--format", "ndjson"]);
+function tailing(url: string, env: Record<string, string> = {}) {
+  const tail = cli(["tail", "--url", url, "--project", "acme", "--format", "ndjson"], env);
   let printed = "";
   tail.child.stdout?.on("data", (chunk) => {
     printed += chunk;
@@ -240,18 +241,41 @@ describe("log-query tail", () => {
 });
 
 describe("log-query tail before its first record", () => {
-  it("finds what was logged while the service was away, though it had printed nothing yet", async () => {
-    const data = exports();
-    const port = String(await freePort());
-    let server = await service(data.folder, { PORT: port });
-    const tail = tailing(server.baseUrl);
-    await sleep(1_000);
-    await stop(server);
-    data.drop([Date.now(), Date.now() + 1], "while-down");
-    server = await service(data.folder, { PORT: port });
-    await tail.waitFor(2);
-    expect(tail.printed()).toEqual(inOrder(data.all));
-  }, 60_000);
+  // A key whose scope fixes since: a reconnect may give no start of its own that differs.
+  const SCOPED_KEY = "cli-scoped-key-0123456789abcdef";
+  const keysFile = join(mkdtempSync(join(tmpdir(), "cli-keys-")), "keys.json");
+  writeFileSync(
+    keysFile,
+    JSON.stringify({
+      keys: [
+        {
+          name: "since-pinned",
+          sha256: createHash("sha256").update(SCOPED_KEY).digest("hex"),
+          scopes: [{ endpoint: "logs.all", fixed_params: { since: "1h" } }],
+        },
+      ],
+    }),
+  );
+
+  it.each([
+    ["a full-access key", KEY],
+    ["a key whose scope fixes since", SCOPED_KEY],
+  ])(
+    "finds what was logged while the service was away, though it had printed nothing yet: %s",
+    async (_, key) => {
+      const data = exports();
+      const port = String(await freePort());
+      let server = await service(data.folder, { PORT: port, API_KEYS_FILE: keysFile });
+      const tail = tailing(server.baseUrl, { LOG_QUERY_KEY: key });
+      await sleep(1_000);
+      await stop(server);
+      data.drop([Date.now(), Date.now() + 1], "while-down");
+      server = await service(data.folder, { PORT: port, API_KEYS_FILE: keysFile });
+      await tail.waitFor(2);
+      expect(tail.printed()).toEqual(inOrder(data.all));
+    },
+    60_000,
+  );
 });
 
 describe("log-query query and endpoints", () => {

@@ -28,10 +28,16 @@ export async function* lines(response: Response): AsyncGenerator<string> {
   }
 }
 
-/** Each Server-Sent Event of the body, as it completes. */
-export async function* events(response: Response): AsyncGenerator<EventSourceMessage> {
+/**
+ * Each Server-Sent Event of the body, as it completes; `onId` hears each event id as it takes
+ * effect, an id given alone (where a stream starts) included.
+ */
+export async function* events(
+  response: Response,
+  onId?: (id: string) => void,
+): AsyncGenerator<EventSourceMessage> {
   const parsed: EventSourceMessage[] = [];
-  const parser = createParser({ onEvent: (event) => parsed.push(event) });
+  const parser = createParser({ onEvent: (event) => parsed.push(event), onId });
   for await (const chunk of chunks(response)) {
     parser.feed(chunk);
     yield* parsed.splice(0);

@@ -24,27 +24,22 @@ export async function runTail(connection: Connection, values: Options): Promise<
   const params = logsParams(values);
   if (values.since !== undefined) params.set("since", values.since);
   const format = formatOf(values, ["text", "ndjson"], process.stdout.isTTY ? "text" : "ndjson");
+  // Where a reconnect resumes: after the last record printed, or where the stream said it started.
   let lastEventId: string | undefined;
-  let firstConnected: number | undefined;
+  let started: string | undefined;
   let wait = FIRST_WAIT_MS;
   for (;;) {
     let response: Response | undefined;
+    const resumeFrom = lastEventId ?? started;
     try {
-      // A reconnect resumes after the last record printed; `since` only placed the first start.
-      if (lastEventId !== undefined) params.delete("since");
-      else if (firstConnected !== undefined) {
-        // Nothing printed yet: start where the first connection did, so nothing logged while the
-        // service was away is skipped (a second more, since the service counts from its own clock).
-        const away = Math.ceil((Date.now() - firstConnected) / 1000) + 1;
-        params.set("since", `${away + secondsOf(values.since)}s`);
-      }
+      // `since` only placed the first start.
+      if (resumeFrom !== undefined) params.delete("since");
       response = await request(connection, `/api/endpoints/logs.all/follow?${params}`, {
         accept: "text/event-stream",
-        ...(lastEventId !== undefined && { "last-event-id": lastEventId }),
+        ...(resumeFrom !== undefined && { "last-event-id": resumeFrom }),
       });
       if (response.ok) {
-        firstConnected ??= Date.now();
-        for await (const event of events(response)) {
+        for await (const event of events(response, (id) => (started ??= id))) {
           if (event.event === "end") {
             const { reason } = JSON.parse(event.data) as { reason: string };
             if (FINAL.has(reason)) throw new CliError(`the stream ended: ${reason}`, EXIT.auth);
@@ -64,12 +59,4 @@ export async function runTail(connection: Connection, values: Options): Promise<
     await sleep(retryDelayMs(response?.ok ? undefined : response, wait));
     wait = Math.min(wait * 2, LONGEST_WAIT_MS);
   }
-}
-
-const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3_600, d: 86_400 };
-
-/** A --since duration in seconds (the service checked its form on the first connection); 0 without. */
-function secondsOf(since: string | undefined): number {
-  const [, count, unit] = /^(\d+)([smhd])$/.exec(since ?? "") ?? [];
-  return count && unit ? Number(count) * (UNIT_SECONDS[unit] ?? 0) : 0;
 }

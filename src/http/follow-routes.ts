@@ -15,7 +15,7 @@ import {
 } from "../endpoints/params.ts";
 import { retentionDays } from "../endpoints/retention.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
-import { parseIsoTimestamp } from "../time.ts";
+import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import { HttpError, sendError } from "./errors.ts";
 import { type ReservePlace, sendStream } from "./streams/stream-places.ts";
 
@@ -66,6 +66,15 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       }
       const place = await reserve(request);
       const stream = place.open(reply, contentType === EVENT_STREAM);
+      // Where it starts, as an event id: a client that reconnects before any record came resumes
+      // there, with nothing skipped and no start of its own to compute (or to clash with a scope).
+      const start = from ?? { micros: now };
+      stream.position(
+        hub.options.cursors.encode({
+          timestamp: formatTimestamp(start.micros),
+          ...(start.id !== undefined && { id: start.id }),
+        }),
+      );
       const stop = hub.follow(
         endpoint,
         params,

@@ -63,7 +63,10 @@ async function serviceOn(engine: QueryEngine, clock: { now: bigint }) {
       const end = frames.find((frame) => frame.startsWith("event: end"));
       return {
         status: 200,
-        records: frames.filter((frame) => frame.startsWith("id:")).map(data),
+        // An id alone says where the stream starts: records are the ids with data.
+        records: frames
+          .filter((frame) => frame.startsWith("id:") && frame.includes("\ndata: "))
+          .map(data),
         ...(end && { end: data(end) }),
         body: response.body,
       };

@@ -98,6 +98,32 @@ describe("a follow stream on BigQuery", () => {
     expectAscending(all);
   });
 
+  it("says where it starts with an id alone: resumed from there, it sends what came meanwhile", async () => {
+    const { base, add } = await bigQueryService({
+      now: NOW,
+      tables: { edge_logs: OLDER },
+      follow: FOLLOW,
+    });
+    const url = `${base}/api/endpoints/logs.all/follow?${QUERY}`;
+    const first = await open(url);
+    await first.until(() => first.frames.length === 1);
+    const [opening = ""] = first.frames;
+    // An id with no data: a client keeps it as its last event id, and dispatches nothing.
+    expect(opening).toMatch(/^id: [\w-]+$/);
+    expect(first.events).toEqual([]);
+    first.close();
+    const meanwhile = burst(5, "meanwhile", shift(NOW, SECOND));
+    add(meanwhile);
+
+    const resumed = await open(url, { "last-event-id": opening.slice("id: ".length) });
+    await resumed.until(() => records(resumed).length === 5);
+    expect(
+      records(resumed)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual(meanwhile.map((r) => r.id).sort());
+  });
+
   it("starts from iso_timestamp_start with every record after it, then goes live", async () => {
     const history = [
       edgeLog(shift(NOW, -3n * SECOND), { id: "history-1" }),

@@ -59,6 +59,14 @@ export class OutboundStream {
   }
 
   /**
+   * Gives the client a position to resume from without an event (Server-Sent Events only: a
+   * client keeps an `id:` it is given alone, and dispatches nothing); false when nothing was written.
+   */
+  position(cursor: string): boolean {
+    return this.events && this.write(`id: ${cursor}\n\n`);
+  }
+
+  /**
    * Writes one named event (Server-Sent Events only) with its id, after comment lines that a client
    * may read or ignore; false when nothing was written. `data` is one line (JSON).
    */

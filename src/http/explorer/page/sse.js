@@ -12,10 +12,11 @@ const LINE_END = /\r\n|\n|\r(?!$)/;
 /**
  * The events of `body` (a ReadableStream of bytes), each { type, id, data, comments }: `type` is
  * "message" unless the event names one, `id` the last id the stream gave, `comments` the comment
- * lines since the previous event, without their colon. Ends with the stream; throws when it drops
- * or is aborted.
+ * lines since the previous event, without their colon. `position.id` is that id as each event ends,
+ * dispatched or not (a stream says where it starts with an id alone). Ends with the stream; throws
+ * when it drops or is aborted.
  */
-async function* events(body) {
+async function* events(body, position) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let pending = "";
   let id = "";
@@ -28,7 +29,8 @@ async function* events(body) {
       pending = lines.pop();
       for (const line of lines) {
         if (line === "") {
-          // A blank line ends an event; one without data (a heartbeat) is not dispatched.
+          // A blank line ends an event; one without data (a heartbeat, a start) is not dispatched.
+          if (id !== "") position.id = id;
           if (event.data.length > 0) {
             yield {
               type: event.type || "message",
@@ -92,11 +94,11 @@ function endReason(data) {
 export function keepOpen(path, lastEventId, retrySeconds, on) {
   const aborter = new AbortController();
   const { signal } = aborter;
-  let resumeAfter = lastEventId;
+  const position = { id: lastEventId };
   let opened = false;
   (async () => {
     while (!signal.aborted) {
-      const answer = await openStream(path, resumeAfter, signal);
+      const answer = await openStream(path, position.id, signal);
       if (signal.aborted) return;
       if (answer.error) {
         if (!opened || isRefusal(answer)) return on.refused(answer);
@@ -108,8 +110,7 @@ export function keepOpen(path, lastEventId, retrySeconds, on) {
       on.open(answer);
       let why = "the service closed the stream";
       try {
-        for await (const event of events(answer.body)) {
-          resumeAfter = event.id || resumeAfter;
+        for await (const event of events(answer.body, position)) {
           if (event.type === "end") {
             why = `the stream ended (${endReason(event.data)})`;
             break;
