@@ -50,7 +50,10 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       // `since` starts the stream as iso_timestamp_start would.
       const params = withWindowStart(parseParams(endpoint.params, authorized), now);
       const settled = settledMode(until);
-      const from = startingPoint(request, params, hub.options.cursors, after, settled);
+      // A start the caller gave that would skip records is refused; one its scope fixes is what the
+      // key may see at all, so a run starts there.
+      const ownStart = raw.since !== undefined || raw.iso_timestamp_start !== undefined;
+      const from = startingPoint(request, params, hub.options.cursors, after, settled && ownStart);
       // A settled run ends with records that can no longer be overtaken by a late one.
       const settledUntil = settled ? now - BigInt(hub.options.lagMs) * 1000n : undefined;
       if (settled && from?.resumed) refuseDroppedRecords(from, params, now);
@@ -154,7 +157,7 @@ function startingPoint(
   params: SqlParams,
   cursors: CursorCodec,
   after: unknown,
-  settled: boolean,
+  refuseSkips: boolean,
 ): Start | undefined {
   const start = params.iso_timestamp_start;
   const lower: StartingPoint | undefined = start
@@ -183,12 +186,12 @@ function startingPoint(
   const resume = { micros: parseIsoTimestamp(position.timestamp) as bigint, id: position.id };
   if (!lower || lower.micros < resume.micros) return { ...resume, resumed: true };
   // A settled run that started later than its checkpoint would skip what lies between, unseen.
-  if (settled && lower.micros > resume.micros) {
+  if (refuseSkips && lower.micros > resume.micros) {
     throw new InvalidParamsError([
       {
         param: "after",
         message:
-          "is before the start that since or iso_timestamp_start (yours, or your key's scope) gives this run: the records between would be skipped; resume with after alone",
+          "is before the start that your since or iso_timestamp_start gives this run: the records between would be skipped; resume with after alone",
       },
     ]);
   }

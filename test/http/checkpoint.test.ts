@@ -2,8 +2,10 @@
 // sends every record after its checkpoint up to now − lag, oldest first, and ends with the cursor
 // the next run resumes from; runs chained while records keep arriving, late ones within the lag
 // included, give every record once, in order. Expected sets come from the fixtures.
+import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.ts";
+import { type AppDeps, buildApp } from "../../src/app.ts";
+import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine, QueryRequest } from "../../src/engines/engine.ts";
 import { formatTimestamp } from "../../src/time.ts";
@@ -35,21 +37,26 @@ interface Run {
 }
 
 /** A service on `engine` whose clock the test moves; every engine query counted. */
-async function serviceOn(engine: QueryEngine, clock: { now: bigint }) {
+async function serviceOn(engine: QueryEngine, clock: { now: bigint }, deps: Partial<AppDeps> = {}) {
   const runs: QueryRequest[] = [];
   const app = await buildApp({
     engine: recordingInto(runs)(engine),
     apiKeys: [API_KEY],
     follow: { intervalMs: 40, lagMs: LAG_MS, clock: () => clock.now },
+    ...deps,
   });
   closers.push(() => app.close());
   /** One settled run, read to its end, as NDJSON or Server-Sent Events; FREE unless `query` says. */
-  const settle = async (query: string, ndjson = true): Promise<Run> => {
+  const settle = async (
+    query: string,
+    ndjson = true,
+    credential: Record<string, string> = { "x-api-key": API_KEY },
+  ): Promise<Run> => {
     const tier = query.includes("project_tier=") ? "" : "&project_tier=FREE";
     const response = await app.inject({
       url: `/api/endpoints/logs.all/follow?${QUERY}${tier}&until=settled${query}`,
       headers: {
-        "x-api-key": API_KEY,
+        ...credential,
         accept: ndjson ? "application/x-ndjson" : "text/event-stream",
       },
     });
@@ -88,10 +95,10 @@ async function serviceOn(engine: QueryEngine, clock: { now: bigint }) {
 }
 
 describe("a settled follow stream on DuckDB", () => {
-  async function duckDb(clock: { now: bigint }) {
+  async function duckDb(clock: { now: bigint }, deps: Partial<AppDeps> = {}) {
     const engine = await createDuckDbEngine({ now: () => clock.now });
     closers.push(() => engine.close());
-    return { engine, ...(await serviceOn(engine, clock)) };
+    return { engine, ...(await serviceOn(engine, clock, deps)) };
   }
 
   it("sends every record after the checkpoint up to now − lag, oldest first, then its cursor", async () => {
@@ -198,6 +205,39 @@ describe("a settled follow stream on DuckDB", () => {
       param: "after",
       message: expect.stringContaining("would be skipped"),
     });
+  });
+
+  it("starts a run of a key whose scope fixes since where the scope does, though later than its checkpoint", async () => {
+    const secret = "a-test-secret-of-at-least-32-bytes!!";
+    const clock = { now: micros(START) };
+    const { engine, settle } = await duckDb(clock, {
+      tokens: createTokenVerifier({ secret, maxLifetimeSeconds: 7200 }),
+    });
+    const token = await new SignJWT({
+      sub: "cron",
+      scopes: [{ endpoint: "logs.all", fixed_params: { since: "5m" } }],
+    })
+      .setProtectedHeader({ alg: "HS256" })
+      .setExpirationTime("1h")
+      .sign(new TextEncoder().encode(secret));
+    const key = { authorization: `Bearer ${token}` };
+    const seen = edgeLog(shift(START, -2n * MINUTE), { id: "seen" });
+    await replaceTables(engine, { edge_logs: [seen] });
+    const first = await settle("", true, key);
+    expect(first.records.map((r) => r.id)).toEqual(["seen"]);
+
+    // Twenty minutes on, the key may see five: what came before that is not its to see.
+    clock.now += 20n * MINUTE;
+    await replaceTables(engine, {
+      edge_logs: [
+        seen,
+        edgeLog(shift(START, 10n * MINUTE), { id: "before-the-scope" }),
+        edgeLog(shift(START, 18n * MINUTE), { id: "within-the-scope" }),
+      ],
+    });
+    const second = await settle(`&after=${first.end?.cursor}`, true, key);
+    expect(second.status).toBe(200);
+    expect(second.records.map((r) => r.id)).toEqual(["within-the-scope"]);
   });
 
   it("reaches its end over a real connection with 20 000 records, waiting whenever the socket is full", async () => {
