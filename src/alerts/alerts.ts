@@ -162,8 +162,9 @@ export class Alerts {
   }
 
   /**
-   * Follows the rule's records from a window before now (a catch-up, so that a rule that starts,
-   * as after a restart or a reload, counts what its window already holds), then live on the feed.
+   * Counts the rule's records: first the newest `count` its window already holds (a rule that
+   * starts, as after a restart or a reload, counts them too; no more are read, since no more can
+   * count), then each that arrives, on the feed.
    */
   #followRecords(
     active: ActiveRule,
@@ -174,35 +175,59 @@ export class Alerts {
     const { hub, log } = this.#deps;
     const { rule } = active;
     const window = new RecordWindow(count, withinSeconds);
-    active.stop = hub.follow(
+    const start = hub.now();
+    const reading = new AbortController();
+    active.stop = () => reading.abort();
+    const retry = (error: unknown) => {
+      if (active.stopped) return;
+      log.error(
+        { alert: rule.name, err: error },
+        "alert rule's records could not be read; trying again",
+      );
+      const again = setTimeout(() => {
+        if (!active.stopped) this.#followRecords(active, count, withinSeconds, evaluate);
+      }, RETRY_FOLLOW_MS);
+      again.unref();
+      active.stop = () => clearTimeout(again);
+    };
+    let read = 0;
+    const held = hub.records(
       rule.endpoint,
       rule.params,
-      { micros: hub.now() - BigInt(withinSeconds) * 1_000_000n },
+      start - BigInt(withinSeconds) * 1_000_000n,
+      start,
       {
         credential: "alerts",
-        unstreamed: true,
-        deliver: (row) => {
-          window.add(row);
-          return true;
-        },
-        ready: async () => {},
-        fail: (error) => {
-          log.error(
-            { alert: rule.name, err: error },
-            "alert rule's records could not be read; trying again",
-          );
-          const retry = setTimeout(() => {
-            if (!active.stopped) this.#followRecords(active, count, withinSeconds, evaluate);
-          }, RETRY_FOLLOW_MS);
-          retry.unref();
-          active.stop = () => clearTimeout(retry);
-        },
-        polled: () => {
-          const now = hub.now();
-          evaluate(window.matching(now), Number(now / 1000n));
+        signal: reading.signal,
+        morePages: (page) => {
+          read += page.length;
+          return read < count;
         },
       },
     );
+    held.then((rows) => {
+      if (active.stopped) return;
+      for (const row of rows.slice(0, count)) window.add(row);
+      active.stop = hub.follow(
+        rule.endpoint,
+        rule.params,
+        { micros: start },
+        {
+          credential: "alerts",
+          unstreamed: true,
+          deliver: (row) => {
+            window.add(row);
+            return true;
+          },
+          ready: async () => {},
+          fail: retry,
+          polled: () => {
+            const now = hub.now();
+            evaluate(window.matching(now), Number(now / 1000n));
+          },
+        },
+      );
+    }, retry);
   }
 
   async #evaluated(active: ActiveRule, rows: Row[], asOf: number): Promise<void> {

@@ -9,6 +9,7 @@ import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { openAlertRules } from "../../src/alerts/rules-source.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
+import type { QueryRequest } from "../../src/engines/engine.ts";
 import { cachedService } from "../support/cached-service.ts";
 import {
   edgeLog,
@@ -21,6 +22,7 @@ import {
 } from "../support/fixtures.ts";
 import { FOLLOW, NOW as FOLLOW_NOW } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
+import { recordingInto } from "../support/recording-engine.ts";
 import { startService } from "../support/service.ts";
 import { temporaryFile } from "../support/temporary-file.ts";
 import { webhookReceiver } from "../support/webhook-receiver.ts";
@@ -204,7 +206,7 @@ describe("an alert rule on a cached value", () => {
 });
 
 /** The service on the stand-in's edge_logs, following records, with a rule: 3 records within 5m. */
-async function burstRuleService(url: string, edgeLogs: Row[]) {
+async function burstRuleService(url: string, edgeLogs: Row[], runs: QueryRequest[] = []) {
   const path = temporaryFile("rules.json", {
     rules: [
       {
@@ -221,6 +223,7 @@ async function burstRuleService(url: string, edgeLogs: Row[]) {
     tables: { edge_logs: edgeLogs },
     follow: FOLLOW,
     alertRules: openAlertRules(path),
+    wrapEngine: recordingInto(runs),
   });
   await service.app.ready();
   return service;
@@ -275,6 +278,22 @@ describe("an alert rule on logs.all", () => {
       "earlier-1",
       "earlier-2",
     ]);
+  });
+
+  it("reads no more of its window when it starts than the newest records it can count", async () => {
+    const receiver = await webhookReceiver();
+    // A thousand in the window, ten pages of the endpoint's 100: the rule counts 3.
+    const many = Array.from({ length: 1_000 }, (_, i) =>
+      edgeLog(shift(FOLLOW_NOW, -BigInt(i + 1) * (SECOND / 10n)), { id: `r${i}` }),
+    );
+    const runs: QueryRequest[] = [];
+    await burstRuleService(receiver.url, many, runs);
+    await receiver.until(1);
+    expect(receiver.messages()[0]?.data.rows.map((row) => row.id)).toEqual(["r0", "r1", "r2"]);
+    // Reads of a range (the feed's polls have no end): one page of the window, and the moment
+    // between it and the feed's start.
+    const ranged = runs.filter((run) => run.params.iso_timestamp_end !== null);
+    expect(ranged).toHaveLength(2);
   });
 });
 
