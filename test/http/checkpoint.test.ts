@@ -330,21 +330,30 @@ describe("a settled follow stream on BigQuery", () => {
       edgeLog(shift(NOW, -5n * MINUTE + MICROSECOND), { id: "second" }),
       edgeLog(shift(NOW, -10n * SECOND), { id: "unsettled" }),
     ];
+    const clock = { now: micros(NOW) };
     const { app } = await startService({
       now: NOW,
       tables: { edge_logs: rows },
-      follow: { intervalMs: 40, lagMs: LAG_MS, clock: () => micros(NOW) },
+      follow: { intervalMs: 40, lagMs: LAG_MS, clock: () => clock.now },
     });
     const url = `/api/endpoints/logs.all/follow?${QUERY}&project_tier=FREE&until=settled`;
     const headers = { "x-api-key": API_KEY, accept: "application/x-ndjson" };
-    const first = await app.inject({ url: `${url}&since=1h`, headers });
-    const lines = first.body
-      .trimEnd()
-      .split("\n")
-      .map((line) => JSON.parse(line));
-    expect(lines.slice(0, -1).map((r) => r.id)).toEqual(["first", "second"]);
-    const { cursor } = lines.at(-1).end;
-    const again = await app.inject({ url: `${url}&after=${cursor}`, headers });
-    expect(again.body).toMatch(/^\{"end":\{"reason":"settled","cursor":"[\w-]+"\}\}\n$/);
+    /** A run's record ids, and the cursor it ended with. */
+    const run = async (query: string) => {
+      const lines = (await app.inject({ url: `${url}${query}`, headers })).body
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line));
+      expect(lines.at(-1).end.reason).toBe("settled");
+      return { ids: lines.slice(0, -1).map((r) => r.id), cursor: lines.at(-1).end.cursor };
+    };
+    const first = await run("&since=1h");
+    expect(first.ids).toEqual(["first", "second"]);
+    const again = await run(`&after=${first.cursor}`);
+    expect(again.ids).toEqual([]);
+    // Once the lag has passed, the record that had not settled has, and comes once.
+    clock.now += BigInt(LAG_MS) * 1000n;
+    const later = await run(`&after=${again.cursor}`);
+    expect(later.ids).toEqual(["unsettled"]);
   });
 });
