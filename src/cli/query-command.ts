@@ -52,15 +52,15 @@ function pageWriter(format: keyof typeof MEDIA_TYPES) {
   let rows = 0;
   return {
     async write(page: string) {
-      let text = page;
+      let out = page;
       if (format === "json") {
-        text = "";
+        out = "";
         const { result } = JSON.parse(page) as { result: unknown[] };
         for (const row of result)
-          text += `${rows++ === 0 ? '{"result":[' : ","}${JSON.stringify(row)}`;
-      } else if (format === "csv" && pages > 0) text = page.slice(page.indexOf("\n") + 1);
+          out += `${rows++ === 0 ? '{"result":[' : ","}${JSON.stringify(row)}`;
+      } else if (format === "csv" && pages > 0) out = page.slice(page.indexOf("\n") + 1);
       pages++;
-      if (text !== "") await writeStdout(text);
+      if (out !== "") await writeStdout(out);
     },
     async end() {
       if (format === "json") await writeStdout(rows === 0 ? '{"result":[]}\n' : "]}\n");
