@@ -160,6 +160,7 @@ interface Opened {
 async function openExplorer(query = "", origin = base, width = 1280): Promise<Opened> {
   const context = await browser.newContext({ viewport: { width, height: 900 } });
   await context.addInitScript(recordPlots);
+  await context.addInitScript(recordCanvasText);
   const page = await context.newPage();
   const requests: Request[] = [];
   const consoleErrors: string[] = [];
@@ -223,6 +224,89 @@ function recordPlots() {
       });
     },
   });
+}
+
+/** A text drawn on a canvas: its box, in the canvas's pixels, as measured when it was drawn. */
+interface DrawnText {
+  text: string;
+  left: number;
+  right: number;
+  top: number;
+  bottom: number;
+}
+
+/**
+ * Before the page's scripts run: keeps on each canvas (as `drawnText`) the box of every text drawn
+ * on it since it was last cleared whole, with the alignment, baseline, font and rotation it was
+ * drawn with. uPlot draws all of a chart's axis labels so, and clears its canvas before each draw.
+ */
+function recordCanvasText() {
+  interface Point {
+    x: number;
+    y: number;
+  }
+  interface Context {
+    canvas: { width: number; height: number; drawnText?: DrawnText[] };
+    measureText(text: string): {
+      actualBoundingBoxLeft: number;
+      actualBoundingBoxRight: number;
+      actualBoundingBoxAscent: number;
+      actualBoundingBoxDescent: number;
+    };
+    getTransform(): { transformPoint(point: Point): Point };
+  }
+  type Draw = (this: Context, ...args: number[]) => void;
+  type FillText = (this: Context, text: string, x: number, y: number) => void;
+  const prototype = (
+    globalThis as unknown as {
+      CanvasRenderingContext2D: { prototype: { fillText: FillText; clearRect: Draw } };
+    }
+  ).CanvasRenderingContext2D.prototype;
+  const { fillText, clearRect } = prototype;
+  prototype.clearRect = function (this: Context, x, y, width, height) {
+    if (x === 0 && y === 0 && width === this.canvas.width && height === this.canvas.height) {
+      this.canvas.drawnText = [];
+    }
+    clearRect.call(this, x, y, width, height);
+  } as Draw;
+  prototype.fillText = function (this: Context, text: string, x: number, y: number) {
+    const box = this.measureText(text);
+    const transform = this.getTransform();
+    const corners = [
+      [x - box.actualBoundingBoxLeft, y - box.actualBoundingBoxAscent],
+      [x + box.actualBoundingBoxRight, y - box.actualBoundingBoxAscent],
+      [x - box.actualBoundingBoxLeft, y + box.actualBoundingBoxDescent],
+      [x + box.actualBoundingBoxRight, y + box.actualBoundingBoxDescent],
+    ].map(([cornerX = 0, cornerY = 0]) => transform.transformPoint({ x: cornerX, y: cornerY }));
+    const xs = corners.map((corner) => corner.x);
+    const ys = corners.map((corner) => corner.y);
+    this.canvas.drawnText ??= [];
+    this.canvas.drawnText.push({
+      text,
+      left: Math.min(...xs),
+      right: Math.max(...xs),
+      top: Math.min(...ys),
+      bottom: Math.max(...ys),
+    });
+    fillText.call(this, text, x, y);
+  };
+}
+
+/** Each chart's canvas in `panel`: its size in pixels, and the texts drawn on it (its labels). */
+function drawnTexts(
+  page: Page,
+  panel: string,
+): Promise<{ width: number; height: number; texts: DrawnText[] }[]> {
+  return page.locator(`${panel} .chart canvas`).evaluateAll((canvases) =>
+    canvases.map((canvas) => {
+      const { width, height, drawnText } = canvas as unknown as {
+        width: number;
+        height: number;
+        drawnText?: DrawnText[];
+      };
+      return { width, height, texts: drawnText ?? [] };
+    }),
+  );
 }
 
 /** The x-axis labels of each chart in `panel`, with the box each takes in the axis's font. */
@@ -951,7 +1035,7 @@ describe("the explorer page", () => {
     await page.context().close();
   });
 
-  it("never overlaps the time axis's labels, at any interval, wide or narrow", async () => {
+  it("never overlaps the time axis's labels nor cuts any label at an edge, at any interval, wide or narrow", async () => {
     const intervals: [panel: string, values: string[]][] = [
       [STATS, ["5min", "15min", "1hr", "1day", "7day"]],
       [USAGE, ["minutely", "hourly", "daily"]],
@@ -976,6 +1060,17 @@ describe("the explorer page", () => {
             const seen = `${value} at ${width} px: ${labels.map((label) => label.text).join(" | ")}`;
             for (const [i, label] of labels.slice(1).entries()) {
               expect(label.left, seen).toBeGreaterThanOrEqual(labels[i]?.right ?? 0);
+            }
+          }
+          // Every label, of either axis, whole on its canvas: none cut at an edge.
+          for (const canvas of await drawnTexts(page, panel)) {
+            expect(canvas.texts.length).toBeGreaterThan(0);
+            for (const { text, ...box } of canvas.texts) {
+              const seen = `"${text}" (${value} at ${width} px)`;
+              expect(box.left, seen).toBeGreaterThanOrEqual(0);
+              expect(box.top, seen).toBeGreaterThanOrEqual(0);
+              expect(box.right, seen).toBeLessThanOrEqual(canvas.width);
+              expect(box.bottom, seen).toBeLessThanOrEqual(canvas.height);
             }
           }
         }

@@ -48,20 +48,17 @@ const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif
 const LABEL_GAP = 16;
 
 /**
- * The least room between two time ticks: the widest label utcTicks makes (a date, or a time with
- * seconds, in the widest digit of the font) and a gap. uPlot draws labels on a canvas and picks the
- * tick step from this alone, so it must fit the widest label at any interval and chart width.
+ * The width of the widest label utcTicks makes: a date, or a time with seconds, in the widest digit
+ * of the font. uPlot draws labels on a canvas and knows their widths only once it has drawn them.
  */
-function timeTickSpace() {
+function widestTimeLabel() {
   const context = document.createElement("canvas").getContext("2d");
   context.font = AXIS_FONT;
   const width = (text) => context.measureText(text).width;
   const digit = [..."0123456789"].reduce((widest, d) => (width(d) > width(widest) ? d : widest));
-  const widest = Math.max(
-    width("0000-00-00".replaceAll("0", digit)),
-    width("00:00:00".replaceAll("0", digit)),
+  return Math.ceil(
+    Math.max(width("0000-00-00".replaceAll("0", digit)), width("00:00:00".replaceAll("0", digit))),
   );
-  return Math.ceil(widest) + LABEL_GAP;
 }
 
 // Counts are drawn from 0: an axis starting higher would misstate the areas under them.
@@ -81,19 +78,26 @@ function chart(title, series, { y, yScale = FROM_ZERO, bands = [] }) {
   const draw = (data) => {
     element.dataset.points = String(data[0].length);
     if (plot) return plot.setData(data);
+    const widestLabel = widestTimeLabel();
     plot = new uPlot(
       {
         title,
         width: element.clientWidth || 800,
         height: HEIGHT,
         tzDate: UTC,
+        // A time label is centred on its tick, and the last tick may fall on the plot's right edge:
+        // half the widest label past it stays on the canvas. (uPlot's own padding there is half
+        // the y axis's default width, narrower than a date.) The other sides keep uPlot's.
+        padding: [null, Math.ceil(widestLabel / 2), null, null],
         scales: { x: { time: true }, y: yScale },
         axes: [
           {
             label: "UTC",
             values: utcTicks,
             font: AXIS_FONT,
-            space: timeTickSpace(),
+            // The least room between two ticks: uPlot picks the step from it alone, so it holds
+            // the widest label at any interval and chart width, and a gap.
+            space: widestLabel + LABEL_GAP,
             incrs: TIME_STEPS,
           },
           { size: 60, ...y },
