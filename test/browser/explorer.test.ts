@@ -136,6 +136,20 @@ function edgeRecord(id: string, timestamp: string): Row {
   });
 }
 
+/** Stores one more edge_logs record in the demo tables: `select`, a SELECT of its columns. */
+async function storeEdgeRecord(select: string) {
+  const connection = await demo.engine.connect();
+  try {
+    await connection.run(`CREATE OR REPLACE TEMP TABLE new_record AS ${select}`);
+    await connection.run("BEGIN TRANSACTION");
+    await appendRecords(connection, "edge_logs", "new_record");
+    await connection.run("COMMIT");
+    await connection.run("DROP TABLE new_record");
+  } finally {
+    connection.closeSync();
+  }
+}
+
 interface Envelope {
   result: Record<string, unknown>[];
   error: { code: string; message: string; details?: { param: string; message: string }[] };
@@ -992,23 +1006,13 @@ describe("the explorer page", () => {
 
   it("scrolls a big metadata record inside its cell", async () => {
     const id = "big-metadata-record";
-    const connection = await demo.engine.connect();
-    try {
-      // One record of edge_logs' shape whose metadata holds 40 requests: far taller than a row.
-      await connection.run(`
-        CREATE OR REPLACE TEMP TABLE big_record AS
-        SELECT '${id}' AS id, now() AS timestamp, 'GET | 200 | https://default.supabase.co/rest/v1/todos' AS event_message,
-          'default' AS project,
-          [{'request': list_transform(range(40), i -> {'method': 'GET', 'path': '/rest/v1/todos/' || i,
-              'url': 'https://default.supabase.co/rest/v1/todos/' || i, 'host': 'default.supabase.co'}),
-            'response': [{'status_code': 200}]}] AS metadata`);
-      await connection.run("BEGIN TRANSACTION");
-      await appendRecords(connection, "edge_logs", "big_record");
-      await connection.run("COMMIT");
-      await connection.run("DROP TABLE big_record");
-    } finally {
-      connection.closeSync();
-    }
+    // One record of edge_logs' shape whose metadata holds 40 requests: far taller than a row.
+    await storeEdgeRecord(`
+      SELECT '${id}' AS id, now() AS timestamp, 'GET | 200 | https://default.supabase.co/rest/v1/todos' AS event_message,
+        'default' AS project,
+        [{'request': list_transform(range(40), i -> {'method': 'GET', 'path': '/rest/v1/todos/' || i,
+            'url': 'https://default.supabase.co/rest/v1/todos/' || i, 'host': 'default.supabase.co'}),
+          'response': [{'status_code': 200}]}] AS metadata`);
     const { page } = await openExplorer();
     await enterKey(page);
     const cell = page.locator(`${LOGS} tr:has(td:text-is("${id}")) details`);
@@ -1032,6 +1036,76 @@ describe("the explorer page", () => {
     expect(box.scrollHeight).toBeGreaterThan(box.clientHeight);
     expect(box.scrollWidth).toBeGreaterThan(box.clientWidth);
     await page.locator(LOGS).screenshot({ path: `${ARTIFACTS}explorer-big-metadata.png` });
+    await page.context().close();
+  });
+
+  it("shows a log record's bidi controls where they stand, and its text in the order stored", async () => {
+    const id = "bidi-record";
+    // A right-to-left override would make the file's name read "exe.png".
+    const path = "/files/\u202egnp.exe";
+    await storeEdgeRecord(`
+      SELECT '${id}' AS id, now() AS timestamp, 'GET | 200 | ${path}' AS event_message,
+        'default' AS project,
+        [{'request': [{'method': 'GET', 'path': '${path}', 'url': 'https://default.supabase.co${path}',
+            'host': 'default.supabase.co'}],
+          'response': [{'status_code': 200}]}] AS metadata`);
+    const stored = (
+      await api("/api/endpoints/logs.all?project=default&project_tier=FREE")
+    ).body.result.find((record) => record.id === id);
+    expect(stored?.event_message).toBe(`GET | 200 | ${path}`);
+
+    const { page } = await openExplorer();
+    await enterKey(page);
+    const row = page.locator(`${LOGS} tr:has(td:text-is("${id}"))`);
+    await row.waitFor();
+    const column = await page.locator(`${LOGS} thead th`).allTextContents();
+    const message = row.locator(`td:nth-child(${column.indexOf("event_message") + 1})`);
+    const marker = message.locator(".bidi-control");
+    await expect(marker.isVisible()).resolves.toBe(true);
+    await expect(marker.textContent()).resolves.toBe("⟨U+202E⟩");
+    await expect(marker.getAttribute("title")).resolves.toBe("U+202E RIGHT-TO-LEFT OVERRIDE");
+    const shown = (await message.textContent()) ?? "";
+    expect(shown.replace("⟨U+202E⟩", "\u202e")).toBe(stored?.event_message);
+
+    // Where each character is drawn: left to right in the order stored, the marker's included.
+    const lefts = await message.evaluate((cell) => {
+      const { document } = globalThis as unknown as {
+        document: {
+          createTreeWalker(root: unknown, show: number): { nextNode(): unknown };
+          createRange(): {
+            setStart(node: unknown, offset: number): void;
+            setEnd(node: unknown, offset: number): void;
+            getBoundingClientRect(): { left: number; width: number };
+          };
+        };
+      };
+      const texts = document.createTreeWalker(cell, 4 /* NodeFilter.SHOW_TEXT */);
+      const boxes: { char: string; left: number }[] = [];
+      for (let node = texts.nextNode(); node; node = texts.nextNode()) {
+        const text = (node as { data: string }).data;
+        for (let i = 0; i < text.length; i++) {
+          const range = document.createRange();
+          range.setStart(node, i);
+          range.setEnd(node, i + 1);
+          const box = range.getBoundingClientRect();
+          if (text[i] !== " " && box.width > 0) boxes.push({ char: text[i] ?? "", left: box.left });
+        }
+      }
+      return boxes;
+    });
+    expect(lefts.map((box) => box.char).join("")).toBe(shown.replaceAll(" ", ""));
+    for (const [i, box] of lefts.slice(1).entries()) {
+      expect(box.left, `"${box.char}" after "${lefts[i]?.char}"`).toBeGreaterThan(
+        lefts[i]?.left ?? 0,
+      );
+    }
+
+    // The metadata too, summary and expanded: nothing in the row obeys a control.
+    await row.locator("summary").click();
+    const metadata = (await row.locator("pre").textContent()) ?? "";
+    expect(JSON.parse(metadata.replaceAll("⟨U+202E⟩", "\u202e"))).toEqual(stored?.metadata);
+    expect(await row.textContent()).not.toMatch(/\p{Bidi_Control}/u);
+    await page.locator(LOGS).screenshot({ path: `${ARTIFACTS}explorer-bidi.png` });
     await page.context().close();
   });
 

@@ -1,7 +1,8 @@
 // Rows as a table, newest first when they have a timestamp; nested values (logs.all's metadata)
 // collapsed in an expandable cell. Cells opened stay open when the table is redrawn, or when
-// records a live tail receives are added to it.
+// records a live tail receives are added to it. Text shows its bidi controls rather than obeying them.
 import { h } from "./dom.js";
+import { visibleText } from "./visible-text.js";
 
 const SUMMARY_LENGTH = 90;
 
@@ -11,7 +12,7 @@ const LONG_TEXT = 40;
 function cell(value, key, open) {
   if (value === null || typeof value !== "object") {
     const text = value === null ? "" : String(value);
-    return h("td", { class: text.length > LONG_TEXT ? "long" : undefined }, text);
+    return h("td", { class: text.length > LONG_TEXT ? "long" : undefined }, ...visibleText(text));
   }
   const compact = JSON.stringify(value);
   const summary =
@@ -19,8 +20,8 @@ function cell(value, key, open) {
   const details = h(
     "details",
     { "data-key": key, open: open.has(key) },
-    h("summary", {}, summary),
-    h("pre", {}, JSON.stringify(value, null, 2)),
+    h("summary", {}, ...visibleText(summary)),
+    h("pre", {}, ...visibleText(JSON.stringify(value, null, 2))),
   );
   return h("td", { class: "nested" }, details);
 }
