@@ -360,7 +360,13 @@ describe("log-query query and endpoints", () => {
       [["endpoints", ...url], { LOG_QUERY_KEY: "" }, 3, /no key: set LOG_QUERY_KEY/],
       [["endpoints", ...url], { LOG_QUERY_KEY: "wrong-key-0123456789" }, 3, /unauthorized: /],
       [["query", "no.such", ...url], {}, 4, /endpoint_not_found: /],
-      [["query", "logs.all", "project=acme", ...url], {}, 2, /invalid_params: /],
+      // Each refused parameter on a line of its own: its name and why.
+      [
+        ["query", "logs.all", "project=acme", "limit=x", ...url],
+        {},
+        2,
+        /^log-query: invalid_params: [^\n]+\n {2}project_tier: \S[^\n]*\n {2}limit: \S[^\n]*\n$/,
+      ],
       [["tail", "--key", KEY, ...url], {}, 2, /Unknown option '--key'/],
       [["export", "--project", "acme", ...url], {}, 2, /--state is required/],
       [["endpoints", "--url", "http://127.0.0.1:9"], {}, 6, /cannot reach http:\/\/127\.0\.0\.1:9/],

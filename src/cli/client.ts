@@ -1,6 +1,8 @@
 // The service as the command-line client sees it: a base URL and a key, GET requests with the key
 // in a header, waits on 429 and 503 as Retry-After says, and every failure as a CliError that says
 // what went wrong and with which exit code. Only HTTP: nothing of the server is imported.
+import { text } from "./streams.ts";
+import { shown } from "./terminal.ts";
 
 /** Exit codes, one per kind of failure, so that a script can tell them apart. */
 export const EXIT = {
@@ -104,20 +106,31 @@ export async function request(
     await response.body?.cancel();
     const to = response.headers.get("location");
     throw new CliError(
-      `${connection.url} redirects${to ? ` to ${to}` : ""}, which log-query does not follow with your key: give --url the address the service answers at`,
+      `${connection.url} redirects${to ? ` to ${shown(to)}` : ""}, which log-query does not follow with your key: give --url the address the service answers at`,
       EXIT.usage,
     );
   }
   return response;
 }
 
-/** The error an answer's status and envelope stand for: `code: message`, and its exit code. */
+interface Envelope {
+  error?: { code?: unknown; message?: unknown; details?: unknown };
+}
+
+/**
+ * The error an answer's status and envelope stand for: `code: message`, a line more per refused
+ * parameter (`invalid_params`: its name and why), each shown as text; and its exit code.
+ */
 export async function errorOf(response: Response): Promise<CliError> {
-  const text = await response.text();
+  const body = await text(response);
   let said = `HTTP ${response.status}`;
   try {
-    const { error } = JSON.parse(text) as { error?: { code?: string; message?: string } };
-    if (error?.code) said = `${error.code}: ${error.message ?? ""}`;
+    const { error } = JSON.parse(body) as Envelope;
+    if (error?.code) said = `${shown(String(error.code))}: ${shown(String(error.message ?? ""))}`;
+    if (Array.isArray(error?.details)) {
+      for (const { param, message } of error.details as { param?: unknown; message?: unknown }[])
+        said += `\n  ${shown(String(param))}: ${shown(String(message))}`;
+    }
   } catch {
     // Not the service's envelope (a proxy's page): the status says enough.
   }

@@ -1,8 +1,9 @@
 // `log-query endpoints`: the catalog the key may call, a line per endpoint and one per parameter,
-// or the service's JSON with --format json.
-import { type Connection, EXIT, get } from "./client.ts";
+// control characters escaped, or the service's JSON as it sent it with --format json.
+import { CliError, type Connection, EXIT, get } from "./client.ts";
 import { formatOf, type Options } from "./options.ts";
 import { text } from "./streams.ts";
+import { shown } from "./terminal.ts";
 
 interface Listed {
   name: string;
@@ -20,9 +21,12 @@ export async function listEndpoints(connection: Connection, values: Options): Pr
     return EXIT.ok;
   }
   const { result } = JSON.parse(body) as { result: Listed[] };
+  if (!Array.isArray(result))
+    throw new CliError("the service sent no list of endpoints", EXIT.server);
+  const writeLine = (line: string) => process.stdout.write(`${shown(line)}\n`);
   for (const endpoint of result) {
     const follow = endpoint.paths.some((path) => path.endsWith("/follow")) ? " (followable)" : "";
-    process.stdout.write(`${endpoint.name}${follow}: ${endpoint.description}\n`);
+    writeLine(`${endpoint.name}${follow}: ${endpoint.description}`);
     for (const param of endpoint.params) {
       const fixed = endpoint.fixed_params?.[param.name];
       const mark =
@@ -31,7 +35,7 @@ export async function listEndpoints(connection: Connection, values: Options): Pr
           : param.required
             ? " (required)"
             : "";
-      process.stdout.write(`  ${param.name}${mark}  ${param.description ?? ""}\n`);
+      writeLine(`  ${param.name}${mark}  ${param.description ?? ""}`);
     }
   }
   return EXIT.ok;

@@ -22,6 +22,7 @@ import { CliError, type Connection, EXIT, get } from "./client.ts";
 import { formatOf, logsParams, type Options, required } from "./options.ts";
 import { csvHeader, formatRecord, writeStdout } from "./output.ts";
 import { lines } from "./streams.ts";
+import { shown } from "./terminal.ts";
 
 interface State {
   /** Where the next run resumes: the cursor the last settled stream ended with; none before one. */
@@ -65,7 +66,7 @@ export async function runExport(connection: Connection, values: Options): Promis
     }
     if (end?.reason !== "settled" || typeof end.cursor !== "string") {
       throw new CliError(
-        `the stream ended before it settled${end?.reason ? ` (${end.reason})` : ""}; the state file is as it was, run again`,
+        `the stream ended before it settled${end?.reason ? ` (${shown(String(end.reason))})` : ""}; the state file is as it was, run again`,
         EXIT.server,
       );
     }

@@ -7,6 +7,7 @@ import { runExport } from "./export-command.ts";
 import { type Options, parse, USAGE } from "./options.ts";
 import { runQuery } from "./query-command.ts";
 import { runTail } from "./tail-command.ts";
+import { shown, shownLines } from "./terminal.ts";
 
 /** Runs the command line `args` (without node and the script); resolves to the exit code. */
 export async function main(args: string[], env = process.env): Promise<number> {
@@ -42,9 +43,16 @@ export async function main(args: string[], env = process.env): Promise<number> {
         throw new CliError(`unknown command "${command}"\n\n${USAGE}`, EXIT.usage);
     }
   } catch (error) {
-    if (!(error instanceof CliError)) throw error;
-    process.stderr.write(`log-query: ${error.message}\n`);
-    return error.exitCode;
+    // Every JSON the client parses unguarded is the service's answer: one it cannot parse is a
+    // failure of the service, said in a line.
+    const failure =
+      error instanceof SyntaxError
+        ? new CliError(`the service sent what is not JSON: ${shown(error.message)}`, EXIT.server)
+        : error;
+    if (!(failure instanceof CliError)) throw failure;
+    // Text from the service was escaped where it was put into the message; this catches the rest.
+    process.stderr.write(`log-query: ${shownLines(failure.message)}\n`);
+    return failure.exitCode;
   }
 }
 

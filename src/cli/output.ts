@@ -1,7 +1,9 @@
 // How the client writes log records: NDJSON (one record per line, for machines), CSV (a header,
-// then a row per record; nested values as their JSON), or a readable line for a terminal.
+// then a row per record; nested values as their JSON), or a readable line for a terminal, its
+// control characters escaped.
 import { once } from "node:events";
 import { stringify } from "csv-stringify/sync";
+import { shown } from "./terminal.ts";
 
 export type RecordFormat = "ndjson" | "csv" | "text";
 
@@ -24,7 +26,7 @@ export function formatRecord(record: LogRecord, format: RecordFormat): string {
   if (format === "csv") {
     return stringify([COLUMNS.map((column) => record[column] ?? null)], CSV_OPTIONS);
   }
-  if (format === "text") return `${record.timestamp} ${record.event_message ?? ""}\n`;
+  if (format === "text") return `${shown(`${record.timestamp} ${record.event_message ?? ""}`)}\n`;
   return `${JSON.stringify(record)}\n`;
 }
 

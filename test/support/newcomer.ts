@@ -85,7 +85,8 @@ export async function runToEnd(
   child.stderr.on("data", (chunk) => {
     stderr += chunk;
   });
-  const [code] = (await once(child, "exit")) as [number | null];
+  // "close": once the output is read to its end too, which "exit" may come before.
+  const [code] = (await once(child, "close")) as [number | null];
   return { code, stdout, stderr };
 }
 

@@ -1,0 +1,206 @@
+// log-query against a hostile server: one written here, since the real service cannot be made to
+// send terminal escape sequences in its own text, an endless line or an endless answer. Text output
+// shows control characters as escapes, JSON and NDJSON stay as sent, and more than the client holds
+// ends the command with exit 5 and one line.
+import { mkdtempSync } from "node:fs";
+import { createServer, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT, runToEnd } from "./support/newcomer.ts";
+
+const CLI = join(ROOT, "bin", "log-query.js");
+
+/** Runs log-query to its end, with a key. */
+function run(args: string[]) {
+  return runToEnd(process.execPath, [CLI, ...args], ROOT, {
+    PATH: process.env.PATH,
+    LOG_QUERY_KEY: "hostile-test-key-0123456789",
+  });
+}
+
+// Everything a terminal would act on: clear screen, window title, a hidden link, a request for the
+// cursor position (which the terminal answers as if typed), a CR overwriting what came before, a
+// forged line, a right-to-left override, a C1 CSI and DEL.
+const HOSTILE =
+  "\x1b[2J\x1b]0;owned\x07\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\\x1b[6n" +
+  "safe\roverwritten\nlog-query: error: forged\u202etxt.exe\u2066\x9b31m\x7f";
+const HOSTILE_SHOWN =
+  "\\x1b[2J\\x1b]0;owned\\x07\\x1b]8;;https://evil.example/\\x1b\\click\\x1b]8;;\\x1b\\\\x1b[6n" +
+  "safe\\x0doverwritten\\x0alog-query: error: forged\\u202etxt.exe\\u2066\\x9b31m\\x7f";
+
+const LISTING = JSON.stringify({
+  result: [
+    {
+      name: "logs.all",
+      description: HOSTILE,
+      params: [{ name: "project", required: true, description: HOSTILE }],
+      paths: ["/api/endpoints/logs.all", "/api/endpoints/logs.all/follow"],
+    },
+  ],
+});
+const RECORD = JSON.stringify({
+  id: "r1",
+  timestamp: "2026-01-01T00:00:00Z",
+  event_message: HOSTILE,
+});
+
+interface Answer {
+  status?: number;
+  headers?: OutgoingHttpHeaders;
+  body?: string;
+  /** Sent again and again, never ending. */
+  endless?: string;
+}
+
+const JSON_TYPE = { "content-type": "application/json" };
+const SSE_TYPE = { "content-type": "text/event-stream" };
+const NDJSON_TYPE = { "content-type": "application/x-ndjson" };
+
+/** What the hostile server answers: per project on the follow route (tail, export), else per path. */
+function hostile(url: URL): Answer {
+  const follow = url.pathname === "/api/endpoints/logs.all/follow";
+  switch (follow ? url.searchParams.get("project") : url.pathname) {
+    case "/api/endpoints":
+      return { headers: JSON_TYPE, body: LISTING };
+    case "escapes":
+      return {
+        headers: SSE_TYPE,
+        body: `id: 1\ndata: ${RECORD}\n\nevent: end\ndata: {"reason":"revoked"}\n\n`,
+      };
+    case "endless-line":
+      return {
+        headers: url.searchParams.has("until") ? NDJSON_TYPE : SSE_TYPE,
+        endless: "x".repeat(65_536),
+      };
+    case "endless-event":
+      return { headers: SSE_TYPE, endless: "data: x\n".repeat(8_192) };
+    case "/api/endpoints/huge":
+      return { headers: NDJSON_TYPE, endless: `${RECORD}\n`.repeat(256) };
+    case "/api/endpoints/refused": {
+      const details = [
+        { param: "project", message: "Required" },
+        { param: `limit${HOSTILE}`, message: HOSTILE },
+      ];
+      const error = { code: "invalid_params", message: HOSTILE, details };
+      return { status: 400, headers: JSON_TYPE, body: JSON.stringify({ error }) };
+    }
+    case "/api/endpoints/moved":
+      // A header's value cannot hold C0 controls; a C1 control is a byte it may hold.
+      return { status: 302, headers: { location: "https://elsewhere.example/\x9b2J" } };
+    case "/api/endpoints/garbage":
+      return { headers: JSON_TYPE, body: HOSTILE };
+    default:
+      return { status: 404 };
+  }
+}
+
+/** Writes `chunk` until the client goes away. */
+function endlessly(response: ServerResponse, chunk: string): void {
+  const more = () => {
+    while (!response.destroyed && response.write(chunk));
+  };
+  response.on("drain", more);
+  more();
+}
+
+let url: string;
+const server = createServer((request, response) => {
+  const {
+    status = 200,
+    headers = {},
+    body = "",
+    endless,
+  } = hostile(new URL(request.url ?? "/", "http://x"));
+  response.writeHead(status, headers);
+  if (endless === undefined) response.end(body);
+  else endlessly(response, endless);
+});
+beforeAll(async () => {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => {
+  server.closeAllConnections();
+  server.close();
+});
+
+const logs = (command: string, project: string, ...more: string[]) =>
+  run([command, "--url", url, "--project", project, ...more]);
+
+describe("log-query's text from a hostile server", () => {
+  it("tail --format text shows a record's control characters as escapes, a line per record", async () => {
+    const ran = await logs("tail", "escapes", "--format", "text");
+    expect(ran.stdout).toBe(`2026-01-01T00:00:00Z ${HOSTILE_SHOWN}\n`);
+    expect(ran).toMatchObject({ code: 3, stderr: "log-query: the stream ended: revoked\n" });
+  });
+
+  it("tail --format ndjson and endpoints --format json stay as the server sent them", async () => {
+    expect((await logs("tail", "escapes", "--format", "ndjson")).stdout).toBe(`${RECORD}\n`);
+    expect((await run(["endpoints", "--url", url, "--format", "json"])).stdout).toBe(
+      `${LISTING}\n`,
+    );
+  });
+
+  it("endpoints shows descriptions with their control characters escaped", async () => {
+    const ran = await run(["endpoints", "--url", url]);
+    expect(ran).toEqual({
+      code: 0,
+      stdout: `logs.all (followable): ${HOSTILE_SHOWN}\n  project (required)  ${HOSTILE_SHOWN}\n`,
+      stderr: "",
+    });
+  });
+
+  it("an error's code, message, refused parameters and a Location header are escaped", async () => {
+    const refused = await run(["query", "refused", "--url", url]);
+    expect(refused).toMatchObject({ code: 2, stdout: "" });
+    expect(refused.stderr).toBe(
+      `log-query: invalid_params: ${HOSTILE_SHOWN}\n  project: Required\n  limit${HOSTILE_SHOWN}: ${HOSTILE_SHOWN}\n`,
+    );
+    const moved = await run(["query", "moved", "--url", url]);
+    expect(moved.code).toBe(2);
+    expect(moved.stderr).toMatch(
+      /^log-query: [^\n]* redirects to https:\/\/elsewhere\.example\/\\x9b2J, /,
+    );
+  });
+});
+
+describe("log-query against a server that sends more than it holds", () => {
+  // Each ends the command with exit 5 and one line: no stack, no RangeError, no memory exhausted.
+  it.each([
+    ["tail: an endless line", () => logs("tail", "endless-line"), "a line longer than 16 MiB"],
+    ["tail: an endless event", () => logs("tail", "endless-event"), "an event longer than 16 MiB"],
+    [
+      "export: an endless line",
+      () =>
+        logs(
+          "export",
+          "endless-line",
+          "--state",
+          join(mkdtempSync(join(tmpdir(), "hostile-")), "s"),
+        ),
+      "a line longer than 16 MiB",
+    ],
+    [
+      "query: an endless answer",
+      () => run(["query", "huge", "--url", url]),
+      "an answer longer than 64 MiB",
+    ],
+    [
+      "query: an answer that is not JSON",
+      () => run(["query", "garbage", "--url", url]),
+      "what is not JSON: ",
+    ],
+  ])(
+    "%s",
+    async (_, command, said) => {
+      const ran = await command();
+      expect(ran.code).toBe(5);
+      expect(ran.stderr).toMatch(/^log-query: the service sent [^\n]*\n$/);
+      expect(ran.stderr).toContain(said);
+      expect(ran.stderr).not.toContain("\x1b");
+    },
+    30_000,
+  );
+});
