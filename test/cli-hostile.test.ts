@@ -1,8 +1,9 @@
 // log-query against a hostile server: one written here, since the real service cannot be made to
 // send terminal escape sequences in its own text, an endless line or an endless answer. Text output
 // shows control characters as escapes, JSON and NDJSON stay as sent, and more than the client holds
-// ends the command with exit 5 and one line.
-import { mkdtempSync } from "node:fs";
+// ends the command with exit 5 and one line. Also what the command says about itself (--version,
+// each command's --help).
+import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -11,11 +12,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, runToEnd } from "./support/newcomer.ts";
 
 const CLI = join(ROOT, "bin", "log-query.js");
+const { version } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
+  version: string;
+};
 
-/** Runs log-query to its end, with a key. */
-function run(args: string[]) {
-  return runToEnd(process.execPath, [CLI, ...args], ROOT, {
-    PATH: process.env.PATH,
+/** Runs log-query (on this Node unless `command` says otherwise) to its end, with a key. */
+function run(
+  args: string[],
+  { command = process.execPath, script = [CLI], path = process.env.PATH } = {},
+) {
+  return runToEnd(command, [...script, ...args], ROOT, {
+    PATH: path,
     LOG_QUERY_KEY: "hostile-test-key-0123456789",
   });
 }
@@ -202,5 +209,23 @@ describe("log-query against a server that sends more than it holds", () => {
       expect(ran.stderr).not.toContain("\x1b");
     },
     30_000,
+  );
+});
+
+describe("log-query about itself", () => {
+  it("--version prints the package's version", async () => {
+    expect(await run(["--version"])).toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+  });
+
+  it.each(["tail", "export", "query", "endpoints"])(
+    "`log-query %s --help` gives its usage, options and exit codes",
+    async (command) => {
+      const ran = await run([command, "--help"]);
+      expect(ran).toMatchObject({ code: 0, stderr: "" });
+      expect(ran.stdout).toMatch(new RegExp(`^Usage: log-query ${command} `));
+      expect(ran.stdout).toContain("--url <url>");
+      expect(ran.stdout).toMatch(/^Exit codes:\n( {2}\d {2}.+\n)+$/m);
+      expect((await run(["help", command])).stdout).toBe(ran.stdout);
+    },
   );
 });

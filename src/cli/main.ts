@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { CliError, type Connection, EXIT } from "./client.ts";
 import { listEndpoints } from "./endpoints-command.ts";
 import { runExport } from "./export-command.ts";
-import { type Options, parse, USAGE } from "./options.ts";
+import { COMMAND_HELP, type Options, parse, USAGE } from "./options.ts";
 import { runQuery } from "./query-command.ts";
 import { runTail } from "./tail-command.ts";
 import { shown, shownLines } from "./terminal.ts";
@@ -25,6 +25,16 @@ export async function main(args: string[], env = process.env): Promise<number> {
     }
     const { values, positionals } = parsed;
     const [command, ...rest] = positionals;
+    if (values.version) {
+      process.stdout.write(`${version()}\n`);
+      return EXIT.ok;
+    }
+    // `log-query <command> --help`, or `log-query help <command>`.
+    const helpOn = command === "help" ? rest[0] : values.help ? command : undefined;
+    if (helpOn !== undefined && COMMAND_HELP[helpOn] !== undefined) {
+      process.stdout.write(COMMAND_HELP[helpOn]);
+      return EXIT.ok;
+    }
     if (values.help || command === undefined || command === "help") {
       process.stdout.write(USAGE);
       return command === undefined && !values.help ? EXIT.usage : EXIT.ok;
@@ -54,6 +64,12 @@ export async function main(args: string[], env = process.env): Promise<number> {
     process.stderr.write(`log-query: ${shownLines(failure.message)}\n`);
     return failure.exitCode;
   }
+}
+
+/** The package's version, from its package.json. */
+function version(): string {
+  const manifest = readFileSync(new URL("../../package.json", import.meta.url), "utf8");
+  return (JSON.parse(manifest) as { version: string }).version;
 }
 
 /** Where the service is and the key to show it: never from the command line, which others can read. */
