@@ -2,14 +2,14 @@
 // send terminal escape sequences in its own text, an endless line or an endless answer. Text output
 // shows control characters as escapes, JSON and NDJSON stay as sent, and more than the client holds
 // ends the command with exit 5 and one line. Also what the command says about itself (--version,
-// each command's --help).
-import { mkdtempSync, readFileSync } from "node:fs";
+// each command's --help) and how it runs on the machine's older Node.
+import { cpSync, mkdtempSync, readFileSync, symlinkSync } from "node:fs";
 import { createServer, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, runToEnd } from "./support/newcomer.ts";
+import { newcomerPath, olderNode, ROOT, runToEnd } from "./support/newcomer.ts";
 
 const CLI = join(ROOT, "bin", "log-query.js");
 const { version } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
@@ -228,4 +228,51 @@ describe("log-query about itself", () => {
       expect((await run(["help", command])).stdout).toBe(ran.stdout);
     },
   );
+});
+
+describe("log-query on the machine's older Node", () => {
+  const node = olderNode();
+  const olderFirst = `${dirname(node)}${delimiter}${newcomerPath()}`;
+
+  it("runs on the Node 24 installed with it", async () => {
+    expect(await run(["--version"], { command: node })).toEqual({
+      code: 0,
+      stdout: `${version}\n`,
+      stderr: "",
+    });
+  });
+
+  it("runs through a link elsewhere, as `npm link` makes, the older Node first on the PATH", async () => {
+    const bin = mkdtempSync(join(tmpdir(), "npm-link-"));
+    symlinkSync(CLI, join(bin, "log-query"));
+    const ran = await run(["--version"], {
+      command: join(bin, "log-query"),
+      script: [],
+      path: `${bin}${delimiter}${olderFirst}`,
+    });
+    expect(ran).toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+  });
+
+  it("runs through npx from the clone's folder, the older Node first on the PATH", async () => {
+    const npx = await run(["--yes", `--package=${ROOT}`, "log-query", "--version"], {
+      command: "npx",
+      script: [],
+      path: olderFirst,
+    });
+    expect({ code: npx.code, stdout: npx.stdout }).toEqual({ code: 0, stdout: `${version}\n` });
+  }, 60_000);
+
+  it("without a Node 24 installed with it, says in one line what to do, and exits 2", async () => {
+    const copy = mkdtempSync(join(tmpdir(), "no-node-"));
+    for (const part of ["package.json", "bin", "src/cli"])
+      cpSync(join(ROOT, part), join(copy, part), { recursive: true });
+    const ran = await run(["--version"], {
+      command: node,
+      script: [join(copy, "bin", "log-query.js")],
+    });
+    expect(ran.code).toBe(2);
+    expect(ran.stderr).toMatch(
+      /^log-query needs Node 24 or newer, not \d+\.[\d.]+, and found no Node 24 installed with it [^\n]*: run `npm install` in [^\n]*, or install Node 24 [^\n]*\n$/,
+    );
+  });
 });

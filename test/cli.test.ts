@@ -21,7 +21,6 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { codeBlocks, docFiles, runShell, shellCommands } from "./support/doc-commands.ts";
 import { freePort } from "./support/free-port.ts";
-import { olderNode } from "./support/newcomer.ts";
 import { start } from "./support/service-process.ts";
 
 const KEY = "cli-test-key-0123456789";
@@ -46,9 +45,9 @@ function cli(
   args: string[],
   env: Record<string, string> = {},
   cwd?: string,
-  { node = process.execPath, script = CLI } = {},
+  { script = CLI } = {},
 ): Promise<Ran> & { child: ChildProcess } {
-  const child = spawn(node, [script, ...args], {
+  const child = spawn(process.execPath, [script, ...args], {
     env: { PATH: process.env.PATH, LOG_QUERY_KEY: KEY, ...env },
     cwd,
     stdio: ["ignore", "pipe", "pipe"],
@@ -458,15 +457,5 @@ describe("log-query installed under node_modules", () => {
     });
     expect({ code: ran.code, stderr: ran.stderr }).toEqual({ code: 0, stderr: "" });
     expect(ran.stdout).toMatch(/^logs\.all /m);
-  });
-});
-
-describe("log-query on an older Node", () => {
-  it("says in one line that it needs Node 24, and exits 2", async () => {
-    const ran = await cli(["endpoints"], {}, undefined, { node: olderNode() });
-    expect(ran.code).toBe(2);
-    expect(ran.stderr).toMatch(
-      /^log-query needs Node 24 or newer, not \d+\.[\d.]+: install Node 24 .*\n$/,
-    );
   });
 });
