@@ -81,6 +81,8 @@ function hostile(url: URL): Answer {
         headers: url.searchParams.has("until") ? NDJSON_TYPE : SSE_TYPE,
         endless: "x".repeat(65_536),
       };
+    case "not-json":
+      return { headers: SSE_TYPE, body: `id: 1\ndata: ${HOSTILE}\n\n` };
     case "endless-event":
       return { headers: SSE_TYPE, endless: "data: x\n".repeat(8_192) };
     case "/api/endpoints/huge":
@@ -173,7 +175,7 @@ describe("log-query's text from a hostile server", () => {
   });
 });
 
-describe("log-query against a server that sends more than it holds", () => {
+describe("log-query against a server that sends more than it holds, or what is not JSON", () => {
   // Each ends the command with exit 5 and one line: no stack, no RangeError, no memory exhausted.
   it.each([
     ["tail: an endless line", () => logs("tail", "endless-line"), "a line longer than 16 MiB"],
@@ -194,6 +196,7 @@ describe("log-query against a server that sends more than it holds", () => {
       () => run(["query", "huge", "--url", url]),
       "an answer longer than 64 MiB",
     ],
+    ["tail: a record that is not JSON", () => logs("tail", "not-json"), "what is not JSON: "],
     [
       "query: an answer that is not JSON",
       () => run(["query", "garbage", "--url", url]),

@@ -53,8 +53,9 @@ export async function runTail(connection: Connection, values: Options): Promise<
         throw await errorOf(response);
       }
     } catch (error) {
-      if (error instanceof CliError && error.exitCode !== EXIT.network) throw error;
-      // The connection failed or broke: the service may be restarting.
+      // The connection failed or broke: the service may be restarting. Anything else (a refusal, a
+      // record that is not JSON) would be the same again.
+      if (!(error instanceof CliError) || error.exitCode !== EXIT.network) throw error;
     }
     await sleep(retryDelayMs(response?.ok ? undefined : response, wait));
     wait = Math.min(wait * 2, LONGEST_WAIT_MS);
