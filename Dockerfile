@@ -20,8 +20,12 @@ COPY queries ./queries
 # `npm run key` and `npm run token` in the container: docker run --rm log-query npm run key -- ...
 COPY scripts ./scripts
 # Named volumes mounted here take this owner, so DUCKDB_PATH=/data/db/... and the demo exports
-# (docker-compose.demo.yml) are writable by node.
-RUN mkdir -p /data/db /data/exports && chown node:node /data/db /data/exports
+# (docker-compose.demo.yml) are writable by node, and so is the cursor secret a container without
+# CURSOR_SECRET makes (/app is not node's): kept across restarts, and across new containers with a
+# volume at /data/state.
+RUN mkdir -p /data/db /data/exports /data/state && chown node:node /data/db /data/exports /data/state \
+  && chmod 700 /data/state
+ENV CURSOR_SECRET_FILE=/data/state/cursor-secret
 USER node
 EXPOSE 3000 9464
 HEALTHCHECK --interval=30s --timeout=3s --start-period=20s \

@@ -92,7 +92,10 @@ export interface AppDeps {
   shutdownGraceMs?: number;
   /** Follow streams; default: a poll every 5 s, 60 s of lag, 4 streams per credential. */
   follow?: Partial<FollowSettings> & { clock?: () => bigint };
-  /** Signs page cursors and event ids (CURSOR_SECRET): replicas that share it take each other's. */
+  /**
+   * Signs page cursors and event ids (CURSOR_SECRET, or the one kept in CURSOR_SECRET_FILE):
+   * processes that share it take each other's.
+   */
   cursorSecret?: string;
   /** Caps and buffering of streams; default: half the connection cap (at most 1 000), 16 per address. */
   streams?: Partial<StreamSettings & StreamLimits>;
@@ -181,7 +184,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const cache = deps.cache && new ResultCache({ logger: app.log, shared, ...deps.cache });
   app.addHook("onClose", async () => cache?.close());
   const queries = deps.queries ?? loadQueries(deps.engine.dialect, catalog);
-  // Without a secret of its own, this process's cursors are good in this process only.
+  // Without one (an app a test builds), this instance's cursors are good in this instance only.
   const cursors = cursorCodec(deps.cursorSecret ?? randomBytes(32));
   const { run, watch } = createRunner({
     engine,

@@ -2,6 +2,7 @@
 // naming the variable and what it expects.
 import { isIP } from "node:net";
 import { availableParallelism } from "node:os";
+import { resolve } from "node:path";
 import { z } from "zod";
 import type { TokenOptions } from "./credentials/tokens.ts";
 import type { AdmissionOptions } from "./engines/admission.ts";
@@ -145,6 +146,7 @@ const environment = z.object({
     .max(50, "expects 1 to 50 ms: a slower Redis must not hold up cached answers")
     .default(50),
   CURSOR_SECRET: z.string().min(32, "needs at least 32 characters").optional(),
+  CURSOR_SECRET_FILE: text.default(".state/cursor-secret"),
   LOG_FORMAT: z.enum(["json", "pretty"], { error: "expects json or pretty" }).optional(),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `expects one of ${LOG_LEVELS.join(", ")}` })
@@ -235,8 +237,10 @@ export interface Config {
   metricsMaxCredentials: number;
   /** Shared cache, lock, leases and rate limit across replicas (REDIS_URL); absent: this process only. */
   redis?: RedisSettings;
-  /** Signs page cursors and event ids; absent: a secret of this process's own. Never log it. */
+  /** Signs page cursors and event ids; absent: the one kept in cursorSecretFile. Never log it. */
   cursorSecret?: string;
+  /** Where the secret generated without CURSOR_SECRET is kept (absolute), read again at restart. */
+  cursorSecretFile: string;
   /** Alert rules (ALERT_RULES_FILE); absent: none. */
   alertRulesFile?: string;
   logLevel: (typeof LOG_LEVELS)[number];
@@ -323,6 +327,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, stdoutIsTerminal = false): Co
       redis: { url: e.REDIS_URL, prefix: e.REDIS_PREFIX, timeoutMs: e.REDIS_TIMEOUT_MS },
     }),
     cursorSecret: e.CURSOR_SECRET,
+    cursorSecretFile: resolve(e.CURSOR_SECRET_FILE),
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT ?? (stdoutIsTerminal ? "pretty" : "json"),
   };

@@ -5,9 +5,10 @@ import { createServer } from "node:net";
 import closeWithGrace from "close-with-grace";
 import { openAlertRules } from "./alerts/rules-source.ts";
 import { buildApp } from "./app.ts";
-import { type AuthSettings, ConfigError, loadConfig, nearMisses } from "./config.ts";
+import { type Config, ConfigError, loadConfig, nearMisses } from "./config.ts";
 import { KeysFile } from "./credentials/keys-file.ts";
 import { createTokenVerifier } from "./credentials/tokens.ts";
+import { keptCursorSecret } from "./cursor-secret-file.ts";
 import { openEngine } from "./engines/open-engine.ts";
 import { buildManagementApp } from "./http/management.ts";
 import { createLogger } from "./logger.ts";
@@ -59,15 +60,20 @@ const log = createLogger(config);
 for (const warning of nearMisses(process.env)) log.warn(warning);
 
 /**
- * The keys file, token keys and alert rules, read now: a bad one stops startup with one line
- * naming it.
+ * The keys file, token keys, alert rules and the kept cursor secret, read now: a bad one stops
+ * startup with one line naming it.
  */
-function openSettingsFiles(auth: AuthSettings, alertRulesFile: string | undefined) {
+function openSettingsFiles({ auth, alertRulesFile, cursorSecret, cursorSecretFile }: Config) {
   try {
     return {
       keysFile: auth.keysFile === undefined ? undefined : new KeysFile(auth.keysFile),
       tokens: auth.tokens && createTokenVerifier(auth.tokens),
       alertRules: alertRulesFile === undefined ? undefined : openAlertRules(alertRulesFile),
+      // Without CURSOR_SECRET, one generated once: cursors made before a restart stay good after it.
+      cursors:
+        cursorSecret === undefined
+          ? keptCursorSecret(cursorSecretFile)
+          : { secret: cursorSecret, created: false },
     };
   } catch (error) {
     process.stderr.write(`Configuration error: ${(error as Error).message}\n`);
@@ -75,7 +81,13 @@ function openSettingsFiles(auth: AuthSettings, alertRulesFile: string | undefine
   }
 }
 
-const { keysFile, tokens, alertRules } = openSettingsFiles(config.auth, config.alertRulesFile);
+const { keysFile, tokens, alertRules, cursors } = openSettingsFiles(config);
+if (cursors.created) {
+  log.info(
+    { file: config.cursorSecretFile },
+    "generated the secret that signs page cursors and event ids, kept for the next start",
+  );
+}
 let apiKeys = config.auth.apiKeys;
 if (apiKeys.length === 0 && !keysFile && !tokens) {
   apiKeys = [randomBytes(24).toString("base64url")];
@@ -115,7 +127,8 @@ async function dataIdentity(): Promise<string | undefined> {
 const redis = config.redis && new RedisLink({ ...config.redis, logger: log });
 if (redis && config.cursorSecret === undefined) {
   log.warn(
-    "CURSOR_SECRET is not set: this replica signs page cursors and event ids with a secret of its own, so the other replicas refuse them; give every replica the same CURSOR_SECRET",
+    { file: config.cursorSecretFile },
+    "CURSOR_SECRET is not set: this replica signs page cursors and event ids with the secret in its CURSOR_SECRET_FILE, which replicas on other machines do not have, so they refuse them; give every replica the same CURSOR_SECRET",
   );
 }
 const app = await buildApp({
@@ -138,7 +151,7 @@ const app = await buildApp({
   streams: config.streams,
   redis,
   dataIdentity: redis && (await dataIdentity()),
-  cursorSecret: config.cursorSecret,
+  cursorSecret: cursors.secret,
   alertRules,
   logger: log,
 });

@@ -99,17 +99,26 @@ function exports() {
   };
 }
 
-/** The service over `folder`, its exports polled every second, records settled after LAG_SECONDS. */
+/**
+ * The service over `folder`, its exports polled every second, records settled after LAG_SECONDS;
+ * no CURSOR_SECRET, as `npm start` has none: it keeps the secret it makes in the folder it starts
+ * in, one beside each folder of exports, where a restart over the same exports finds it again.
+ */
 function service(folder: string, extra: Record<string, string> = {}) {
-  return start({
-    API_KEYS: KEY,
-    LOCAL_DATA: folder,
-    LOCAL_DATA_POLL_SECONDS: "1",
-    LOGS_FOLLOW_LAG_SECONDS: String(LAG_SECONDS),
-    LOGS_FOLLOW_INTERVAL_SECONDS: "1",
-    CURSOR_SECRET: "cli-test-cursor-secret-0123456789abcdef",
-    ...extra,
-  });
+  const checkout = `${folder}-checkout`;
+  mkdirSync(checkout, { recursive: true });
+  return start(
+    {
+      API_KEYS: KEY,
+      LOCAL_DATA: folder,
+      LOCAL_DATA_POLL_SECONDS: "1",
+      LOGS_FOLLOW_LAG_SECONDS: String(LAG_SECONDS),
+      LOGS_FOLLOW_INTERVAL_SECONDS: "1",
+      ...extra,
+    },
+    [],
+    checkout,
+  );
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -219,7 +228,7 @@ async function stop(server: { child: ChildProcess }) {
 }
 
 describe("log-query tail", () => {
-  it("resumes after the service restarts: nothing lost, nothing printed twice", async () => {
+  it("resumes after the service restarts without CURSOR_SECRET: nothing lost, nothing printed twice", async () => {
     const data = exports();
     const port = String(await freePort());
     let server = await service(data.folder, { PORT: port });
@@ -237,6 +246,39 @@ describe("log-query tail", () => {
     await sleep(1_500);
     expect(tail.printed()).toEqual(inOrder(data.all));
   }, 90_000);
+});
+
+describe("a restart of the service without CURSOR_SECRET", () => {
+  it("keeps an export's checkpoint and a page cursor good: the next run writes only the records after it", async () => {
+    const data = exports();
+    const first = Date.now() - 600_000;
+    // A page and a half, settled long ago.
+    data.drop(
+      Array.from({ length: 150 }, (_, i) => first + i * 1_000),
+      "before",
+    );
+    const port = String(await freePort());
+    let server = await service(data.folder, { PORT: port });
+    const cwd = mkdtempSync(join(tmpdir(), "cli-export-"));
+    const args = exportArgs(server.baseUrl);
+    expect(await cli(args, {}, cwd)).toMatchObject({ code: 0, stderr: "" });
+    const page = `${server.baseUrl}/api/endpoints/logs.all?project=acme&project_tier=FREE`;
+    const headers = { "x-api-key": KEY };
+    const link = (await fetch(page, { headers })).headers.get("link") ?? "";
+    const cursor = /cursor=([\w-]+)>/.exec(link)?.[1];
+
+    await stop(server);
+    data.drop([Date.now(), Date.now() + 1], "after-restart");
+    server = await service(data.folder, { PORT: port });
+    const next = await fetch(`${page}&cursor=${cursor}`, { headers });
+    expect(next.status).toBe(200);
+    const { result } = (await next.json()) as { result: { id: string }[] };
+    expect(result.map((record) => record.id)).toEqual(inOrder(data.all).slice(0, 50).reverse());
+
+    await sleep((LAG_SECONDS + 2) * 1000);
+    expect(await cli(args, {}, cwd)).toMatchObject({ code: 0, stderr: "" });
+    expect(ids(readFileSync(join(cwd, "out.ndjson"), "utf8"))).toEqual(inOrder(data.all));
+  }, 60_000);
 });
 
 describe("log-query tail before its first record", () => {

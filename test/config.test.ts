@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, nearMisses } from "../src/config.ts";
 
@@ -67,6 +68,16 @@ describe("loadConfig", () => {
     expect(loadConfig({ CURSOR_SECRET: secret }).cursorSecret).toBe(secret);
     expect(() => loadConfig({ CURSOR_SECRET: "c".repeat(31) })).toThrow(
       "CURSOR_SECRET: needs at least 32 characters",
+    );
+  });
+
+  it("keeps a generated cursor secret in .state/cursor-secret of the folder it starts in, or CURSOR_SECRET_FILE", () => {
+    expect(loadConfig({}).cursorSecretFile).toBe(join(process.cwd(), ".state", "cursor-secret"));
+    expect(loadConfig({ CURSOR_SECRET_FILE: "/var/lib/log-query/secret" }).cursorSecretFile).toBe(
+      "/var/lib/log-query/secret",
+    );
+    expect(() => loadConfig({ CURSOR_SECRET_FILE: " " })).toThrow(
+      "CURSOR_SECRET_FILE: must not be empty",
     );
   });
 

@@ -35,6 +35,17 @@ describe("Dockerfile", () => {
     for (const base of bases) expect(base).toMatch(new RegExp(`^node:${minor}-`));
   });
 
+  it("keeps the cursor secret it makes without CURSOR_SECRET in a folder the node user owns", () => {
+    const file = /^ENV CURSOR_SECRET_FILE=(\/\S+)$/m.exec(dockerfile)?.[1];
+    expect(file).toBeDefined();
+    const folder = dirname(file as string);
+    const commands = instructions("RUN")
+      .flatMap((args) => args.split("&&"))
+      .map((command) => command.trim().split(/\s+/));
+    expect(commands).toContainEqual(expect.arrayContaining(["mkdir", folder]));
+    expect(commands).toContainEqual(expect.arrayContaining(["chown", "node:node", folder]));
+  });
+
   it("installs exactly the lockfile's production dependencies", () => {
     expect(instructions("RUN").join("\n")).toMatch(/^npm ci --omit=dev /m);
   });

@@ -1,5 +1,6 @@
 // Files with secrets a newcomer keeps in the checkout's root, as the docs' steps make them (a keys
-// file, PEM keys, an .env): git never offers to commit them, and `npm run lint` leaves them alone.
+// file, PEM keys, an .env) or `npm start` keeps (its cursor secret): git never offers
+// to commit them, and `npm run lint` leaves them alone.
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,6 +14,7 @@ const LOCAL_SECRETS = [
   "jwt-public.pem",
   ".env",
   ".env.local",
+  ".state/cursor-secret",
 ];
 
 describe("local secrets in the checkout's root", () => {

@@ -14,10 +14,20 @@ export interface Started {
   stderr: () => string;
 }
 
-/** Starts `node src/main.ts` with `env` and resolves once it listens; it is killed after the test. */
-export function start(env: Record<string, string>, nodeOptions: string[] = []): Promise<Started> {
-  const child = spawn(process.execPath, [...nodeOptions, "src/main.ts"], {
+const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
+
+/**
+ * Starts `node src/main.ts` with `env`, in `cwd` (default: the checkout, as `npm start`), and
+ * resolves once it listens; it is killed after the test.
+ */
+export function start(
+  env: Record<string, string>,
+  nodeOptions: string[] = [],
+  cwd?: string,
+): Promise<Started> {
+  const child = spawn(process.execPath, [...nodeOptions, MAIN], {
     env: { PATH: process.env.PATH, PORT: "0", LOG_LEVEL: "info", ...env },
+    cwd,
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.push(child);
@@ -48,7 +58,7 @@ export async function startAndExit(
   env: Record<string, string>,
   nodeOptions: string[] = [],
 ): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [...nodeOptions, "src/main.ts"], {
+  const child = spawn(process.execPath, [...nodeOptions, MAIN], {
     env: { PATH: process.env.PATH, LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -1,0 +1,56 @@
+// CURSOR_SECRET_FILE: the cursor secret made once and kept for the next start, private to the
+// process's user; a file others may read, or one holding no secret, stops startup in one line.
+import { chmodSync, mkdtempSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { keptCursorSecret } from "../src/cursor-secret-file.ts";
+import { startAndExit } from "./support/service-process.ts";
+
+const folder = () => mkdtempSync(join(tmpdir(), "cursor-secret-"));
+
+describe("the kept cursor secret", () => {
+  it("is made once, in a folder and file only its user may open, and read again after", () => {
+    const path = join(folder(), ".state", "cursor-secret");
+    const made = keptCursorSecret(path);
+    expect(made).toEqual({ secret: expect.stringMatching(/^[\w-]{43}$/), created: true });
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(statSync(join(path, "..")).mode & 0o777).toBe(0o700);
+    expect(keptCursorSecret(path)).toEqual({ secret: made.secret, created: false });
+    // Nothing left beside it.
+    expect(readdirSync(join(path, ".."))).toEqual(["cursor-secret"]);
+  });
+
+  it("refuses a file other users may open, one without a secret, and a path it cannot write", () => {
+    const open = join(folder(), "cursor-secret");
+    writeFileSync(open, `${"s".repeat(43)}\n`, { mode: 0o644 });
+    chmodSync(open, 0o644);
+    expect(() => keptCursorSecret(open)).toThrow(
+      `CURSOR_SECRET_FILE: ${open} is open to other users (mode 644): chmod 600 it`,
+    );
+    const short = join(folder(), "cursor-secret");
+    writeFileSync(short, "too short\n", { mode: 0o600 });
+    expect(() => keptCursorSecret(short)).toThrow(
+      `CURSOR_SECRET_FILE: ${short} holds no secret of at least 32 characters`,
+    );
+    // A file where its folder should be.
+    const underFile = join(short, "cursor-secret");
+    expect(() => keptCursorSecret(underFile)).toThrow(
+      `CURSOR_SECRET_FILE: ${underFile} cannot be read (ENOTDIR)`,
+    );
+  });
+
+  it("stops startup in one line naming the variable when the file is unusable", async () => {
+    const path = join(folder(), "cursor-secret");
+    writeFileSync(path, "s".repeat(43), { mode: 0o640 });
+    chmodSync(path, 0o640);
+    const { code, stderr } = await startAndExit({
+      API_KEYS: "x".repeat(16),
+      CURSOR_SECRET_FILE: path,
+    });
+    expect(code).toBe(1);
+    expect(stderr).toMatch(
+      /^Configuration error: CURSOR_SECRET_FILE: \S+ is open to other users \(mode 640\)[^\n]*\n$/,
+    );
+  });
+});
