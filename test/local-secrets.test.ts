@@ -1,5 +1,5 @@
 // Files with secrets a newcomer keeps in the checkout's root, as the docs' steps make them (a keys
-// file, PEM keys, an .env) or `npm start` keeps (its cursor secret): git never offers
+// file, alert rules, PEM keys, an .env) or `npm start` keeps (its cursor secret): git never offers
 // to commit them, and `npm run lint` leaves them alone.
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
@@ -14,6 +14,8 @@ const LOCAL_SECRETS = [
   "jwt-public.pem",
   ".env",
   ".env.local",
+  "alert-rules.json",
+  "alert-rules-staging.json",
   ".state/cursor-secret",
 ];
 
