@@ -134,6 +134,22 @@ describe("the docs", () => {
     expect(shellScripts().map(({ file }) => file)).toEqual(["docs/scripts.md"]);
   });
 
+  it("run Node through npm or the bundled node_modules/.bin/node, never the PATH's node", () => {
+    // The PATH's node may be older than 24; npm scripts and npx put node_modules/.bin first.
+    const bareNode = /(?:^|[;&|(]|\bexec|\btime)\s*(?:\w+=\S*\s+)*node\s+\S/m;
+    const code = docFiles().flatMap((file) => [
+      ...codeBlocks(file).map((block) => ({ file, text: block.text })),
+      // Code spans, one that wraps a line joined back.
+      ...[...unfenced(readDoc(file)).matchAll(/`([^`]+)`/g)].map(([, text = ""]) => ({
+        file,
+        text: text.replace(/\s*\n\s*/g, " "),
+      })),
+    ]);
+    expect(code.length).toBeGreaterThan(100);
+    const bare = code.filter(({ text }) => bareNode.test(text));
+    expect(bare.map(({ file, text }) => `${file}: ${text}`)).toEqual([]);
+  });
+
   it("say what npm's dry-run install on each other platform adds, as npm says it", async () => {
     const dryRuns = shellCommands().filter(({ text }) => text.startsWith("npm install --dry-run "));
     expect(dryRuns.length).toBeGreaterThan(0);
