@@ -12,6 +12,7 @@ import {
   type SqlParams,
   withWindowStart,
 } from "../endpoints/params.ts";
+import { jsonErrorPlace } from "../json-syntax.ts";
 import { SettingsFileError } from "../watched-file.ts";
 import { type Comparison, parseComparison } from "./conditions.ts";
 
@@ -96,13 +97,10 @@ export function parseRulesFile(path: string, text: string): AlertRule[] {
   let json: unknown;
   try {
     json = JSON.parse(text);
-  } catch (error) {
+  } catch {
     // Where, not what: the parser's message quotes the text, which may hold a secret.
-    const at = /position (\d+)/.exec((error as Error).message)?.[1];
-    return fail(
-      "",
-      at === undefined ? "not JSON" : `not JSON (${lineAndColumn(text, Number(at))})`,
-    );
+    const place = jsonErrorPlace(text);
+    return fail("", place === undefined ? "not JSON" : `not JSON (${place})`);
   }
   const file = fileSchema.safeParse(json);
   if (!file.success) return fail("", 'expects {"rules": [ … ]}');
@@ -185,11 +183,6 @@ function conditionOf(
       ? (["newest", written.newest_row] as const)
       : (["any", written.any_row] as const);
   return { kind: "rows", rows, comparison: parseComparison(endpoint, text) };
-}
-
-function lineAndColumn(text: string, position: number): string {
-  const before = text.slice(0, position).split("\n");
-  return `line ${before.length}, column ${(before.at(-1)?.length ?? 0) + 1}`;
 }
 
 function validSecret(secret: string): boolean {

@@ -1,6 +1,10 @@
 // What ALERT_RULES_FILE accepts, and the one line a bad rule gets: which rule, what is wrong.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseRulesFile } from "../../src/alerts/rules-file.ts";
+import { openAlertRules } from "../../src/alerts/rules-source.ts";
 
 const SECRET = `whsec_${Buffer.from("a test secret of 24 bytes!").toString("base64")}`;
 const WEBHOOK = { url: "https://hooks.example.com/alerts", secret: SECRET };
@@ -131,8 +135,40 @@ describe("ALERT_RULES_FILE", () => {
     expect(() =>
       parseRulesFile("rules.json", JSON.stringify({ rules: [STATS_RULE, STATS_RULE] })),
     ).toThrow('rule 2 ("errors"): another rule has this name');
-    expect(() => parseRulesFile("rules.json", "{")).toThrow(
-      /^ALERT_RULES_FILE rules.json: not JSON/,
+  });
+});
+
+describe("a rules file that is not JSON", () => {
+  // Line 4: `      "name": "errors",`, line 8: `        "interval": "1hr"`, line 17: `    }`.
+  const rules = JSON.stringify({ rules: [STATS_RULE] }, null, 2);
+
+  it.each([
+    ["a comma after the last rule", rules.replace(/}\n {2}]/, "},\n  ]"), 18, 3],
+    ["a comma after a rule's last field", rules.replace('>= 10"', '>= 10",'), 12, 7],
+    ["single quotes", rules.replace('"errors"', "'errors'"), 4, 15],
+    ["a bare word", rules.replace('"1hr"', "hourly"), 8, 21],
+    ["a comment", `// alerts\n${rules}`, 1, 1],
+    ["a file cut short", rules.slice(0, rules.lastIndexOf("\n  ]")), 17, 6],
+  ])("names the line and column, never the text there: %s", (_, text, line, column) => {
+    expect(() => parseRulesFile("rules.json", text)).toThrow(
+      expect.objectContaining({
+        message: `ALERT_RULES_FILE rules.json: not JSON (line ${line}, column ${column})`,
+      }),
     );
+  });
+
+  it("logs that line on a reload, keeping the rules it had", () => {
+    const folder = mkdtempSync(join(tmpdir(), "rules-file-"));
+    const path = join(folder, "alert-rules.json");
+    writeFileSync(path, rules);
+    const file = openAlertRules(path);
+    writeFileSync(path, `{"rules": [\n  {"name": "x", "secret": ${JSON.stringify(SECRET)}},\n]}`);
+    const logged: string[] = [];
+    file.reload({ info: () => {}, error: (_, message) => logged.push(message) });
+    file.close();
+    expect(logged).toEqual([
+      `ALERT_RULES_FILE ${path}: not JSON (line 3, column 1); keeping the previous rules`,
+    ]);
+    expect(file.value).toHaveLength(1);
   });
 });
