@@ -9,6 +9,8 @@ const servers = [
   { command: "curl", debianPackage: "curl" },
   { command: "jq", debianPackage: "jq" },
   { command: "openssl", debianPackage: "openssl" },
+  // Prometheus's linter, which /metrics must pass.
+  { command: "promtool", debianPackage: "prometheus" },
 ];
 
 const onPath = (command: string) => spawnSync("sh", ["-c", `command -v ${command}`]).status === 0;

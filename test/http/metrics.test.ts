@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { SignJWT } from "jose";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
@@ -120,5 +121,59 @@ describe("GET /metrics", () => {
     expect(pinned.statusCode).toBe(403);
     expect(JSON.parse(pinned.body)).toMatchObject({ error: { code: "forbidden" } });
     expect((await metrics({})).statusCode).toBe(200);
+  });
+});
+
+const SAMPLE_SUFFIXES: Record<string, string[]> = {
+  histogram: ["_bucket", "_sum", "_count"],
+  summary: ["_sum", "_count"],
+};
+
+/**
+ * The exposition with one zero sample added to each family that has none yet: Prometheus's parser
+ * drops a family without samples, so promtool would not look at it.
+ */
+function everyFamilySampled(text: string): string {
+  const sampled = new Set(
+    text
+      .split("\n")
+      .filter((line) => /^[a-z]/.test(line))
+      .map((line) => /^\w+/.exec(line)?.[0]),
+  );
+  return text.replace(/^# TYPE (\w+) (\w+)$/gm, (line, name: string, type: string) => {
+    const suffixes = SAMPLE_SUFFIXES[type] ?? [""];
+    if (suffixes.some((suffix) => sampled.has(name + suffix))) return line;
+    const samples = suffixes.map(
+      (suffix) => `${name}${suffix}${suffix === "_bucket" ? '{le="+Inf"}' : ""} 0`,
+    );
+    return [line, ...samples].join("\n");
+  });
+}
+
+describe("GET /metrics, read by Prometheus's own linter", () => {
+  it("passes `promtool check metrics` with no finding, every family sampled", async () => {
+    const { get } = await startService({
+      now: NOW,
+      tables: { edge_logs: [edgeLog(shift(NOW, -5n * SECOND))] },
+      cache: { maxEntries: 10, maxBytes: 1e6 },
+    });
+    await get(USAGE);
+    await get(USAGE);
+    await get("/api/endpoints/no.such-endpoint");
+    await get(`/api/endpoints/logs.all/follow?project=${PROJECT}&project_tier=FREE&until=settled`, {
+      accept: "application/x-ndjson",
+    });
+    const scraped = await get("/metrics");
+    expect(scraped.statusCode).toBe(200);
+    const exposition = everyFamilySampled(scraped.body);
+    const promtool = spawnSync("promtool", ["check", "metrics"], {
+      input: exposition,
+      encoding: "utf8",
+    });
+    expect(promtool.error).toBeUndefined();
+    expect({ status: promtool.status, findings: promtool.stdout + promtool.stderr }).toEqual({
+      status: 0,
+      findings: "",
+    });
   });
 });
