@@ -21,7 +21,7 @@ describe("the kept cursor secret", () => {
     expect(readdirSync(join(path, ".."))).toEqual(["cursor-secret"]);
   });
 
-  it("refuses a file other users may open, one without a secret, and a path it cannot write", () => {
+  it("refuses a file other users may open, one without a secret, and a path under a file", () => {
     const open = join(folder(), "cursor-secret");
     writeFileSync(open, `${"s".repeat(43)}\n`, { mode: 0o644 });
     chmodSync(open, 0o644);
