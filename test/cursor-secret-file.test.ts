@@ -1,6 +1,14 @@
 // CURSOR_SECRET_FILE: the cursor secret made once and kept for the next start, private to the
 // process's user; a file others may read, or one holding no secret, stops startup in one line.
-import { chmodSync, mkdtempSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import {
+  chmodSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -19,6 +27,24 @@ describe("the kept cursor secret", () => {
     expect(keptCursorSecret(path)).toEqual({ secret: made.secret, created: false });
     // Nothing left beside it.
     expect(readdirSync(join(path, ".."))).toEqual(["cursor-secret"]);
+  });
+
+  it("is the same for processes that start at once on a folder without one", async () => {
+    const path = join(folder(), ".state", "cursor-secret");
+    const module = new URL("../src/cursor-secret-file.ts", import.meta.url).href;
+    const script = `import { keptCursorSecret } from ${JSON.stringify(module)};
+      process.stdout.write(keptCursorSecret(process.argv[1]).secret);`;
+    const secrets = await Promise.all(
+      Array.from({ length: 4 }, () => {
+        const child = spawn(process.execPath, ["--input-type=module", "-e", script, path]);
+        let secret = "";
+        child.stdout.on("data", (chunk) => {
+          secret += chunk;
+        });
+        return new Promise((resolve) => child.once("close", () => resolve(secret)));
+      }),
+    );
+    expect(new Set(secrets)).toEqual(new Set([readFileSync(path, "utf8").trim()]));
   });
 
   it("refuses a file other users may open, one without a secret, and a path under a file", () => {
