@@ -1,7 +1,8 @@
 // log-query, the command-line client, run as a user runs it (bin/log-query.js in a process of its
 // own) against the service as `npm start` runs it, on the embedded engine with live exports dropped
-// into LOCAL_DATA: export runs chained while records keep arriving, export killed with SIGKILL at
-// random points, tail across a restart of the service, query, endpoints and the exit codes.
+// into LOCAL_DATA, and no CURSOR_SECRET: export runs chained while records keep arriving, export
+// killed with SIGKILL at random points, tail and export across a restart of the service, query,
+// endpoints and the exit codes.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
