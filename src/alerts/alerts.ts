@@ -7,6 +7,7 @@
 import type { CachePolicy } from "../cache/result-cache.ts";
 import type { Credential } from "../credentials/credential.ts";
 import { authorize, type RawQuery } from "../credentials/scope-rule.ts";
+import { startingAt } from "../endpoints/cursor.ts";
 import type { FollowHub } from "../endpoints/follow.ts";
 import type { WatchEndpoint } from "../endpoints/runner.ts";
 import type { Row } from "../engines/engine.ts";
@@ -208,25 +209,20 @@ export class Alerts {
     held.then((rows) => {
       if (active.stopped) return;
       for (const row of rows.slice(0, count)) window.add(row);
-      active.stop = hub.follow(
-        rule.endpoint,
-        rule.params,
-        { micros: start },
-        {
-          credential: "alerts",
-          unstreamed: true,
-          deliver: (row) => {
-            window.add(row);
-            return true;
-          },
-          ready: async () => {},
-          fail: retry,
-          polled: () => {
-            const now = hub.now();
-            evaluate(window.matching(now), Number(now / 1000n));
-          },
+      active.stop = hub.follow(rule.endpoint, rule.params, startingAt(start), {
+        credential: "alerts",
+        unstreamed: true,
+        deliver: (row) => {
+          window.add(row);
+          return true;
         },
-      );
+        ready: async () => {},
+        fail: retry,
+        polled: () => {
+          const now = hub.now();
+          evaluate(window.matching(now), Number(now / 1000n));
+        },
+      });
     }, retry);
   }
 

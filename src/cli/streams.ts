@@ -70,16 +70,10 @@ function eventSizeGuard(): (chunk: string) => void {
   };
 }
 
-/**
- * Each Server-Sent Event of the body, as it completes; `onId` hears each event id as it takes
- * effect, an id given alone (where a stream starts) included.
- */
-export async function* events(
-  response: Response,
-  onId?: (id: string) => void,
-): AsyncGenerator<EventSourceMessage> {
+/** Each Server-Sent Event of the body, as it completes. */
+export async function* events(response: Response): AsyncGenerator<EventSourceMessage> {
   const parsed: EventSourceMessage[] = [];
-  const parser = createParser({ onEvent: (event) => parsed.push(event), onId });
+  const parser = createParser({ onEvent: (event) => parsed.push(event) });
   const measure = eventSizeGuard();
   for await (const chunk of chunks(response)) {
     measure(chunk);

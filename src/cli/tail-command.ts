@@ -24,28 +24,25 @@ export async function runTail(connection: Connection, values: Options): Promise<
   const params = logsParams(values);
   if (values.since !== undefined) params.set("since", values.since);
   const format = formatOf(values, ["text", "ndjson"], process.stdout.isTTY ? "text" : "ndjson");
-  // Where a reconnect resumes: after the last record printed, or where the stream said it started.
+  // Where a reconnect resumes: after the last record printed, or where the stream said it opened.
   let lastEventId: string | undefined;
-  let started: string | undefined;
   let wait = FIRST_WAIT_MS;
   for (;;) {
     let response: Response | undefined;
-    const resumeFrom = lastEventId ?? started;
     try {
-      // `since` only placed the first start.
-      if (resumeFrom !== undefined) params.delete("since");
       response = await request(connection, `/api/endpoints/logs.all/follow?${params}`, {
         accept: "text/event-stream",
-        ...(resumeFrom !== undefined && { "last-event-id": resumeFrom }),
+        ...(lastEventId !== undefined && { "last-event-id": lastEventId }),
       });
       if (response.ok) {
-        for await (const event of events(response, (id) => (started ??= id))) {
+        for await (const event of events(response)) {
           if (event.event === "end") {
             const { reason } = JSON.parse(event.data) as { reason: string };
             if (FINAL.has(reason)) throw new CliError(`the stream ended: ${reason}`, EXIT.auth);
             break;
           }
-          await writeStdout(formatRecord(JSON.parse(event.data), format));
+          if (event.event !== "open")
+            await writeStdout(formatRecord(JSON.parse(event.data), format));
           lastEventId = event.id;
           wait = FIRST_WAIT_MS;
         }

@@ -9,7 +9,14 @@ import { cacheKey } from "../cache/cache-key.ts";
 import type { QueryEngine, Row } from "../engines/engine.ts";
 import { dateToMicros, formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import type { EndpointDefinition } from "./catalog.ts";
-import type { CursorCodec } from "./cursor.ts";
+import {
+  type CursorCodec,
+  MOST_DELIVERED,
+  type Point,
+  recordKey,
+  type StreamPosition,
+  startingAt,
+} from "./cursor.ts";
 import type { SqlParams } from "./params.ts";
 
 export interface FollowOptions {
@@ -24,16 +31,10 @@ export interface FollowOptions {
   cursors: CursorCodec;
 }
 
-/** Where a follower starts: after this record, or after every record at `micros` when `id` is absent. */
-export interface StartingPoint {
-  micros: bigint;
-  id?: string;
-}
-
 export interface Follower {
   /** Credential name: catch-up queries are its work; a feed's polls are nobody's. */
   credential: string;
-  /** Writes the next record, with its cursor (where a reconnect resumes); false when the stream is gone. */
+  /** Writes the next record, with its event id (where a reconnect resumes); false when the stream is gone. */
   deliver(record: Row, cursor: string): boolean;
   /** Resolves once the stream has room for more (its client read what it was sent) or is gone. */
   ready(): Promise<void>;
@@ -57,11 +58,18 @@ const positionOf = (row: Row): Position => ({
   id: typeof row.id === "string" ? row.id : "",
 });
 
-/** Order of (timestamp, id), ids by UTF-8 bytes as both engines compare them. */
-function compare(a: Position, b: StartingPoint): number {
+/**
+ * Order of (timestamp, id), ids by UTF-8 bytes as both engines compare them; a point without an id
+ * comes after every record at its time.
+ */
+function compare(a: Point, b: Point): number {
   if (a.micros !== b.micros) return a.micros < b.micros ? -1 : 1;
-  return b.id === undefined ? -1 : Buffer.compare(Buffer.from(a.id), Buffer.from(b.id));
+  if (a.id === b.id) return 0;
+  if (a.id === undefined || b.id === undefined) return a.id === undefined ? 1 : -1;
+  return Buffer.compare(Buffer.from(a.id), Buffer.from(b.id));
 }
+
+const later = (a: Point, b: Point) => (compare(a, b) >= 0 ? a : b);
 
 const ascending = (rows: Row[]) =>
   rows
@@ -85,6 +93,8 @@ export class FollowHub {
   private readonly schedule: PollSchedule;
   private readonly pollFailures = new BurstWarning(POLL_FAILURE_GAP_MS);
   readonly options: FollowOptions;
+  /** FollowOptions.lagMs in µs. */
+  readonly lag: bigint;
 
   /**
    * `queries` are the endpoints' SQL; `seeks` their seek SQL (queries/<dialect>/seek/): the oldest
@@ -99,25 +109,27 @@ export class FollowHub {
     this.queries = sql.queries;
     this.seeks = sql.seeks;
     this.options = options;
+    this.lag = BigInt(options.lagMs) * 1000n;
     this.clock = options.clock ?? (() => dateToMicros(new Date()));
     this.schedule = new PollSchedule(options.intervalMs);
   }
 
   /**
    * Streams the endpoint's records for these validated parameters to `follower`: first every record
-   * after `from` (when given) up to now, then live from its feed. With `settledUntil`, a settled
-   * run instead: every record after `from` up to that instant, then `follower.settled`, never live.
-   * Returns the function that stops it, and with it any query of its catch-up.
+   * after `from` (when given) that it does not name as delivered, up to now, then live from its
+   * feed. With `settledUntil`, a settled run instead: every such record up to that instant, then
+   * `follower.settled`, never live. Returns the function that stops it, and with it any query of
+   * its catch-up.
    */
   follow(
     endpoint: EndpointDefinition,
     params: SqlParams,
-    from: StartingPoint | undefined,
+    from: StreamPosition | undefined,
     follower: Follower,
     settledUntil?: bigint,
   ): () => void {
     const live = { ...params, iso_timestamp_start: null };
-    const start = from ?? { micros: this.clock() };
+    const start = from ?? startingAt(this.clock());
     const subscription = new Subscription(follower, start, this);
     const key = cacheKey(endpoint.id, live);
     const stopped = new AbortController();
@@ -140,12 +152,12 @@ export class FollowHub {
       const settle = () => {
         if (!stopped.signal.aborted) follower.settled?.(subscription.checkpoint(settledUntil));
       };
-      this.catchUp(endpoint, live, subscription, start, stopped.signal, settledUntil).then(
+      this.catchUp(endpoint, live, subscription, start.horizon, stopped.signal, settledUntil).then(
         settle,
         failed,
       );
     } else if (from) {
-      this.catchUp(endpoint, live, subscription, from, stopped.signal).then(join, failed);
+      this.catchUp(endpoint, live, subscription, from.horizon, stopped.signal).then(join, failed);
     } else join();
     return () => {
       if (stopped.signal.aborted) return;
@@ -229,7 +241,7 @@ export class FollowHub {
     params: SqlParams,
     after: bigint,
     until: bigint,
-    from: StartingPoint,
+    from: Point,
     attribution: { credential: string; signal: AbortSignal },
   ): Promise<bigint | undefined> {
     const [first] = await this.query(this.seeks, endpoint, attribution, {
@@ -270,7 +282,7 @@ export class FollowHub {
     endpoint: EndpointDefinition,
     params: SqlParams,
     subscription: Subscription,
-    from: StartingPoint,
+    from: Point,
     signal: AbortSignal,
     until?: bigint,
   ): Promise<void> {
@@ -362,7 +374,7 @@ class Feed {
     this.endpoint = endpoint;
     this.params = params;
     this.hub = hub;
-    this.seen = new Seen(hub.now(), hub.options.lagMs);
+    this.seen = new Seen(hub.now());
   }
 
   /**
@@ -381,12 +393,12 @@ class Feed {
       const rows = await this.hub.records(
         this.endpoint,
         this.params,
-        this.seen.newest - this.seen.lag,
+        this.seen.newest - this.hub.lag,
         undefined,
         sweep ? {} : { morePages: (page) => page.some(unseen) },
       );
       for (const row of rows) this.seen.add(positionOf(row));
-      this.seen.prune();
+      this.seen.prune({ micros: this.seen.newest - this.hub.lag });
       for (const subscription of this.subscribers) subscription.offer(rows);
     } catch (error) {
       this.hub.pollFailed(this.endpoint, error);
@@ -396,20 +408,19 @@ class Feed {
   }
 }
 
-/** One follower: what it has been sent, so that overlapping polls deliver each record once. */
+/** One follower: what it has been sent, so that overlapping reads deliver each record once. */
 class Subscription {
   private readonly sent: Seen;
-  /** The last record written to the follower. */
-  private last: Row | undefined;
+  /** Every record at or before it was sent, or can no longer arrive: none is sent after all. */
+  private horizon: Point;
   private readonly follower: Follower;
-  private readonly from: StartingPoint;
   private readonly hub: FollowHub;
 
-  constructor(follower: Follower, from: StartingPoint, hub: FollowHub) {
+  constructor(follower: Follower, from: StreamPosition, hub: FollowHub) {
     this.follower = follower;
-    this.from = from;
     this.hub = hub;
-    this.sent = new Seen(from.micros, hub.options.lagMs);
+    this.horizon = from.horizon;
+    this.sent = new Seen(from.newest, from.delivered);
   }
 
   get credential(): string {
@@ -418,76 +429,110 @@ class Subscription {
 
   /** Delivers what the follower has not had yet, oldest first, all at once (a feed's poll). */
   offer(rows: Row[]): void {
-    for (const row of this.unsent(rows)) this.deliver(row);
-    this.sent.prune();
+    for (const { row, position } of this.unsent(rows)) this.deliver(row, position, false);
     this.follower.polled?.();
   }
 
-  /** As offer, waiting whenever the follower's stream is full (a catch-up, which can wait). */
+  /**
+   * As offer, waiting whenever the follower's stream is full (a catch-up, which can wait). What a
+   * catch-up reads comes in time order.
+   */
   async offerPaced(rows: Row[], signal: AbortSignal): Promise<void> {
-    for (const row of this.unsent(rows)) {
+    for (const { row, position } of this.unsent(rows)) {
       if (signal.aborted) return;
-      this.deliver(row);
+      this.deliver(row, position, true);
       await this.follower.ready();
     }
-    this.sent.prune();
   }
 
-  /** The rows after the starting point not sent before, oldest first, each taken as sent. */
+  /** The rows after the horizon not sent before, oldest first, each taken as sent. */
   private *unsent(rows: Row[]) {
-    for (const { row, position } of ascending(rows)) {
-      if (compare(position, this.from) > 0 && this.sent.add(position)) yield row;
+    for (const entry of ascending(rows)) {
+      if (compare(entry.position, this.horizon) > 0 && this.sent.add(entry.position)) yield entry;
     }
   }
 
   /**
-   * Where the next run resumes: after the last record sent; with none sent, after every record up
-   * to `settled` (or its start, when later), where nothing can arrive any more. So a run that finds
-   * nothing still moves its checkpoint on, and a quiet filter's never ages past the retention.
+   * Where the next run resumes: every record up to `settled` (or where this one started, when
+   * later) was sent, and nothing can arrive there any more. So a run that finds nothing still
+   * moves its checkpoint on, and a quiet filter's never ages past the retention.
    */
   checkpoint(settled: bigint): string {
-    const { cursors } = this.hub.options;
-    if (this.last) return cursors.after(this.last);
-    const { micros, id } = this.from;
-    if (settled > micros) return cursors.encode({ timestamp: formatTimestamp(settled) });
-    return cursors.encode({ timestamp: formatTimestamp(micros), ...(id !== undefined && { id }) });
+    return this.place(later(this.horizon, { micros: settled }));
   }
 
-  private deliver(row: Row): void {
-    // Counted only when written: a stream that has gone takes nothing.
-    if (this.follower.deliver(row, this.hub.options.cursors.after(row))) {
-      if (this.follower.unstreamed !== true) this.hub.countSent();
-      this.last = row;
+  /**
+   * Moves the horizon up to what can no longer change: below the lag before the newest record
+   * sent, no record arrives any more; and while catching up (`inOrder`), every record up to this
+   * one was sent, where it is older than the lag. Then sends the record with its place.
+   */
+  private deliver(row: Row, position: Position, inOrder: boolean): void {
+    const { lag } = this.hub;
+    this.horizon = later(this.horizon, { micros: this.sent.newest - lag });
+    if (inOrder) {
+      const settled = { micros: this.hub.now() - lag };
+      this.horizon = later(this.horizon, compare(position, settled) < 0 ? position : settled);
     }
+    // Counted only when written: a stream that has gone takes nothing.
+    if (this.follower.deliver(row, this.place(this.horizon))) {
+      if (this.follower.unstreamed !== true) this.hub.countSent();
+    }
+  }
+
+  /**
+   * This stream's place, at `horizon`, as an event id. It names at most MOST_DELIVERED records as
+   * delivered, the newest; past them its horizon moves up to the newest left out, so that a resume
+   * repeats nothing (a record arriving later than that many newer ones reaches the open stream,
+   * not one resumed from this id).
+   */
+  private place(horizon: Point): string {
+    let after = this.sent.prune(horizon);
+    let bound = horizon;
+    if (after.length > MOST_DELIVERED) {
+      after = after.sort((a, b) => compare(a.point, b.point));
+      bound = (after[after.length - MOST_DELIVERED - 1] as { point: Point }).point;
+      after = after.slice(-MOST_DELIVERED);
+    }
+    return this.hub.options.cursors.encodeStream({
+      horizon: bound,
+      newest: this.sent.newest,
+      delivered: after.map(({ key }) => key),
+    });
   }
 }
 
-/** Records seen within the lag of the newest one: the only ones a later poll can return again. */
+/** Records seen after a horizon, by key: the only ones a later read can return again. */
 class Seen {
+  /** The time of the newest record seen (at first, where seeing started). */
   newest: bigint;
-  readonly lag: bigint;
-  private readonly positions = new Map<string, bigint>();
+  private readonly points = new Map<string, Point>();
 
-  constructor(newest: bigint, lagMs: number) {
+  /** `keys`: records seen before, of which only the keys are known, kept until `newest` settles. */
+  constructor(newest: bigint, keys: readonly string[] = []) {
     this.newest = newest;
-    this.lag = BigInt(lagMs) * 1000n;
+    for (const key of keys) this.points.set(key, { micros: newest });
   }
 
   has(position: Position): boolean {
-    return this.positions.has(`${position.micros}:${position.id}`);
+    return this.points.has(recordKey(position));
   }
 
   /** Records a sighting; false when the record was seen before. */
   add(position: Position): boolean {
-    const key = `${position.micros}:${position.id}`;
-    if (this.positions.has(key)) return false;
-    this.positions.set(key, position.micros);
+    const key = recordKey(position);
+    if (this.points.has(key)) return false;
+    this.points.set(key, position);
     if (position.micros > this.newest) this.newest = position.micros;
     return true;
   }
 
-  prune(): void {
-    const horizon = this.newest - this.lag;
-    for (const [key, micros] of this.positions) if (micros < horizon) this.positions.delete(key);
+  /** Forgets what is at or before `horizon`, which no read returns again; the rest, unordered. */
+  prune(horizon: Point): { key: string; point: Point }[] {
+    const kept: { key: string; point: Point }[] = [];
+    for (const [key, point] of this.points) {
+      if (compare(point, horizon) <= 0) this.points.delete(key);
+      else kept.push({ key, point });
+    }
+    return kept;
   }
 }

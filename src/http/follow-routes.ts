@@ -5,8 +5,8 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import Negotiator from "negotiator";
 import { authorize, type RawQuery } from "../credentials/scope-rule.ts";
 import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
-import type { CursorCodec } from "../endpoints/cursor.ts";
-import type { FollowHub, StartingPoint } from "../endpoints/follow.ts";
+import { type CursorCodec, type StreamPosition, startingAt } from "../endpoints/cursor.ts";
+import type { FollowHub } from "../endpoints/follow.ts";
 import {
   InvalidParamsError,
   parseParams,
@@ -44,19 +44,20 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       annotateRequestSpan(request, endpoint.name);
       const { after, until, ...raw } = request.query as RawQuery;
       refuseNotFollowed(raw);
-      const authorized = authorize(request.credential, endpoint, raw);
+      const resume = resumption(request, after, hub.options.cursors);
+      // A resume goes on where the stream was, whatever start the URL gives (EventSource reconnects
+      // to the URL it opened, `since` and all); only a start the key's scope fixes still bounds it.
+      const asked = resume ? withoutStart(raw) : raw;
+      const authorized = authorize(request.credential, endpoint, asked);
       refusePinnedEnd(authorized);
       const now = hub.now();
       // `since` starts the stream as iso_timestamp_start would.
       const params = withWindowStart(parseParams(endpoint.params, authorized), now);
       const settled = settledMode(until);
-      // A start the caller gave that would skip records is refused; one its scope fixes is what the
-      // key may see at all, so a run starts there.
-      const ownStart = raw.since !== undefined || raw.iso_timestamp_start !== undefined;
-      const from = startingPoint(request, params, hub.options.cursors, after, settled && ownStart);
+      const from = startingPoint(params, resume);
       // A settled run ends with records that can no longer be overtaken by a late one.
-      const settledUntil = settled ? now - BigInt(hub.options.lagMs) * 1000n : undefined;
-      if (settled && from?.resumed) refuseDroppedRecords(from, params, now);
+      const settledUntil = settled ? now - hub.lag : undefined;
+      if (settled && from?.resumed) refuseDroppedRecords(from.horizon.micros, params, now);
       const contentType = new Negotiator(request).mediaType([EVENT_STREAM, NDJSON]);
       if (!contentType) {
         return sendError(
@@ -71,13 +72,15 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       const stream = place.open(reply, contentType === EVENT_STREAM);
       // Where it starts, as an event id: a client that reconnects before any record came resumes
       // there, with nothing skipped and no start of its own to compute (or to clash with a scope).
-      const start = from ?? { micros: now };
-      stream.position(
-        hub.options.cursors.encode({
-          timestamp: formatTimestamp(start.micros),
-          ...(start.id !== undefined && { id: start.id }),
-        }),
-      );
+      // It comes with data, which clients built on eventsource-parser need to keep an id.
+      const start = from ?? startingAt(now);
+      if (stream.events) {
+        stream.event(
+          "open",
+          hub.options.cursors.encodeStream(start),
+          JSON.stringify({ from: formatTimestamp(start.horizon.micros), resumed: !!from?.resumed }),
+        );
+      }
       const stop = hub.follow(
         endpoint,
         params,
@@ -144,67 +147,67 @@ function settledMode(until: unknown): boolean {
   ]);
 }
 
-/** Where a stream starts, and whether from a cursor (a resume) rather than an instant. */
-type Start = StartingPoint & { resumed?: boolean };
+/** Where a stream starts, and whether from an event id or checkpoint (a resume) rather than an instant. */
+type Start = StreamPosition & { resumed?: boolean };
+
+/** The starting parameters a caller may give, which a resume does without. */
+const STARTS = ["since", "iso_timestamp_start"];
+
+const withoutStart = (query: RawQuery): RawQuery =>
+  Object.fromEntries(Object.entries(query).filter(([param]) => !STARTS.includes(param)));
 
 /**
- * A reconnect's Last-Event-ID wins over `after` (the same cursor, as a parameter), and either over
- * iso_timestamp_start (or `since`), but never reaches before it (which a scope may fix); without any,
- * the stream starts now. The tier's retention bounds it in the SQL.
+ * The place a reconnect resumes from: Last-Event-ID, which wins over `after` (the same cursor, as
+ * a parameter); undefined when neither is given. Anything this service did not make is refused.
  */
-function startingPoint(
+function resumption(
   request: FastifyRequest,
-  params: SqlParams,
-  cursors: CursorCodec,
   after: unknown,
-  refuseSkips: boolean,
-): Start | undefined {
-  const start = params.iso_timestamp_start;
-  const lower: StartingPoint | undefined = start
-    ? { micros: parseIsoTimestamp(start) as bigint }
-    : undefined;
+  cursors: CursorCodec,
+): StreamPosition | undefined {
   const lastEventId = request.headers["last-event-id"];
   const cursor = typeof lastEventId === "string" && lastEventId !== "" ? lastEventId : after;
-  if (cursor === undefined || cursor === "") return lower;
-  const position = typeof cursor === "string" ? cursors.decode(cursor) : undefined;
-  if (!position && cursor === lastEventId) {
+  if (cursor === undefined || cursor === "") return undefined;
+  const position = typeof cursor === "string" ? cursors.decodeStream(cursor) : undefined;
+  if (position) return position;
+  if (cursor === lastEventId) {
     throw new HttpError(
       400,
       "bad_request",
       "Last-Event-ID is not an event id of this service's streams.",
     );
   }
-  if (!position) {
-    throw new InvalidParamsError([
-      {
-        param: "after",
-        message:
-          "is not a cursor this service made; pass an event id or the cursor a settled stream ended with, as it is",
-      },
-    ]);
-  }
-  const resume = { micros: parseIsoTimestamp(position.timestamp) as bigint, id: position.id };
-  if (!lower || lower.micros < resume.micros) return { ...resume, resumed: true };
-  // A settled run that started later than its checkpoint would skip what lies between, unseen.
-  if (refuseSkips && lower.micros > resume.micros) {
-    throw new InvalidParamsError([
-      {
-        param: "after",
-        message:
-          "is before the start that your since or iso_timestamp_start gives this run: the records between would be skipped; resume with after alone",
-      },
-    ]);
-  }
-  return lower;
+  throw new InvalidParamsError([
+    {
+      param: "after",
+      message:
+        "is not a cursor this service made; pass an event id or the cursor a settled stream ended with, as it is",
+    },
+  ]);
+}
+
+/**
+ * A resume, but never before iso_timestamp_start (or `since`), which only a scope gives it; without
+ * either, iso_timestamp_start; without any, undefined (the stream starts now). The tier's retention
+ * bounds it in the SQL.
+ */
+function startingPoint(params: SqlParams, resume: StreamPosition | undefined): Start | undefined {
+  const start = params.iso_timestamp_start;
+  const lower = start ? startingAt(parseIsoTimestamp(start) as bigint) : undefined;
+  if (!resume) return lower;
+  if (!lower || lower.horizon.micros < resume.horizon.micros) return { ...resume, resumed: true };
+  const { micros } = lower.horizon;
+  const newest = micros > resume.newest ? micros : resume.newest;
+  return { horizon: lower.horizon, newest, delivered: resume.delivered, resumed: true };
 }
 
 /**
  * A settled run resumes where the last one ended; if the tier's retention has passed that point, the
  * records between were dropped, and a script must know rather than carry on with a gap.
  */
-function refuseDroppedRecords(from: StartingPoint, params: SqlParams, now: bigint): void {
+function refuseDroppedRecords(from: bigint, params: SqlParams, now: bigint): void {
   const days = retentionDays(params.project_tier);
-  if (from.micros > now - BigInt(days) * 86_400_000_000n) return;
+  if (from > now - BigInt(days) * 86_400_000_000n) return;
   throw new InvalidParamsError([
     {
       param: "after",

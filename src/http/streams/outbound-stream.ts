@@ -52,18 +52,10 @@ export class OutboundStream {
     return this.body.writableEnded || this.body.destroyed;
   }
 
-  /** Writes one record, with the cursor a reconnect resumes after; false when nothing was written. */
+  /** Writes one record, with the event id a reconnect resumes from; false when nothing was written. */
   record(record: unknown, cursor: string): boolean {
     const json = JSON.stringify(record);
     return this.write(this.events ? `id: ${cursor}\ndata: ${json}\n\n` : `${json}\n`);
-  }
-
-  /**
-   * Gives the client a position to resume from without an event (Server-Sent Events only: a
-   * client keeps an `id:` it is given alone, and dispatches nothing); false when nothing was written.
-   */
-  position(cursor: string): boolean {
-    return this.events && this.write(`id: ${cursor}\n\n`);
   }
 
   /**

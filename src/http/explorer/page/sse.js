@@ -13,8 +13,8 @@ const LINE_END = /\r\n|\n|\r(?!$)/;
  * The events of `body` (a ReadableStream of bytes), each { type, id, data, comments }: `type` is
  * "message" unless the event names one, `id` the last id the stream gave, `comments` the comment
  * lines since the previous event, without their colon. `position.id` is that id as each event ends,
- * dispatched or not (a stream says where it starts with an id alone). Ends with the stream; throws
- * when it drops or is aborted.
+ * dispatched or not, as the HTML standard keeps it. Ends with the stream; throws when it drops or is
+ * aborted.
  */
 async function* events(body, position) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
