@@ -1,7 +1,8 @@
 // log-query, the command-line client, run as a user runs it (bin/log-query.js in a process of its
 // own) against the service as `npm start` runs it, on the embedded engine with live exports dropped
 // into LOCAL_DATA, and no CURSOR_SECRET: export runs chained while records keep arriving, export
-// killed with SIGKILL at random points, tail and export across a restart of the service, query,
+// killed with SIGKILL at random points, tail and export across a restart of the service, tail
+// across drops around late records, query,
 // endpoints and the exit codes.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -20,7 +21,11 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, onTestFinished } from "vitest";
+import { buildApp } from "../src/app.ts";
+import { createDuckDbEngine } from "../src/engines/duckdb.ts";
 import { codeBlocks, docFiles, runShell, shellCommands } from "./support/doc-commands.ts";
+import { replaceTables } from "./support/duckdb-tables.ts";
+import { edgeLog, micros, SECOND, shift } from "./support/fixtures.ts";
 import { freePort } from "./support/free-port.ts";
 import { start } from "./support/service-process.ts";
 
@@ -280,6 +285,47 @@ describe("a restart of the service without CURSOR_SECRET", () => {
     expect(await cli(args, {}, cwd)).toMatchObject({ code: 0, stderr: "" });
     expect(ids(readFileSync(join(cwd, "out.ndjson"), "utf8"))).toEqual(inOrder(data.all));
   }, 60_000);
+});
+
+describe("log-query tail around late records", () => {
+  it("prints B, then L and L2 that arrive late, each once, its connection dropped after each", async () => {
+    const NOW = "2026-11-21T05:17:42.123456Z";
+    const engine = await createDuckDbEngine({ now: () => micros(NOW) });
+    const stored = [edgeLog(shift(NOW, -SECOND), { id: "before", project: "acme" })];
+    await replaceTables(engine, { edge_logs: stored });
+    const app = await buildApp({
+      engine,
+      apiKeys: [KEY],
+      follow: { intervalMs: 40, lagMs: 60_000, clock: () => micros(NOW) },
+    });
+    onTestFinished(async () => {
+      await app.close();
+      await engine.close();
+    });
+    const metric = (name: string) => async () => {
+      const metrics = (await app.inject({ url: "/metrics", headers: { "x-api-key": KEY } })).body;
+      return Number(new RegExp(`^${name} (\\d+)$`, "m").exec(metrics)?.[1]);
+    };
+    const streamsOpen = metric("query_service_follow_streams_open");
+    const tail = tailing(await app.listen({ host: "127.0.0.1", port: 0 }));
+    const arriving = [40n, 10n, 20n].map((s, i) =>
+      edgeLog(shift(NOW, s * SECOND), { id: ["B", "L", "L2"][i] as string, project: "acme" }),
+    );
+    for (const [i, row] of arriving.entries()) {
+      await expect.poll(streamsOpen, { timeout: 10_000 }).toBe(1);
+      stored.push(row);
+      await replaceTables(engine, { edge_logs: stored });
+      await tail.waitFor(i + 1);
+      // Dropped: tail reconnects with the last event id it had, half a second later.
+      app.server.closeAllConnections();
+      await expect.poll(streamsOpen).toBe(0);
+    }
+    await expect.poll(streamsOpen, { timeout: 10_000 }).toBe(1);
+    // Two polls later the last reconnect's catch-up is over: anything it sent again is printed.
+    const polls = await metric("query_service_follow_polls_total")();
+    await expect.poll(metric("query_service_follow_polls_total")).toBeGreaterThan(polls + 1);
+    expect(tail.printed()).toEqual(["B", "L", "L2"]);
+  }, 30_000);
 });
 
 describe("log-query tail before its first record", () => {

@@ -41,7 +41,7 @@ export async function runTail(connection: Connection, values: Options): Promise<
             if (FINAL.has(reason)) throw new CliError(`the stream ended: ${reason}`, EXIT.auth);
             break;
           }
-          if (event.event !== "open")
+          if (event.event !== "start")
             await writeStdout(formatRecord(JSON.parse(event.data), format));
           lastEventId = event.id;
           wait = FIRST_WAIT_MS;

@@ -72,11 +72,12 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       const stream = place.open(reply, contentType === EVENT_STREAM);
       // Where it starts, as an event id: a client that reconnects before any record came resumes
       // there, with nothing skipped and no start of its own to compute (or to clash with a scope).
-      // It comes with data, which clients built on eventsource-parser need to keep an id.
+      // It comes with data, which clients built on eventsource-parser need to keep an id, in an event
+      // not named `open`, which EventSource would hand its own onopen.
       const start = from ?? startingAt(now);
       if (stream.events) {
         stream.event(
-          "open",
+          "start",
           hub.options.cursors.encodeStream(start),
           JSON.stringify({ from: formatTimestamp(start.horizon.micros), resumed: !!from?.resumed }),
         );

@@ -1,5 +1,6 @@
 // GET …/logs.all/follow over real HTTP: records arriving while a stream is open reach it once, oldest
 // first, whatever the engine, with reconnects, late records, shared polls, limits and shutdown.
+import { EventSource } from "eventsource";
 import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
@@ -98,7 +99,7 @@ describe("a follow stream on BigQuery", () => {
     expectAscending(all);
   });
 
-  it("says where it starts in an open event: resumed from there, it sends what came meanwhile", async () => {
+  it("says where it starts in a start event: resumed from there, it sends what came meanwhile", async () => {
     const { base, add } = await bigQueryService({
       now: NOW,
       tables: { edge_logs: OLDER },
@@ -110,7 +111,7 @@ describe("a follow stream on BigQuery", () => {
     // With data: eventsource-parser keeps no id that comes alone.
     const [opening] = first.events;
     expect(opening).toEqual({
-      event: "open",
+      event: "start",
       id: expect.stringMatching(/^[\w-]+$/),
       data: JSON.stringify({ from: NOW, resumed: false }),
     });
@@ -298,5 +299,121 @@ describe("a follow stream on DuckDB", () => {
     const sent = records(stream);
     expect(sent.map((r) => r.id).sort()).toEqual(arriving.map((r) => r.id).sort());
     expectAscending(sent);
+  });
+});
+
+describe("resuming a follow stream on DuckDB around late records", () => {
+  // B, then L and L2, older than B but within the lag, each arriving after the one before was sent.
+  const B = edgeLog(shift(NOW, 40n * SECOND), { id: "B" });
+  const L = edgeLog(shift(NOW, 10n * SECOND), { id: "L" });
+  const L2 = edgeLog(shift(NOW, 20n * SECOND), { id: "L2" });
+
+  async function duckDbService() {
+    const clock = { now: micros(NOW) };
+    const engine = await createDuckDbEngine({ now: () => clock.now });
+    const stored = [...OLDER];
+    await replaceTables(engine, { edge_logs: stored });
+    const app = await buildApp({
+      engine,
+      apiKeys: [API_KEY],
+      follow: { ...FOLLOW, clock: () => clock.now },
+    });
+    closers.push(async () => {
+      await app.close();
+      await engine.close();
+    });
+    const base = await app.listen({ host: "127.0.0.1", port: 0 });
+    const polls = async () => {
+      const metrics = (await app.inject({ url: "/metrics", headers: { "x-api-key": API_KEY } }))
+        .body;
+      return Number(/^query_service_follow_polls_total (\d+)$/m.exec(metrics)?.[1]);
+    };
+    return {
+      app,
+      clock,
+      base,
+      arrive: (row: Row) => {
+        stored.push(row);
+        return replaceTables(engine, { edge_logs: stored });
+      },
+      /** Resolves once two more polls ran: a stream's catch-up is over, and it polled since. */
+      async settle() {
+        const before = await polls();
+        await expect.poll(polls, { timeout: 10_000, interval: 20 }).toBeGreaterThan(before + 1);
+      },
+    };
+  }
+
+  const recordIds = (stream: Stream) => records(stream).map((row) => row.id);
+
+  it("sends each once, reconnecting after every event; after= on NDJSON and settled runs resume the same", async () => {
+    const { clock, base, arrive, settle } = await duckDbService();
+    const url = `${base}/api/endpoints/logs.all/follow?${QUERY}`;
+    const opened = await open(url);
+    await opened.until(() => opened.events.length === 1);
+    opened.close();
+    const ids = [opened.events[0]?.id as string];
+    const received: unknown[] = [];
+    for (const row of [B, L, L2]) {
+      const stream = await open(url, { "last-event-id": ids.at(-1) as string });
+      await arrive(row);
+      await stream.until(() => records(stream).length > 0);
+      await settle();
+      received.push(...recordIds(stream));
+      ids.push(stream.events.at(-1)?.id as string);
+      stream.close();
+    }
+    expect(received).toEqual(["B", "L", "L2"]);
+
+    // Each place, handed back as after= on NDJSON: what came after it in delivery order, once.
+    const expected = [["L", "L2", "B"], ["L", "L2"], ["L2"], []];
+    for (const [i, id] of ids.entries()) {
+      const stream = await open(`${url}&after=${id}`, { accept: "application/x-ndjson" });
+      await settle();
+      stream.close();
+      expect(stream.lines.map((line) => JSON.parse(line).id)).toEqual(expected[i]);
+    }
+
+    // Once all has settled, a settled run from B's place sends L and L2, and ends where the next
+    // run finds nothing again.
+    clock.now += 2n * 60n * SECOND;
+    const run = async (after: string) => {
+      const answer = await fetch(`${url}&until=settled&after=${after}`, {
+        headers: { "x-api-key": API_KEY, accept: "application/x-ndjson" },
+      });
+      const lines = (await answer.text())
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line));
+      return { ids: lines.slice(0, -1).map((line) => line.id), end: lines.at(-1).end };
+    };
+    const settled = await run(ids[1] as string);
+    expect(settled.ids).toEqual(["L", "L2"]);
+    expect((await run(settled.end.cursor)).ids).toEqual([]);
+  });
+
+  it("through the eventsource package, resumes from where it started after a drop before any record, its since notwithstanding", async () => {
+    const { clock, base, arrive, settle, app } = await duckDbService();
+    const source = new EventSource(`${base}/api/endpoints/logs.all/follow?${QUERY}&since=5s`, {
+      fetch: (url, init) =>
+        fetch(url, { ...init, headers: { ...init?.headers, "x-api-key": API_KEY } }),
+    });
+    closers.push(() => source.close());
+    const received: string[] = [];
+    source.addEventListener("message", (event) => received.push(JSON.parse(event.data).id));
+    const starts: MessageEvent[] = [];
+    source.addEventListener("start", (event) => starts.push(event));
+    await expect.poll(() => starts.length).toBe(1);
+
+    // The connection drops; 20 s pass, in which records older than the URL's since=5s arrive.
+    app.server.closeAllConnections();
+    clock.now += 20n * SECOND;
+    await arrive(L);
+    await arrive(L2);
+    await expect.poll(() => starts.length, { timeout: 10_000 }).toBe(2);
+    expect(JSON.parse(starts[1]?.data).resumed).toBe(true);
+    await expect.poll(() => received.length).toBe(2);
+    await settle();
+    expect(received).toEqual(["L", "L2"]);
   });
 });

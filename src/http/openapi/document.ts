@@ -339,9 +339,10 @@ const FOLLOW_PARAMETERS: Record<string, Json> = {
     in: "query",
     required: false,
     description:
-      "An event id, or the cursor a settled stream ended with: the stream starts after that " +
-      "record, as with Last-Event-ID (which wins when both are given), for clients that cannot " +
-      "set a header. A cursor this service did not make is 400 `invalid_params`; with " +
+      "An event id, or the cursor a settled stream ended with: the stream resumes from that " +
+      "place, as with Last-Event-ID (which wins when both are given), for clients that cannot " +
+      "set a header, whatever since or iso_timestamp_start the URL gives (a scope's start still " +
+      "bounds it). A cursor this service did not make is 400 `invalid_params`; with " +
       "`until=settled`, so is one older than the tier's retention (records after it were dropped).",
     schema: STRING,
   },
@@ -353,7 +354,8 @@ const FOLLOW_PARAMETERS: Record<string, Json> = {
       "`settled`: instead of going live, send every record up to now − LOGS_FOLLOW_LAG_SECONDS " +
       "(which no late record can overtake any more), then end with `event: end` and " +
       '`{"reason":"settled","cursor":…}` (NDJSON: a last line `{"end":{"reason":"settled","cursor":…}}`). ' +
-      "Runs each started `after` the last one's cursor give every record once, in order.",
+      "Runs each started `after` the last one's cursor give every record once, in order; " +
+      "a run with `after` resumes there whatever since or iso_timestamp_start the URL gives.",
     schema: { enum: ["settled"] },
   },
 };
@@ -363,9 +365,10 @@ const LAST_EVENT_ID: Json = {
   in: "header",
   required: false,
   description:
-    "The id of the last event received (EventSource sends it by itself when it reconnects): the " +
-    "stream resumes after that record, nothing lost, nothing repeated, but never from before " +
-    "iso_timestamp_start. An id this service did not make is 400 `bad_request`.",
+    "The id of the last event received (EventSource sends it by itself when it reconnects): a " +
+    "place in what the stream sent, from which it resumes with every record not sent yet, late " +
+    "ones within the lag included, none twice, whatever since or iso_timestamp_start the URL " +
+    "gives (a scope's start still bounds it). An id this service did not make is 400 `bad_request`.",
   schema: STRING,
 };
 
@@ -399,8 +402,9 @@ function followResponse(endpoint: EndpointDefinition): Json {
       "The endpoint's new records as they arrive, oldest first, each once, until the caller " +
       "leaves or the service ends the stream; the connection is closed after it. Accept picks " +
       "the framing. text/event-stream (the default, what EventSource sends): Server-Sent Events, " +
-      "one per record, its fields as the schema gives them (`data:` the record as JSON, `id:` " +
-      "the event id Last-Event-ID takes back), a comment line every 15 s while idle, and " +
+      "first `event: start` (`id:` where the stream starts, `data:` its time and whether it " +
+      "resumed), then one per record, its fields as the schema gives them (`data:` the record " +
+      "as JSON, `id:` the event id Last-Event-ID takes back), a comment line every 15 s while idle, and " +
       "`event: end` (follow.end) when the service ends the stream. application/x-ndjson: one " +
       "record per line, and after a settled run a last line with its end.",
     headers: headers("X-Request-Id", "Cache-Control"),
@@ -408,6 +412,7 @@ function followResponse(endpoint: EndpointDefinition): Json {
       "text/event-stream": {
         // The framing itself: an example made from the schema would read as one JSON document.
         example:
+          'event: start\nid: <event id>\ndata: {"from":"2026-11-21T05:17:42.123456Z","resumed":false}\n\n' +
           "id: <event id>\ndata: <the record as one line of JSON>\n\n: keep-alive\n\n" +
           'event: end\ndata: {"reason":"shutting_down"}\n\n',
         schema: {
@@ -416,6 +421,19 @@ function followResponse(endpoint: EndpointDefinition): Json {
               type: "object",
               required: ["id", "data"],
               properties: { id: STRING, data: row },
+            },
+            {
+              type: "object",
+              required: ["event", "id", "data"],
+              properties: {
+                event: { const: "start" },
+                id: STRING,
+                data: {
+                  type: "object",
+                  required: ["from", "resumed"],
+                  properties: { from: STRING, resumed: { type: "boolean" } },
+                },
+              },
             },
             ref("schemas", "follow.end"),
           ],

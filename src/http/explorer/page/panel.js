@@ -222,7 +222,7 @@ export function panel(endpoint, { refreshSeconds, active }) {
       }
     }
     stream(search, path("/follow", followed), cursor, FOLLOWING, (event, opened) => {
-      // `open` says where the stream starts; its id is kept as a reopening's Last-Event-ID.
+      // `start` says where the stream starts; its id is kept as a reopening's Last-Event-ID.
       if (event.type !== "message") return;
       pending.push(event);
       addTimer ??= setTimeout(() => addPending(opened), ADD_AFTER_MS);
