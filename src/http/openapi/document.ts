@@ -395,6 +395,13 @@ const FOLLOW_END_DATA: Json = {
   properties: { reason: { enum: Object.keys(END_REASONS) }, cursor: STRING },
 };
 
+/** A Server-Sent Event with a name, an id and `data` as the schema gives it. */
+const namedEvent = (event: string, data: Json): Json => ({
+  type: "object",
+  required: ["event", "id", "data"],
+  properties: { event: { const: event }, id: STRING, data },
+});
+
 function followResponse(endpoint: EndpointDefinition): Json {
   const row = ref("schemas", `${endpoint.name}.row`);
   return {
@@ -422,19 +429,11 @@ function followResponse(endpoint: EndpointDefinition): Json {
               required: ["id", "data"],
               properties: { id: STRING, data: row },
             },
-            {
+            namedEvent("start", {
               type: "object",
-              required: ["event", "id", "data"],
-              properties: {
-                event: { const: "start" },
-                id: STRING,
-                data: {
-                  type: "object",
-                  required: ["from", "resumed"],
-                  properties: { from: STRING, resumed: { type: "boolean" } },
-                },
-              },
-            },
+              required: ["from", "resumed"],
+              properties: { from: STRING, resumed: { type: "boolean" } },
+            }),
             ref("schemas", "follow.end"),
           ],
         },
@@ -482,21 +481,13 @@ function watchResponse(endpoint: EndpointDefinition): Json {
           'data: {"result":[…]}\n\n: keep-alive\n\nevent: end\ndata: {"reason":"shutting_down"}\n\n',
         schema: {
           oneOf: [
-            {
+            namedEvent("result", {
               type: "object",
-              required: ["event", "id", "data"],
+              required: ["result"],
               properties: {
-                event: { const: "result" },
-                id: STRING,
-                data: {
-                  type: "object",
-                  required: ["result"],
-                  properties: {
-                    result: { type: "array", items: ref("schemas", `${endpoint.name}.row`) },
-                  },
-                },
+                result: { type: "array", items: ref("schemas", `${endpoint.name}.row`) },
               },
-            },
+            }),
             ref("schemas", "follow.end"),
           ],
         },
