@@ -332,8 +332,8 @@ describe("resuming a follow stream on DuckDB around late records", () => {
       app,
       clock,
       base,
-      arrive: (row: Row) => {
-        stored.push(row);
+      arrive: (...rows: Row[]) => {
+        stored.push(...rows);
         return replaceTables(engine, { edge_logs: stored });
       },
       /** Resolves once two more polls ran: a stream's catch-up is over, and it polled since. */
@@ -390,6 +390,24 @@ describe("resuming a follow stream on DuckDB around late records", () => {
     const settled = await run(ids[1] as string);
     expect(settled.ids).toEqual(["L", "L2"]);
     expect((await run(settled.end.cursor)).ids).toEqual([]);
+  });
+
+  it("names at most 64 records in an id: a resume after a burst within the lag repeats none", async () => {
+    const { base, arrive, settle } = await duckDbService();
+    const url = `${base}/api/endpoints/logs.all/follow?${QUERY}`;
+    const first = await open(url);
+    await first.until(() => first.events.length === 1);
+    await arrive(...burst(250, "burst"));
+    await first.until(() => records(first).length === 250);
+    const lastEventId = first.events.at(-1)?.id as string;
+    expect(lastEventId.length).toBeLessThan(1100);
+    first.close();
+
+    const resumed = await open(url, { "last-event-id": lastEventId });
+    await arrive(L2);
+    await resumed.until(() => records(resumed).length > 0);
+    await settle();
+    expect(recordIds(resumed)).toEqual(["L2"]);
   });
 
   it("through the eventsource package, resumes from where it started after a drop before any record, its since notwithstanding", async () => {
