@@ -1,7 +1,8 @@
-// The page cursor round-trips any position and refuses what it did not make under its secret.
+// The page cursor round-trips any position and refuses what it did not make under its secret; a
+// follow stream's position round-trips too, and takes an event id made before positions were.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { cursorCodec } from "../../src/endpoints/cursor.ts";
+import { cursorCodec, MOST_DELIVERED, recordKey } from "../../src/endpoints/cursor.ts";
 import { formatTimestamp } from "../../src/time.ts";
 import { unkeyedCursor } from "../support/unkeyed-cursor.ts";
 
@@ -78,4 +79,40 @@ describe("page cursor", () => {
       expect(cursors.decode(text)).toBeUndefined();
     },
   );
+});
+
+describe("stream position", () => {
+  const micros = fc.bigInt({ min: -62_135_596_800_000_000n, max: 253_402_300_799_999_999n });
+  const streamPosition = fc.record({
+    horizon: fc.record(
+      { micros, id: fc.string({ unit: "binary", maxLength: 40 }) },
+      { requiredKeys: ["micros"] },
+    ),
+    newest: micros,
+    delivered: fc.array(fc.record({ micros, id: fc.string() }).map(recordKey), {
+      maxLength: MOST_DELIVERED,
+    }),
+  });
+
+  it("names the place it was made from, and is no page cursor", () => {
+    fc.assert(
+      fc.property(streamPosition, (p) => {
+        const cursor = cursors.encodeStream(p);
+        expect(cursors.decodeStream(cursor)).toEqual(p);
+        expect(cursors.decode(cursor)).toBeUndefined();
+      }),
+    );
+  });
+
+  it("takes a record's cursor, an event id of earlier versions, as the place after that record", () => {
+    const timestamp = "2026-11-21T05:17:42.123456Z";
+    expect(cursors.decodeStream(cursors.after({ timestamp, id: "rec-1" }))).toEqual({
+      horizon: { micros: 1_795_238_262_123_456n, id: "rec-1" },
+      newest: 1_795_238_262_123_456n,
+      delivered: [],
+    });
+    expect(cursorCodec(`${SECRET}-other`).decodeStream(cursors.after({ timestamp }))).toBe(
+      undefined,
+    );
+  });
 });
