@@ -413,6 +413,8 @@ class Subscription {
   private readonly sent: Seen;
   /** Every record at or before it was sent, or can no longer arrive: none is sent after all. */
   private horizon: Point;
+  /** Whether a record was written to the follower. */
+  private sentAny = false;
   private readonly follower: Follower;
   private readonly hub: FollowHub;
 
@@ -453,12 +455,14 @@ class Subscription {
   }
 
   /**
-   * Where the next run resumes: every record up to `settled` (or where this one started, when
-   * later) was sent, and nothing can arrive there any more. So a run that finds nothing still
-   * moves its checkpoint on, and a quiet filter's never ages past the retention.
+   * Where the next run resumes: after the last record sent (a record exported later than the lag
+   * but still after it is found by the next run); with none sent, after every record up to
+   * `settled` (or where this one started, when later), where nothing can arrive any more. So a run
+   * that finds nothing still moves its checkpoint on, and a quiet filter's never ages past the
+   * retention.
    */
   checkpoint(settled: bigint): string {
-    return this.place(later(this.horizon, { micros: settled }));
+    return this.place(this.sentAny ? this.horizon : later(this.horizon, { micros: settled }));
   }
 
   /**
@@ -476,6 +480,7 @@ class Subscription {
     // Counted only when written: a stream that has gone takes nothing.
     if (this.follower.deliver(row, this.place(this.horizon))) {
       if (this.follower.unstreamed !== true) this.hub.countSent();
+      this.sentAny = true;
     }
   }
 

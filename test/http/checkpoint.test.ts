@@ -278,8 +278,7 @@ describe("a settled follow stream on DuckDB", () => {
     await replaceTables(engine, { edge_logs: [edgeLog(shift(START, -2n * DAY), { id: "old" })] });
     const old = await settle("&project_tier=PRO&since=7d");
     expect(old.records.map((r) => r.id)).toEqual(["old"]);
-    // Two days on, the same cursor on the 1-day tier: records after it were dropped.
-    clock.now += 2n * DAY;
+    // The same cursor on the 1-day tier: records after it were dropped.
     const refused = await settle(`&project_tier=FREE&after=${old.end?.cursor}`);
     expect(refused.status).toBe(400);
     expect(JSON.parse(refused.body).error).toMatchObject({
