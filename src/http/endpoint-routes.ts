@@ -103,7 +103,7 @@ export async function endpointRoutes(
         params,
         credential.name,
         format.renditionFor?.(columnNames(endpoint)),
-        demandOf(request.headers["cache-control"], refreshBudget, credential),
+        demandOf(request.headers, refreshBudget, credential),
       );
       if (answer instanceof Promise) return answer.then((found) => respond(request, reply, found));
       respond(request, reply, answer);
@@ -161,9 +161,12 @@ function paramsValidator(cursors: CursorCodec) {
 /**
  * What a request's Cache-Control asks of a cached answer (RFC 9111 §5.2.1): `no-cache` and
  * `max-age=<n>` a value at most that old (no-cache: recomputed now), `only-if-cached` no query.
+ * A conditional request (If-None-Match) revalidates what the caller holds: the `no-cache` and
+ * `max-age=0` that fetch and browsers add to it by themselves ask nothing more (docs/caching.md,
+ * "Polling with an ETag"); a `max-age` of a second or more, which no client adds, still does.
  */
 function demandOf(
-  header: string | undefined,
+  { "cache-control": header, "if-none-match": validator }: FastifyRequest["headers"],
   budget: RefreshBudget,
   credential: Credential,
 ): Demand | undefined {
@@ -178,7 +181,10 @@ function demandOf(
         : name === "max-age" && /^\d+$/.test(value)
           ? Number(value)
           : undefined;
-    if (maxAge !== undefined) maxAgeSeconds = Math.min(maxAgeSeconds ?? maxAge, maxAge);
+    const addedByClient = maxAge === 0 && Boolean(validator);
+    if (maxAge !== undefined && !addedByClient) {
+      maxAgeSeconds = Math.min(maxAgeSeconds ?? maxAge, maxAge);
+    }
     if (name === "only-if-cached") onlyIfCached = true;
   }
   // Directives that ask nothing of a held value (max-stale, a browser's own) leave a plain request.

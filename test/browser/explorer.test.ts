@@ -1155,3 +1155,42 @@ describe("the explorer page", () => {
     }
   });
 });
+
+describe("a page's own fetch", () => {
+  it("polls with If-None-Match, which Chromium sends with max-age=0, and is answered as held", async () => {
+    const { page } = await openExplorer();
+    const url = `/api/endpoints/functions.invocation-stats?${STATS_QUERY}`;
+    const sent: Record<string, string>[] = [];
+    page.on("request", async (request) => {
+      if (request.url().endsWith(url)) sent.push(await request.allHeaders());
+    });
+    const polls = await page.evaluate(
+      async ([url, key]) => {
+        const answer = async (etag?: string) => {
+          const headers: Record<string, string> = { "X-API-KEY": key };
+          if (etag) headers["If-None-Match"] = etag;
+          const response = await fetch(url, { headers });
+          const { status } = response;
+          return {
+            status,
+            etag: response.headers.get("ETag"),
+            cache: response.headers.get("X-Cache"),
+          };
+        };
+        const first = await answer();
+        return [first, await answer(first.etag ?? ""), await answer('"another-etag"')];
+      },
+      [url, KEY] as const,
+    );
+    expect(polls.map(({ status, cache }) => [status, cache])).toEqual([
+      [200, expect.stringMatching(/^(MISS|HIT)$/)],
+      [304, "HIT"],
+      [200, "HIT"],
+    ]);
+    expect(polls[1]?.etag).toBe(polls[0]?.etag);
+    // What Chromium adds to a request with a validator (where Node's fetch adds no-cache), unobeyed.
+    await expect.poll(() => sent.length).toBe(3);
+    for (const headers of sent.slice(1)) expect(headers["cache-control"]).toBe("max-age=0");
+    await page.context().close();
+  });
+});

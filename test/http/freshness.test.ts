@@ -6,6 +6,7 @@ import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { cachedService } from "../support/cached-service.ts";
 import { edgeLog, functionCall, MINUTE, PROJECT, shift } from "../support/fixtures.ts";
 import type { Row } from "../support/googlesql.ts";
+import { API_KEY } from "../support/service.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 const TTL_SECONDS = 900;
@@ -169,6 +170,52 @@ describe("freshness and cost headers", () => {
       expect((await service.get(STATS, asToken)).headers["cache-status"]).toMatch(
         /detail=refresh-budget$/,
       );
+      expect(engine.runs).toBe(2);
+    });
+
+    it("a poll with If-None-Match through Node's fetch, which adds no-cache and Pragma, is answered as held", async () => {
+      const { service, engine, clock } = await cachedService(NOW, TABLES);
+      const url = `${await service.app.listen({ host: "127.0.0.1", port: 0 })}${STATS}`;
+      const poll = (etag: string) =>
+        fetch(url, { headers: { "x-api-key": API_KEY, "if-none-match": etag } });
+      const first = await fetch(url, { headers: { "x-api-key": API_KEY } });
+      const etag = first.headers.get("etag") as string;
+      // Past the budget of 6: a poll that spent it would be refused a refresh by the seventh.
+      for (let i = 0; i < 8; i++) {
+        clock.ms += 1_000;
+        const unchanged = await poll(etag);
+        expect(unchanged.status).toBe(304);
+        expect(unchanged.headers.get("x-cache")).toBe("HIT");
+        const other = await poll('"another-etag"');
+        expect(other.status).toBe(200);
+        expect(other.headers.get("x-cache")).toBe("HIT");
+        expect(await other.text()).toBe(await first.clone().text());
+      }
+      expect(engine.runs).toBe(1);
+      // What fetch added is what it sends; the budget is whole for a caller asking on purpose.
+      const asked = await fetch(url, { headers: { "x-api-key": API_KEY }, cache: "no-store" });
+      expect(asked.headers.get("x-cache")).toBe("REFRESH");
+      expect(engine.runs).toBe(2);
+    });
+
+    it("with If-None-Match, no-cache and max-age=0 are a revalidation, max-age=n still asks", async () => {
+      const { service, engine, clock } = await cachedService(NOW, TABLES);
+      const etag = (await service.get(STATS)).headers.etag as string;
+      clock.ms += 30_000;
+      for (const header of ["no-cache", "max-age=0"]) {
+        const revalidated = await service.get(STATS, {
+          "cache-control": header,
+          pragma: "no-cache",
+          "if-none-match": etag,
+        });
+        expect(revalidated.statusCode, header).toBe(304);
+      }
+      expect(engine.runs).toBe(1);
+      const fresher = await service.get(STATS, {
+        "cache-control": "max-age=10",
+        "if-none-match": etag,
+      });
+      expect(fresher.headers["x-cache"]).toBe("REFRESH");
       expect(engine.runs).toBe(2);
     });
 

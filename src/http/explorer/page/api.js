@@ -43,8 +43,9 @@ function failed(answer, body) {
  * GET `path` (same origin) with the stored key; `etag`, when given, goes as If-None-Match. The
  * browser's HTTP cache is bypassed (no-store): it would otherwise answer a 304 with its own copy as
  * a 200, and the page could not tell that nothing changed. A no-store fetch would also send
- * Cache-Control: no-cache, which asks the service to recompute (and spends the key's budget for
- * that): the page says instead that any value the service holds will do.
+ * Cache-Control: no-cache, which on the first request (no ETag yet: not a poll) asks the service to
+ * recompute and spends the key's budget for that: the page says instead that any value the service
+ * holds will do.
  * Resolves to { status, etag, cache, age, requestId, retryAfter, truncated } plus `result` (the
  * rows of a 200) or `error` (the envelope's {code, message, details?}); a 304 has neither.
  */
