@@ -13,8 +13,12 @@ export function sendAnswer(
   answer: Answer,
 ): FastifyReply {
   const { payload, cache, execution } = answer;
+  const notModified =
+    cache !== undefined && matchesEtag(request.headers["if-none-match"], cache.etag);
   // CORS allows every origin, so a browser dashboard may read the timings too.
-  reply.headers(payload.headers).header("timing-allow-origin", "*");
+  reply
+    .headers(notModified ? withoutContentHeaders(payload.headers) : payload.headers)
+    .header("timing-allow-origin", "*");
   if (!cache) {
     return reply
       .header("cache-control", "no-store")
@@ -31,8 +35,18 @@ export function sendAnswer(
     .header("etag", cache.etag)
     .header("cache-status", cacheStatus(cache, cache.ttlSeconds - cache.ageSeconds))
     .header("server-timing", serverTiming(reply, cache.status, execution));
-  if (matchesEtag(request.headers["if-none-match"], cache.etag)) return reply.code(304).send();
+  if (notModified) return reply.code(304).send();
   return reply.send(bodyBytes(payload));
+}
+
+/**
+ * The headers of a 304: none that describe the body it does not carry (Content-Type and the like,
+ * RFC 9110 §15.4.5), which validating proxies would otherwise hold to a body that is not there.
+ */
+function withoutContentHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(headers).filter(([name]) => !name.startsWith("content-")),
+  );
 }
 
 /** An endpoint without a cache: nothing is ever stored for its URI. */

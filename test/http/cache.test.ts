@@ -74,6 +74,11 @@ describe("conditional requests", () => {
       expect(notModified.body, ifNoneMatch).toBe("");
       expect(notModified.headers.etag).toBe(etag);
       expect(notModified.headers["x-cache"]).toBe("HIT");
+      // Nothing that describes a body (RFC 9110 §15.4.5).
+      const described = Object.keys(notModified.headers).filter((name) =>
+        name.startsWith("content-"),
+      );
+      expect(described, ifNoneMatch).toEqual([]);
     }
     expect(engine.runs).toBe(1);
   });
