@@ -16,15 +16,49 @@ let requestCount = 0;
 /** A request id for a request that brings none. */
 export const newRequestId = (): string => `${PROCESS_TAG}-${(++requestCount).toString(36)}`;
 
+/**
+ * Every code the envelope carries, its status and when it is sent (the table of docs/api.md): the
+ * codes the service can send, and the error responses /openapi.json describes.
+ */
+export const ERROR_CODES = {
+  invalid_params: [400, "a parameter is missing, unknown, repeated or malformed (see details)"],
+  bad_request: [
+    400,
+    "the URL is not validly percent-encoded, the request not valid HTTP, or a follow stream's Last-Event-ID not one of this service's event ids",
+  ],
+  unauthorized: [401, "missing, unknown or expired key; bad, expired or not yet valid token"],
+  forbidden: [403, "the credential's scopes do not allow this endpoint or parameter value"],
+  endpoint_not_found: [404, "no endpoint has that name or id (checked after the credential)"],
+  not_found: [404, "no such route"],
+  method_not_allowed: [405, "a method other than GET on an endpoint path"],
+  not_acceptable: [406, "Accept names none of the media types served (see available)"],
+  request_timeout: [408, "the request did not arrive in time"],
+  payload_too_large: [413, "the request declares a body: no route takes one"],
+  rate_limited: [429, "over the credential's budget or engine share, or too many bad credentials"],
+  headers_too_large: [431, "the request headers are over 16 KiB"],
+  internal_error: [500, "a bug; the message quotes the request id"],
+  engine_error: [502, "the engine failed"],
+  overloaded: [503, "the engine's queue is full, or the service is under pressure"],
+  shutting_down: [503, "the service is closing: ask another replica"],
+  engine_timeout: [504, "no answer from the engine in time, waiting included"],
+  not_cached: [
+    504,
+    "`Cache-Control: only-if-cached` and nothing held for the request (always, on an endpoint without a cache)",
+  ],
+  not_ready: [503, "/ready only: the engine did not answer a trivial query"],
+} as const satisfies Record<string, readonly [status: number, when: string]>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
 export class HttpError extends Error {
   readonly statusCode: number;
-  readonly code: string;
+  readonly code: ErrorCode;
   /** Sent as Retry-After when given. */
   readonly retryAfterSeconds: number | undefined;
 
   constructor(
     statusCode: number,
-    code: string,
+    code: ErrorCode,
     message: string,
     options: { retryAfterSeconds?: number } = {},
   ) {
@@ -41,7 +75,7 @@ export const BADLY_ENCODED_URL = "The URL is not validly percent-encoded.";
 export function sendError(
   reply: FastifyReply,
   statusCode: number,
-  code: string,
+  code: ErrorCode,
   message: string,
   extra: Record<string, unknown> = {},
 ): FastifyReply {
@@ -71,7 +105,7 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
  */
 export function clientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket) {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
-  const [status, code, message] =
+  const [status, code, message]: [number, ErrorCode, string] =
     error.code === "HPE_HEADER_OVERFLOW"
       ? [431, "headers_too_large", `The request headers exceed ${maxHeaderSize} bytes.`]
       : error.code === "ERR_HTTP_REQUEST_TIMEOUT"

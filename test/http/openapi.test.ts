@@ -10,6 +10,7 @@ import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
 import { catalog, declaredParams, type EndpointDefinition } from "../../src/endpoints/catalog.ts";
 import { InvalidParamsError, parseParams } from "../../src/endpoints/params.ts";
+import { ERROR_CODES } from "../../src/http/errors.ts";
 import type { OpenApiDocument } from "../../src/http/openapi/document.ts";
 import { demoApp } from "../support/demo-app.ts";
 import { jsonSchemaValidator, schemaErrors } from "../support/json-schema.ts";
@@ -94,6 +95,12 @@ const pathsOf = (endpoint: EndpointDefinition) => [
   `/api/endpoints/query/${endpoint.name}`,
 ];
 
+/** The name paths with a format suffix, which names the format whatever Accept says. */
+const suffixPathsOf = (endpoint: EndpointDefinition) =>
+  [`/api/endpoints/${endpoint.name}`, `/api/endpoints/query/${endpoint.name}`].flatMap((path) =>
+    ["json", "ndjson", "csv"].map((suffix) => `${path}.${suffix}`),
+  );
+
 const followPathsOf = (endpoint: EndpointDefinition) =>
   endpoint.follow ? pathsOf(endpoint).map((path) => `${path}/follow`) : [];
 
@@ -130,18 +137,19 @@ describe("GET /openapi.json", () => {
     expect((await get("/docs/json")).json()).toEqual(everything);
   });
 
-  it("describes every endpoint at its three paths, each parameter as validation takes it", async () => {
+  it("describes every endpoint at its three paths and their format suffixes, each parameter as validation takes it", async () => {
     const { paths } = await resolved(await documentFor());
     expect(Object.keys(paths).sort()).toEqual(
       [
         ...catalog.flatMap(pathsOf),
+        ...catalog.flatMap(suffixPathsOf),
         ...catalog.flatMap(followPathsOf),
         ...catalog.flatMap(watchPathsOf),
         ...SERVICE_PATHS,
       ].sort(),
     );
     for (const endpoint of catalog) {
-      for (const path of pathsOf(endpoint)) {
+      for (const path of [...pathsOf(endpoint), ...suffixPathsOf(endpoint)]) {
         const operation = paths[path]?.get as Operation;
         expect(operation.tags).toEqual([endpoint.name]);
         // Swagger UI's "try it" cannot find an operation whose id has a dot in it.
@@ -207,15 +215,20 @@ describe("GET /openapi.json", () => {
         accept: "application/x-ndjson",
       });
       expect(ndjson.headers["content-type"]).toMatch(/^application\/x-ndjson/);
-      const row = ok.content?.["application/x-ndjson"]?.schema as Schema;
+      const row = (json.properties as { result: { items: Schema } }).result.items;
       const lines = ndjson.body.trimEnd().split("\n");
       expect(lines).toHaveLength(body.result.length);
       for (const line of lines) expect(schemaErrors(ajv, row, JSON.parse(line))).toEqual([]);
-      expect(Object.keys(ok.content ?? {})).toEqual([
-        "application/json",
-        "application/x-ndjson",
-        "text/csv",
-      ]);
+      // JSON is the one typed body: where Accept picks the format, a generated client's `data`
+      // is `{result}`. The text formats are described, as text, at their suffix paths.
+      expect(Object.keys(ok.content ?? {})).toEqual(["application/json"]);
+      for (const [suffix, mediaType] of [
+        ["ndjson", "application/x-ndjson"],
+        ["csv", "text/csv"],
+      ]) {
+        const text = paths[`/api/endpoints/${endpoint.name}.${suffix}`]?.get.responses["200"];
+        expect(text?.content).toEqual({ [mediaType as string]: { schema: { type: "string" } } });
+      }
     }
   });
 
@@ -249,15 +262,22 @@ describe("GET /openapi.json", () => {
     }
   });
 
-  it("has the envelope of every code in the error table of docs/api.md, at its status", async () => {
+  it("has the envelope of every code the service sends, as docs/api.md tables them, at its status", async () => {
     const { components } = await documentFor();
     const page = readFileSync(new URL("../../docs/api.md", import.meta.url), "utf8");
     const table = [...page.matchAll(/^\| (\d{3}) \| `(\w+)` \|/gm)].map(([, status, code]) => ({
       status: status as string,
       code: code as string,
     }));
-    expect(table.length).toBeGreaterThan(15);
-    for (const { status, code } of table) {
+    const sent = Object.entries(ERROR_CODES).map(([code, [status]]) => ({
+      status: String(status),
+      code,
+    }));
+    const byCode = (a: { code: string }, b: { code: string }) => a.code.localeCompare(b.code);
+    expect(table.sort(byCode)).toEqual(sent.sort(byCode));
+    // A path the document does not list, or a method other than GET: no described operation.
+    const undescribed = ["endpoint_not_found", "not_found", "method_not_allowed"];
+    for (const { status, code } of table.filter(({ code }) => !undescribed.includes(code))) {
       expect(components.schemas).toHaveProperty([`error.${code}`]);
       // Only /ready answers not_ready: the other paths' 503 never does.
       const response = code === "not_ready" ? "NotReady" : status;
@@ -296,6 +316,7 @@ describe("GET /openapi.json", () => {
     expect(Object.keys(document.paths).sort()).toEqual(
       [
         ...pathsOf(stats),
+        ...suffixPathsOf(stats),
         ...watchPathsOf(stats),
         ...["/api/endpoints", "/api/alerts", "/health", "/ready"],
       ].sort(),
@@ -323,8 +344,10 @@ describe("GET /openapi.json", () => {
     await expectValid(document);
     const logs = catalog.find((endpoint) => endpoint.name === LOGS) as EndpointDefinition;
     expect(
-      Object.keys(document.paths).filter((path) => path.startsWith("/api/endpoints/")),
-    ).toEqual(pathsOf(logs));
+      Object.keys(document.paths)
+        .filter((path) => path.startsWith("/api/endpoints/"))
+        .sort(),
+    ).toEqual([...pathsOf(logs), ...suffixPathsOf(logs)].sort());
     expect(document.components.schemas).not.toHaveProperty(["follow.end"]);
     const refused = await get(`/api/endpoints/${LOGS}/follow?project=default&project_tier=FREE`, {
       "x-api-key": PINNED_END_KEY,

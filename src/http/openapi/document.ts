@@ -6,7 +6,12 @@
 import { z } from "zod";
 import packageJson from "../../../package.json" with { type: "json" };
 import type { EndpointDefinition } from "../../endpoints/catalog.ts";
+import { ERROR_CODES, type ErrorCode } from "../errors.ts";
 import { NOT_FOLLOWED } from "../follow-routes.ts";
+import { csv } from "../formats/csv.ts";
+import type { Format } from "../formats/format.ts";
+import { json } from "../formats/json.ts";
+import { ndjson } from "../formats/ndjson.ts";
 import type { EndReason } from "../streams/outbound-stream.ts";
 import {
   ANY_REQUEST_ERRORS,
@@ -16,6 +21,7 @@ import {
   type Json,
   RATE_LIMIT,
   ref,
+  referenced,
   STRING,
 } from "./parts.ts";
 import { CATALOG_TAG, SERVICE_TAG, serviceComponents, servicePaths } from "./service-paths.ts";
@@ -47,36 +53,14 @@ export interface OpenApiDocument {
   };
 }
 
-/** The error table of docs/api.md: every code answered in the envelope, its status, and when. */
-const ERRORS: Readonly<Record<string, readonly [status: number, when: string]>> = {
-  invalid_params: [400, "a parameter is missing, unknown, repeated or malformed (see details)"],
-  bad_request: [
-    400,
-    "the URL is not validly percent-encoded, the request not valid HTTP, or a follow stream's Last-Event-ID not one of this service's event ids",
-  ],
-  unauthorized: [401, "missing, unknown or expired key; bad, expired or not yet valid token"],
-  forbidden: [403, "the credential's scopes do not allow this endpoint or parameter value"],
-  endpoint_not_found: [404, "no endpoint has that name or id (checked after the credential)"],
-  not_found: [404, "no such route"],
-  method_not_allowed: [405, "a method other than GET on an endpoint path"],
-  not_acceptable: [406, "Accept names none of the media types served (see available)"],
-  request_timeout: [408, "the request did not arrive in time"],
-  payload_too_large: [413, "the request declares a body: no route takes one"],
-  rate_limited: [429, "over the credential's budget or engine share, or too many bad credentials"],
-  headers_too_large: [431, "the request headers are over 16 KiB"],
-  internal_error: [500, "a bug; the message quotes the request id"],
-  engine_error: [502, "the engine failed"],
-  overloaded: [503, "the engine's queue is full, or the service is under pressure"],
-  shutting_down: [503, "the service is closing: ask another replica"],
-  engine_timeout: [504, "no answer from the engine in time, waiting included"],
-  not_ready: [503, "/ready only: the engine did not answer a trivial query"],
-};
-
 /** Codes only a probe answers, left out of the responses the other paths share. */
-const PROBE_ONLY = ["not_ready"];
+const PROBE_ONLY: readonly ErrorCode[] = ["not_ready"];
 
 /** Statuses an endpoint's GET can answer: 404 and 405 concern other paths and methods. */
 const ENDPOINT_ERRORS = [400, 401, 403, 406, 429, 502, 503, 504, ...ANY_REQUEST_ERRORS];
+
+/** Statuses a format suffix's GET can answer: the suffix, not Accept, names the format. */
+const SUFFIX_ERRORS = ENDPOINT_ERRORS.filter((status) => status !== 406);
 
 /** Statuses a follow stream's GET can answer: it runs no query before its 200. */
 const FOLLOW_ERRORS = [400, 401, 403, 406, 429, 503, ...ANY_REQUEST_ERRORS];
@@ -156,19 +140,17 @@ const HEADERS: Record<string, Json> = {
       'On a full page of a paged endpoint: `<url>; rel="next"` (RFC 8288), the same path and parameters with the next page\'s `cursor`. The last page has none.',
     schema: STRING,
   },
-  Allow: { description: "The methods the path answers.", schema: { enum: ["GET"] } },
 };
 
 const CACHE = ["Cache-Control", "X-Cache", "Age", "ETag"];
 const FRESHNESS = ["Cache-Status", "Server-Timing", "Timing-Allow-Origin", "X-Bytes-Processed"];
 const STATUS_HEADERS: Record<number, string[]> = {
-  405: ["Allow"],
   429: ["Retry-After", ...RATE_LIMIT],
   503: ["Retry-After"],
 };
 
 /** One code's envelope: `{"error":{"code","message",...}}`. */
-function errorSchema(code: string): Json {
+function errorSchema(code: ErrorCode): Json {
   const extra: Record<string, Json> =
     code === "invalid_params"
       ? {
@@ -197,20 +179,27 @@ function errorSchema(code: string): Json {
   };
 }
 
-/** The response of `status` naming `codes`: by default those every path may answer with it. */
-function errorResponse(
-  status: number,
-  codes = Object.keys(ERRORS).filter(
-    (code) => ERRORS[code]?.[0] === status && !PROBE_ONLY.includes(code),
-  ),
-): Json {
+/** The codes every path that answers `status` may send with it. */
+const codesOf = (status: number) =>
+  (Object.keys(ERROR_CODES) as ErrorCode[]).filter(
+    (code) => ERROR_CODES[code][0] === status && !PROBE_ONLY.includes(code),
+  );
+
+/** The response of `status` naming `codes`. */
+function errorResponse(status: number, codes: readonly ErrorCode[] = codesOf(status)): Json {
   const refs = codes.map((code) => ref("schemas", `error.${code}`));
   return {
-    description: codes.map((code) => `\`${code}\`: ${ERRORS[code]?.[1]}.`).join(" "),
+    description: codes.map((code) => `\`${code}\`: ${ERROR_CODES[code][1]}.`).join(" "),
     headers: headers("X-Request-Id", ...(STATUS_HEADERS[status] ?? [])),
     content: { "application/json": { schema: refs.length === 1 ? refs[0] : { oneOf: refs } } },
   };
 }
+
+/** The responses only a probe answers with, beside the shared one of each status. */
+const PROBE_RESPONSES: Record<string, readonly ErrorCode[]> = {
+  ShuttingDown: ["shutting_down"],
+  NotReady: ["not_ready", "shutting_down"],
+};
 
 interface ParamsJsonSchema {
   properties: Record<string, Json & { description?: string }>;
@@ -244,90 +233,139 @@ function parameters({ endpoint, fixed }: Callable): Record<string, Json> {
   );
 }
 
-function okResponse(endpoint: EndpointDefinition): Json {
-  const row = ref("schemas", `${endpoint.name}.row`);
-  const cached = endpoint.cache
+/** The headers of an endpoint's 200, in every format. */
+function okHeaders(endpoint: EndpointDefinition): Json {
+  return headers(
+    "X-Request-Id",
+    ...RATE_LIMIT,
+    ...(endpoint.cache ? CACHE : ["Cache-Control"]),
+    ...FRESHNESS,
+    "X-Result-Truncated",
+    ...(endpoint.pageSize ? ["Link"] : []),
+  );
+}
+
+const cachedNote = (endpoint: EndpointDefinition) =>
+  endpoint.cache
     ? ` Cached ${endpoint.cache.ttlSeconds} s and warmed every ${endpoint.cache.warmingSeconds} s: a matching If-None-Match gets 304.`
     : "";
+
+/**
+ * The JSON answer: the one typed success body, and the only media type of the negotiated paths'
+ * 200, so that a generated client's `data` is `{result}` rather than a union with text. The text
+ * formats Accept also picks there are the same bytes as their suffix paths, which describe them.
+ */
+function jsonResponse(endpoint: EndpointDefinition): Json {
   return {
     description:
-      `The rows, at most ${endpoint.maxRows}, in the format Accept asks for, or a suffix on the ` +
-      "name (`.json`, `.ndjson`, `.csv`, not on a UUID), which wins over Accept: " +
-      'application/json (the default) `{"result":[row, ...]}`; application/x-ndjson, each row ' +
-      "as one line of JSON ending in a newline; text/csv (RFC 4180), a header record of the " +
-      "column names, then one record per row, NULL as an empty cell, arrays as their JSON text, " +
-      `and an empty body for no rows.${cached}`,
-    headers: headers(
-      "X-Request-Id",
-      ...RATE_LIMIT,
-      ...(endpoint.cache ? CACHE : ["Cache-Control"]),
-      ...FRESHNESS,
-      "X-Result-Truncated",
-      ...(endpoint.pageSize ? ["Link"] : []),
-    ),
+      `The rows, at most ${endpoint.maxRows}: \`{"result":[row, ...]}\`. Where the path has no ` +
+      "format suffix, Accept picks the format: application/json (the default), or " +
+      `application/x-ndjson and text/csv, answered as the \`${endpoint.name}.ndjson\` and ` +
+      `\`${endpoint.name}.csv\` paths answer them (and described there).${cachedNote(endpoint)}`,
+    headers: okHeaders(endpoint),
     content: {
       "application/json": {
         schema: {
           type: "object",
           required: ["result"],
-          properties: { result: { type: "array", maxItems: endpoint.maxRows, items: row } },
+          properties: {
+            result: {
+              type: "array",
+              maxItems: endpoint.maxRows,
+              items: ref("schemas", `${endpoint.name}.row`),
+            },
+          },
         },
       },
-      "application/x-ndjson": { schema: row },
-      "text/csv": { schema: STRING },
     },
   };
 }
 
+/** How each text format writes the rows: text, not one JSON document. */
+const TEXT_BODIES: Record<string, (row: string) => string> = {
+  [ndjson.suffix]: (row) =>
+    `Each row as one line of JSON (schema \`${row}\`) ending in a newline; no rows, an empty body.`,
+  [csv.suffix]: () =>
+    "CSV (RFC 4180): a header record of the column names, then one record per row, NULL as an " +
+    "empty cell, arrays and objects as their JSON text; no rows, the header record alone.",
+};
+
+function textResponse(endpoint: EndpointDefinition, format: Format): Json {
+  return {
+    description: `The rows, at most ${endpoint.maxRows}. ${TEXT_BODIES[format.suffix]?.(`${endpoint.name}.row`)}${cachedNote(endpoint)}`,
+    headers: okHeaders(endpoint),
+    content: { [mediaType(format)]: { schema: STRING } },
+  };
+}
+
+const mediaType = (format: Format) => format.contentType.split(";")[0] as string;
+
+/** The component of the 200 a format's suffix path answers. */
+const okName = (endpoint: EndpointDefinition, format: Format) =>
+  format === json ? `${endpoint.name}.ok` : `${endpoint.name}.${format.suffix}`;
+
 const NOT_MODIFIED: Json = {
-  description: "The If-None-Match given matches: the representation you hold is current.",
-  headers: headers("X-Request-Id", ...RATE_LIMIT, ...CACHE),
+  description:
+    "The If-None-Match given matches: the representation you hold is current. No body, and none " +
+    "of the headers that would describe one (Content-Type, Content-Length: RFC 9110 §15.4.5).",
+  headers: headers("X-Request-Id", ...RATE_LIMIT, ...CACHE, ...FRESHNESS),
 };
 
 const IF_NONE_MATCH: Json = {
   name: "If-None-Match",
   in: "header",
   required: false,
-  description: "An ETag from an earlier answer: unchanged, the answer is a bodyless 304.",
+  description:
+    "An ETag from an earlier answer: unchanged, the answer is a bodyless 304. A request with it is " +
+    "a poll, answered from the cache: the `Cache-Control: no-cache` or `max-age=0` that fetch " +
+    "and browsers add beside it ask for no recomputation (a `max-age` of 1 s or more still does).",
   schema: STRING,
 };
 
-/** The three paths of an endpoint, and what its operation there is called. */
+/** The three paths of an endpoint, what its operation there is called, and whether a format suffix goes on it. */
 function pathsOf(
   endpoint: EndpointDefinition,
-): [path: string, operationId: string, summary: string][] {
+): [path: string, operationId: string, summary: string, named: boolean][] {
   // Word characters only: Swagger UI's "try it" fails to find an operation whose id has a dot.
   const id = endpoint.name.replace(/\W/g, "_");
   return [
-    [`/api/endpoints/${endpoint.name}`, id, "by name"],
-    [`/api/endpoints/query/${endpoint.id}`, `${id}_by_id`, "by id"],
+    [`/api/endpoints/${endpoint.name}`, id, "by name", true],
+    [`/api/endpoints/query/${endpoint.id}`, `${id}_by_id`, "by id", false],
     [
       `/api/endpoints/query/${endpoint.name}`,
       `${id}_query_path`,
       "by name, at the path Logflare and Supabase Studio call",
+      true,
     ],
   ];
 }
+
+/** The formats a suffix on a name path names, `.json` first. */
+const SUFFIXED: readonly Format[] = [json, ndjson, csv];
 
 function operation(
   endpoint: EndpointDefinition,
   parameterNames: string[],
   operationId: string,
   summary: string,
+  format?: Format,
 ): Json {
   const params = parameterNames.map((name) => ref("parameters", name));
   return {
     tags: [endpoint.name],
-    operationId,
-    summary: `${endpoint.name}, ${summary}`,
+    operationId: format ? `${operationId}_${format.suffix}` : operationId,
+    summary: format
+      ? `${endpoint.name} as ${mediaType(format)}, ${summary}`
+      : `${endpoint.name}, ${summary}`,
     description:
       `${endpoint.description} Unknown and repeated parameters are refused by name; a required ` +
-      "parameter given empty counts as missing, an optional one as absent.",
+      "parameter given empty counts as missing, an optional one as absent." +
+      (format ? ` The suffix \`.${format.suffix}\` names the format, whatever Accept says.` : ""),
     parameters: endpoint.cache ? [...params, ref("parameters", "If-None-Match")] : params,
     responses: {
-      200: ref("responses", `${endpoint.name}.ok`),
+      200: ref("responses", format ? okName(endpoint, format) : `${endpoint.name}.ok`),
       ...(endpoint.cache && { 304: ref("responses", "NotModified") }),
-      ...errorResponses(ENDPOINT_ERRORS),
+      ...errorResponses(format ? SUFFIX_ERRORS : ENDPOINT_ERRORS),
     },
   };
 }
@@ -413,15 +451,15 @@ function followResponse(endpoint: EndpointDefinition): Json {
       "resumed), then one per record, its fields as the schema gives them (`data:` the record " +
       "as JSON, `id:` the event id Last-Event-ID takes back), a comment line every 15 s while idle, and " +
       "`event: end` (follow.end) when the service ends the stream. application/x-ndjson: one " +
-      "record per line, and after a settled run a last line with its end.",
+      "record per line, and after a settled run a last line with its end. Framed, a stream " +
+      "reads:\n\n```\nevent: start\nid: <event id>\n" +
+      'data: {"from":"2026-11-21T05:17:42.123456Z","resumed":false}\n\n' +
+      "id: <event id>\ndata: <the record as one line of JSON>\n\n: keep-alive\n\n" +
+      'event: end\ndata: {"reason":"shutting_down"}\n```',
     headers: headers("X-Request-Id", "Cache-Control"),
     content: {
+      // Each event's fields, as a schema can say them; the framing is in the description.
       "text/event-stream": {
-        // The framing itself: an example made from the schema would read as one JSON document.
-        example:
-          'event: start\nid: <event id>\ndata: {"from":"2026-11-21T05:17:42.123456Z","resumed":false}\n\n' +
-          "id: <event id>\ndata: <the record as one line of JSON>\n\n: keep-alive\n\n" +
-          'event: end\ndata: {"reason":"shutting_down"}\n\n',
         schema: {
           oneOf: [
             {
@@ -440,14 +478,10 @@ function followResponse(endpoint: EndpointDefinition): Json {
       },
       "application/x-ndjson": {
         schema: {
-          oneOf: [
-            row,
-            {
-              type: "object",
-              required: ["end"],
-              properties: { end: ref("schemas", "follow.end-data") },
-            },
-          ],
+          ...STRING,
+          description:
+            `Lines of JSON: each a record (\`${endpoint.name}.row\`); after a settled run, a last ` +
+            '`{"end":{"reason":"settled","cursor":…}}` (`follow.end-data`).',
         },
       },
     },
@@ -472,13 +506,12 @@ function watchResponse(endpoint: EndpointDefinition): Json {
       "nothing), until the caller leaves or the service ends the stream (follow.end). Each " +
       "value: comment lines `: cache-status: …` and `: age: …` (as those headers of a GET would " +
       "say), `event: result`, `id:` its ETag, `data:` the JSON body as GET answers it. A comment " +
-      "line every 15 s while idle.",
+      "line every 15 s while idle. Framed, a stream reads:\n\n```\n" +
+      ': cache-status: query-service; hit; ttl=900\n: age: 0\nevent: result\nid: "<ETag>"\n' +
+      'data: {"result":[…]}\n\n: keep-alive\n\nevent: end\ndata: {"reason":"shutting_down"}\n```',
     headers: headers("X-Request-Id", "Cache-Control"),
     content: {
       "text/event-stream": {
-        example:
-          ': cache-status: query-service; hit; ttl=900\n: age: 0\nevent: result\nid: "<ETag>"\n' +
-          'data: {"result":[…]}\n\n: keep-alive\n\nevent: end\ndata: {"reason":"shutting_down"}\n\n',
         schema: {
           oneOf: [
             namedEvent("result", {
@@ -564,7 +597,8 @@ const followable = ({ endpoint, fixed }: Callable) =>
   endpoint.follow === true && fixed.iso_timestamp_end === undefined;
 
 /**
- * An endpoint's paths and their operations, its follow stream's after each when it has one;
+ * An endpoint's paths and their operations, each name path's format suffixes after it, its follow
+ * stream's after each when it has one;
  * `params`: its parameters' components, by name.
  */
 function endpointPaths(entry: Callable, params: Record<string, Json>): [string, { get: Json }][] {
@@ -572,8 +606,14 @@ function endpointPaths(entry: Callable, params: Record<string, Json>): [string, 
   const names = Object.keys(params);
   const followed = names.filter((name) => !NOT_FOLLOWED.includes(params[name]?.name as string));
   const paths: [string, { get: Json }][] = [];
-  for (const [path, operationId, summary] of pathsOf(endpoint)) {
+  for (const [path, operationId, summary, named] of pathsOf(endpoint)) {
     paths.push([path, { get: operation(endpoint, names, operationId, summary) }]);
+    for (const format of named ? SUFFIXED : []) {
+      paths.push([
+        `${path}.${format.suffix}`,
+        { get: operation(endpoint, names, operationId, summary, format) },
+      ]);
+    }
     if (followable(entry)) {
       paths.push([
         `${path}/follow`,
@@ -592,11 +632,45 @@ function endpointPaths(entry: Callable, params: Record<string, Json>): [string, 
 
 /** The document describing what a caller may call: the whole catalog, or what one credential may. */
 export function openApiDocument({ callable, metrics }: Described): OpenApiDocument {
-  const statuses = [...new Set(Object.values(ERRORS).map(([status]) => status))];
   const params = new Map(callable.map((entry) => [entry.endpoint, parameters(entry)]));
   const following = callable.filter(followable);
   const watching = callable.filter(watchable);
+  const cached = watching.length > 0;
   const service = serviceComponents();
+  const paths = {
+    ...Object.fromEntries(
+      callable.flatMap((entry) => endpointPaths(entry, params.get(entry.endpoint) ?? {})),
+    ),
+    ...servicePaths(metrics),
+  };
+  // The shared error responses the paths name, and the codes those and the probes' answer with.
+  const statuses = [...referenced("responses", paths)]
+    .filter((name) => /^\d{3}$/.test(name))
+    .map(Number)
+    .sort((a, b) => a - b);
+  const codes = new Set([...statuses.flatMap(codesOf), ...Object.values(PROBE_RESPONSES).flat()]);
+  const responses: Record<string, Json> = {
+    ...Object.fromEntries(
+      callable.flatMap(({ endpoint }) =>
+        SUFFIXED.map((format) => [
+          okName(endpoint, format),
+          format === json ? jsonResponse(endpoint) : textResponse(endpoint, format),
+        ]),
+      ),
+    ),
+    ...Object.fromEntries(
+      following.map(({ endpoint }) => [`${endpoint.name}.follow`, followResponse(endpoint)]),
+    ),
+    ...Object.fromEntries(
+      watching.map(({ endpoint }) => [`${endpoint.name}.watch`, watchResponse(endpoint)]),
+    ),
+    ...(cached && { NotModified: NOT_MODIFIED }),
+    ...service.responses,
+    ...Object.fromEntries(statuses.map((status) => [String(status), errorResponse(status)])),
+    ...Object.fromEntries(
+      Object.entries(PROBE_RESPONSES).map(([name, codes]) => [name, errorResponse(503, codes)]),
+    ),
+  };
   return {
     openapi: "3.1.0",
     info: {
@@ -617,12 +691,7 @@ export function openApiDocument({ callable, metrics }: Described): OpenApiDocume
       })),
       SERVICE_TAG,
     ],
-    paths: {
-      ...Object.fromEntries(
-        callable.flatMap((entry) => endpointPaths(entry, params.get(entry.endpoint) ?? {})),
-      ),
-      ...servicePaths(metrics),
-    },
+    paths,
     components: {
       securitySchemes: {
         apiKey: { type: "apiKey", in: "header", name: "X-API-KEY", description: "An API key." },
@@ -641,33 +710,19 @@ export function openApiDocument({ callable, metrics }: Described): OpenApiDocume
           "follow.end-data": FOLLOW_END_DATA,
         }),
         ...service.schemas,
-        ...Object.fromEntries(
-          Object.keys(ERRORS).map((code) => [`error.${code}`, errorSchema(code)]),
-        ),
+        ...Object.fromEntries([...codes].map((code) => [`error.${code}`, errorSchema(code)])),
       },
       parameters: {
         ...Object.assign({}, ...params.values()),
-        "If-None-Match": IF_NONE_MATCH,
+        ...(cached && { "If-None-Match": IF_NONE_MATCH }),
         ...(following.length > 0 && { ...FOLLOW_PARAMETERS, "Last-Event-ID": LAST_EVENT_ID }),
         ...(watching.length > 0 && { "watch.Last-Event-ID": WATCH_LAST_EVENT_ID }),
       },
-      responses: {
-        ...Object.fromEntries(
-          callable.map(({ endpoint }) => [`${endpoint.name}.ok`, okResponse(endpoint)]),
-        ),
-        ...Object.fromEntries(
-          following.map(({ endpoint }) => [`${endpoint.name}.follow`, followResponse(endpoint)]),
-        ),
-        ...Object.fromEntries(
-          watching.map(({ endpoint }) => [`${endpoint.name}.watch`, watchResponse(endpoint)]),
-        ),
-        NotModified: NOT_MODIFIED,
-        ...service.responses,
-        ...Object.fromEntries(statuses.map((status) => [String(status), errorResponse(status)])),
-        ShuttingDown: errorResponse(503, ["shutting_down"]),
-        NotReady: errorResponse(503, ["not_ready", "shutting_down"]),
-      },
-      headers: HEADERS,
+      responses,
+      // Those the responses name: a document without a cached endpoint has no ETag.
+      headers: Object.fromEntries(
+        Object.entries(HEADERS).filter(([name]) => referenced("headers", responses).has(name)),
+      ),
     },
   };
 }

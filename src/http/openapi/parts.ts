@@ -7,6 +7,14 @@ export const ref = (section: string, name: string) => ({
   $ref: `#/components/${section}/${name}`,
 });
 
+/** The names of the components of `section` that `part` of the document refers to. */
+export const referenced = (section: string, part: unknown): Set<string> =>
+  new Set(
+    [...JSON.stringify(part).matchAll(new RegExp(`"#/components/${section}/([^"]+)"`, "g"))].map(
+      ([, name]) => name as string,
+    ),
+  );
+
 /** A response's headers, each a reference to the component of that name. */
 export const headers = (...names: string[]) =>
   Object.fromEntries(names.map((name) => [name, ref("headers", name)]));
