@@ -1,0 +1,96 @@
+// Answers held to the service's own /openapi.json by an OpenAPI response validator, openapi-backend,
+// its schemas compiled in JSON Schema 2020-12 (OpenAPI 3.1's dialect): the operation the request's
+// path names, a status it declares, a media type that status declares (none, and no body, when it
+// declares none), the JSON body against its schema and each declared header's value.
+import { Ajv2020 } from "ajv/dist/2020.js";
+import formats from "ajv-formats";
+import { type Document, OpenAPIBackend, SetMatchType } from "openapi-backend";
+import type { OpenApiDocument } from "../../src/http/openapi/document.ts";
+
+/** An answer as a test holds it: from `inject`, or a fetch's status, headers and text. */
+export interface Answer {
+  statusCode: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  /** The body's text; a stream's is not read. */
+  body?: string;
+}
+
+interface Response {
+  content?: Record<string, unknown>;
+}
+
+/** Checks answers against `document`; each check gives the ways an answer departs from it. */
+export async function contractOf(document: OpenApiDocument) {
+  const api = new OpenAPIBackend({
+    definition: structuredClone(document) as unknown as Document,
+    validate: true,
+    strict: true,
+    // Its check of the document itself knows OpenAPI 3.0 only; Spectral and openapi.test.ts hold
+    // the document to 3.1. Quick skips that check (and compiles each validator when first used).
+    quick: true,
+    // Its options (type coercion for headers) on the 2020-12 dialect, with the formats checked.
+    customizeAjv: (_draft07, options) => {
+      const ajv = new Ajv2020({ ...options, allErrors: true, strict: false });
+      formats.default(ajv);
+      return ajv as never;
+    },
+  });
+  await api.init();
+  // Dereferenced: each response as it is, not a $ref.
+  const paths = api.definition.paths as unknown as Record<
+    string,
+    { get: { operationId: string; responses: Record<string, Response> } }
+  >;
+
+  /**
+   * The operation describing an answer of `pathname` in `mediaType`: its own, or where its 200 does
+   * not declare that media type (Accept picked a text format), the format suffix path's that does.
+   */
+  const describing = (pathname: string, status: number, mediaType: string | undefined) => {
+    const own = paths[pathname]?.get;
+    if (!own || status !== 200 || !mediaType || own.responses["200"]?.content?.[mediaType])
+      return own;
+    const suffixed = Object.keys(paths).find(
+      (path) =>
+        path.startsWith(`${pathname}.`) && paths[path]?.get.responses["200"]?.content?.[mediaType],
+    );
+    return suffixed ? paths[suffixed]?.get : own;
+  };
+
+  return (url: string, answer: Answer): string[] => {
+    const pathname = url.split("?")[0] as string;
+    const { statusCode } = answer;
+    const contentType = answer.headers["content-type"];
+    const mediaType = contentType === undefined ? undefined : String(contentType).split(";")[0];
+    const described = describing(pathname, statusCode, mediaType);
+    if (!described) return [`no operation describes GET ${pathname}`];
+    const where = `${described.operationId} ${statusCode}`;
+    const operation = api.getOperation(described.operationId);
+    const response = operation?.responses?.[String(statusCode)] as Response | undefined;
+    if (!operation || !response) return [`${where}: status not declared`];
+    const problems: string[] = [];
+    if (!response.content) {
+      if (mediaType !== undefined)
+        problems.push(`${where}: Content-Type ${mediaType} on no content`);
+      if (answer.body) problems.push(`${where}: a body where none is declared`);
+    } else if (!mediaType || !response.content[mediaType]) {
+      problems.push(`${where}: media type ${mediaType} not declared`);
+    } else if (mediaType === "application/json" && answer.body !== undefined) {
+      const body = api.validator.validateResponse(JSON.parse(answer.body), operation, statusCode);
+      for (const error of body.errors ?? []) {
+        problems.push(`${where}: body ${error.instancePath} ${error.message}`);
+      }
+    }
+    const headers = Object.fromEntries(
+      Object.entries(answer.headers).map(([name, value]) => [name, String(value)]),
+    );
+    const declared = api.validator.validateResponseHeaders(headers, operation, {
+      statusCode,
+      setMatchType: SetMatchType.Any,
+    });
+    for (const error of declared.errors ?? []) {
+      problems.push(`${where}: header ${error.instancePath} ${error.message}`);
+    }
+    return problems;
+  };
+}
