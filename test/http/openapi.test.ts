@@ -229,6 +229,9 @@ describe("GET /openapi.json", () => {
         const text = paths[`/api/endpoints/${endpoint.name}.${suffix}`]?.get.responses["200"];
         expect(text?.content).toEqual({ [mediaType as string]: { schema: { type: "string" } } });
       }
+      // As formats.test.ts finds the service answering no rows.
+      const csv = paths[`/api/endpoints/${endpoint.name}.csv`]?.get.responses["200"];
+      expect(csv?.description).toContain("no rows, the header record alone");
     }
   });
 
