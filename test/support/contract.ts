@@ -5,7 +5,8 @@
 import { Ajv2020 } from "ajv/dist/2020.js";
 import formats from "ajv-formats";
 import { type Document, OpenAPIBackend, SetMatchType } from "openapi-backend";
-import type { OpenApiDocument } from "../../src/http/openapi/document.ts";
+import { catalog } from "../../src/endpoints/catalog.ts";
+import { type OpenApiDocument, openApiDocument } from "../../src/http/openapi/document.ts";
 
 /** An answer as a test holds it: from `inject`, or a fetch's status, headers and text. */
 export interface Answer {
@@ -19,8 +20,13 @@ interface Response {
   content?: Record<string, unknown>;
 }
 
-/** Checks answers against `document`; each check gives the ways an answer departs from it. */
-export async function contractOf(document: OpenApiDocument) {
+type Contract = (url: string, answer: Answer) => string[];
+
+/**
+ * Checks answers against `document`; each check gives the ways an answer departs from it. A path
+ * the document does not list is an answer it does not describe.
+ */
+export async function contractOf(document: OpenApiDocument): Promise<Contract> {
   const api = new OpenAPIBackend({
     definition: structuredClone(document) as unknown as Document,
     validate: true,
@@ -93,4 +99,21 @@ export async function contractOf(document: OpenApiDocument) {
     }
     return problems;
   };
+}
+
+let served: Promise<Contract> | undefined;
+
+/**
+ * The check against the document /openapi.json serves without a credential (every endpoint, built
+ * once per test file), that passes an answer on a path the document does not list: 404s, /docs.
+ */
+export function servedContract(): Promise<Contract> {
+  served ??= (async () => {
+    const callable = catalog.map((endpoint) => ({ endpoint, fixed: {} }));
+    const document = openApiDocument({ callable, metrics: true });
+    const check = await contractOf(document);
+    return (url, answer) =>
+      (url.split("?")[0] as string) in document.paths ? check(url, answer) : [];
+  })();
+  return served;
 }

@@ -1,11 +1,12 @@
 // The whole service as a test sees it: buildApp → BigQuery engine → official client → HTTP →
 // stand-in → GoogleSQL reference engine, over fixture tables and a pinned clock.
 import type { FastifyBaseLogger, FastifyInstance, LightMyRequestResponse } from "fastify";
-import { afterEach, inject } from "vitest";
+import { afterEach, expect, inject } from "vitest";
 import { type AppDeps, buildApp } from "../../src/app.ts";
 import { type BigQueryEngineOptions, createBigQueryEngine } from "../../src/engines/bigquery.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
 import { type BigQueryStandIn, startBigQueryStandIn } from "./bigquery-standin.ts";
+import { servedContract } from "./contract.ts";
 import type { Row } from "./googlesql.ts";
 
 export const API_KEY = "test-key-0123456789abcdef";
@@ -22,7 +23,11 @@ export interface ServiceOptions extends Partial<Omit<AppDeps, "engine">> {
 export interface Service {
   app: FastifyInstance;
   standIn: BigQueryStandIn;
-  /** GET with the test key unless `headers` set X-API-KEY or Authorization themselves. */
+  /**
+   * GET with the test key unless `headers` set X-API-KEY or Authorization themselves; an answer on
+   * a path /openapi.json lists fails the test unless the document describes it (with the catalog's
+   * own queries).
+   */
   get(url: string, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
 }
 
@@ -53,6 +58,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     await engine.close();
     await standIn.close();
   });
+  // Queries of a test's own answer rows the catalog does not declare.
+  const held = deps.queries === undefined;
   const hasKey = (headers: Record<string, string>) =>
     Object.keys(headers).some((name) =>
       ["x-api-key", "authorization"].includes(name.toLowerCase()),
@@ -60,11 +67,14 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   return {
     app,
     standIn,
-    get: (url, headers = {}) =>
-      app.inject({
+    get: async (url, headers = {}) => {
+      const answer = await app.inject({
         method: "GET",
         url,
         headers: hasKey(headers) ? headers : { "x-api-key": API_KEY, ...headers },
-      }),
+      });
+      if (held) expect((await servedContract())(url, answer), `GET ${url}`).toEqual([]);
+      return answer;
+    },
   };
 }
