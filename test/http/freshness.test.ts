@@ -186,6 +186,7 @@ describe("freshness and cost headers", () => {
         const unchanged = await poll(etag);
         expect(unchanged.status).toBe(304);
         expect(unchanged.headers.get("x-cache")).toBe("HIT");
+        expect(unchanged.headers.get("content-type")).toBeNull();
         const other = await poll('"another-etag"');
         expect(other.status).toBe(200);
         expect(other.headers.get("x-cache")).toBe("HIT");
