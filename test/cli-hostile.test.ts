@@ -83,6 +83,8 @@ function hostile(url: URL): Answer {
       };
     case "not-json":
       return { headers: SSE_TYPE, body: `id: 1\ndata: ${HOSTILE}\n\n` };
+    case "null-record":
+      return { headers: SSE_TYPE, body: "id: 1\ndata: null\n\n" };
     case "endless-event":
       return { headers: SSE_TYPE, endless: "data: x\n".repeat(8_192) };
     case "/api/endpoints/huge":
@@ -197,6 +199,11 @@ describe("log-query against a server that sends more than it holds, or what is n
       "an answer longer than 64 MiB",
     ],
     ["tail: a record that is not JSON", () => logs("tail", "not-json"), "what is not JSON: "],
+    [
+      "tail: a record that is JSON but no object",
+      () => logs("tail", "null-record"),
+      "a record that is not a JSON object",
+    ],
     [
       "query: an answer that is not JSON",
       () => run(["query", "garbage", "--url", url]),

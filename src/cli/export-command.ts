@@ -20,7 +20,7 @@ import {
 import { resolve } from "node:path";
 import { CliError, type Connection, EXIT, get } from "./client.ts";
 import { formatOf, logsParams, type Options, required } from "./options.ts";
-import { csvHeader, formatRecord, writeStdout } from "./output.ts";
+import { csvHeader, formatRecord, recordOf, writeStdout } from "./output.ts";
 import { lines } from "./streams.ts";
 import { shown } from "./terminal.ts";
 
@@ -56,7 +56,7 @@ export async function runExport(connection: Connection, values: Options): Promis
   try {
     let end: { reason?: string; cursor?: unknown } | undefined;
     for await (const line of lines(response)) {
-      const parsed = JSON.parse(line) as Record<string, unknown>;
+      const parsed = recordOf(line);
       if (parsed.end) {
         end = parsed.end as typeof end;
         break;

@@ -3,6 +3,7 @@
 // control characters escaped.
 import { once } from "node:events";
 import { stringify } from "csv-stringify/sync";
+import { CliError, EXIT } from "./client.ts";
 import { shown } from "./terminal.ts";
 
 export type RecordFormat = "ndjson" | "csv" | "text";
@@ -20,6 +21,14 @@ const CSV_OPTIONS = {
 
 /** The CSV header line, written once before the first record of an output. */
 export const csvHeader = () => stringify([COLUMNS]);
+
+/** A line or event of a stream as the object each one is; anything else is the service's failure. */
+export function recordOf(json: string): LogRecord {
+  const value: unknown = JSON.parse(json);
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new CliError("the service sent a record that is not a JSON object", EXIT.server);
+  return value as LogRecord;
+}
 
 /** One record as a line (CSV: a row) of `format`, newline included. */
 export function formatRecord(record: LogRecord, format: RecordFormat): string {

@@ -12,7 +12,7 @@ import {
   sleep,
 } from "./client.ts";
 import { formatOf, logsParams, type Options } from "./options.ts";
-import { formatRecord, writeStdout } from "./output.ts";
+import { formatRecord, recordOf, writeStdout } from "./output.ts";
 import { events } from "./streams.ts";
 
 const FIRST_WAIT_MS = 500;
@@ -37,12 +37,13 @@ export async function runTail(connection: Connection, values: Options): Promise<
       if (response.ok) {
         for await (const event of events(response)) {
           if (event.event === "end") {
-            const { reason } = JSON.parse(event.data) as { reason: string };
-            if (FINAL.has(reason)) throw new CliError(`the stream ended: ${reason}`, EXIT.auth);
+            const { reason } = recordOf(event.data);
+            if (FINAL.has(String(reason)))
+              throw new CliError(`the stream ended: ${String(reason)}`, EXIT.auth);
             break;
           }
           if (event.event !== "start")
-            await writeStdout(formatRecord(JSON.parse(event.data), format));
+            await writeStdout(formatRecord(recordOf(event.data), format));
           lastEventId = event.id;
           wait = FIRST_WAIT_MS;
         }
