@@ -173,7 +173,7 @@ const seekCase = (
   ] as [string, Params];
 
 // Filter values in the form the service binds them (status terms lower case, methods upper case).
-// Search terms keep to characters whose case both engines map alike; the records' text does not.
+// Search terms include İ and Σ, which BigQuery's LOWER maps in context (see the case-folding test).
 const STATUS_TERMS = ["200", "404", "500", "503", "5xx", "4xx", "2xx", "1xx", "3xx", "302"];
 const METHOD_TERMS = ["GET", "POST", "PATCH", "DELETE", "ƒN"];
 const PATH_PREFIXES = [
@@ -186,7 +186,7 @@ const PATH_PREFIXES = [
   "/storage/v1/object/public/a.png",
   "/graphql/v1x",
 ];
-const SEARCH_TERMS = ["get", "GET", "%", "_", "\\", "ü", "Ü", "rest", "| 1", "a", "🚀"];
+const SEARCH_TERMS = ["get", "GET", "%", "_", "\\", "ü", "Ü", "rest", "| 1", "a", "🚀", "İ", "Σ"];
 const SEARCH_REGEXES = ["^GET", "(?i)get", "\\d", "ü|%", "^$", "a.b", "\\pL", "(?s)."];
 
 /** One filter, over every record of a long retention: cases that select some records, not none. */
@@ -331,6 +331,7 @@ function tablesArb(nowMicros: bigint) {
             "POST 100% a_b",
             "Ünï \\ 🚀",
             "x| 1",
+            "İΣ ΑΣ i",
           ),
         ),
         project: fc.constantFrom(P, P, OTHER, null),
@@ -547,6 +548,47 @@ describe("DuckDB SQL gives the BigQuery SQL's rows", () => {
         seekCase(P, "PRO", null, null, filters),
       ]),
     ]);
+  });
+
+  it("folds case in search as BigQuery's LOWER does: İ, ß, Σ final and not, combining marks", async () => {
+    const nowMicros = 20_778n * DAY;
+    const messages = [
+      "İstanbul",
+      "istanbul",
+      "i\u0307stanbul",
+      "Straße",
+      "STRASSE",
+      "ẞ",
+      "ΟΔΥΣΣΕΥΣ",
+      "ΟΔΥΣΣΕΥΣ.",
+      "ΑΣ.Β",
+      "Σ alone",
+      "ΑΣ\u0301",
+      "σ ς",
+      "cafe\u0301",
+      "café",
+      "CAFÉ",
+      "CAFE\u0301",
+    ];
+    const tables: Tables = {
+      edge_logs: messages.map((event_message, i) => ({
+        id: `m${i}`,
+        timestamp: formatTimestamp(nowMicros - BigInt(i + 1) * SECOND),
+        event_message,
+        project: P,
+        metadata: [],
+      })),
+    };
+    const searches = ["İ", "i", "i\u0307", "ß", "ẞ", "ss", "Σ", "σ", "ς", "ΥΣ", "ΥΣΣ", "Σ.", "ΑΣ"];
+    searches.push("e\u0301", "é", "É", "E\u0301");
+    await expectSameResults(
+      nowMicros,
+      tables,
+      searches.flatMap((search) => [
+        logsCase(P, "PRO", null, null, null, { search }),
+        seekCase(P, "PRO", null, null, { search }),
+      ]),
+    );
   });
 
   it("on empty tables", async () => {

@@ -112,9 +112,12 @@ export const catalog: readonly EndpointDefinition[] = [
         ["GET", "POST,PATCH"],
       ),
       path: optionalText(
-        "only records of a request whose path starts with this text, compared exactly (no wildcards)",
+        "only records of a request whose path starts with this text, compared exactly (no wildcards); it starts with /",
         ["/rest/v1/", "/auth/v1/", "/storage/v1/"],
-      ),
+      ).refine((value) => value === null || value.startsWith("/"), {
+        // A request's path always starts with /: without it the filter would match nothing.
+        message: "must start with /, as every request path does: e.g. /rest/v1/",
+      }),
       search: optionalText(
         "only records whose event_message contains this text, in any case (% _ and \\ are plain characters)",
       ),

@@ -4,6 +4,8 @@
 // "now": every query may use `$now`, the query's CURRENT_TIMESTAMP (TIMESTAMPTZ). The engine
 // reads its clock once per query and binds it, so tests can pin the clock to the microsecond and
 // compare with the reference engine; `now` is therefore not available as an endpoint parameter.
+
+import { readFileSync } from "node:fs";
 import {
   type DuckDBConnection,
   DuckDBInstance,
@@ -40,6 +42,12 @@ export interface DuckDbEngine extends QueryEngine {
 /** The name `$now` binds to in every query. */
 export const NOW_PARAM = "now";
 
+/** Functions the DuckDB twins of the BigQuery SQL call (bigquery_lower), made at every open. */
+const MACROS_SQL = readFileSync(
+  new URL("../../queries/duckdb/macros.sql", import.meta.url),
+  "utf8",
+);
+
 export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Promise<DuckDbEngine> {
   const instance = await DuckDBInstance.create(
     options.path ?? ":memory:",
@@ -49,6 +57,7 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
   try {
     // The session zone decides date_trunc and TIMESTAMP ⇄ TIMESTAMPTZ casts; BigQuery works in UTC.
     await setup.run("SET GLOBAL TimeZone = 'UTC'");
+    await setup.run(MACROS_SQL);
   } finally {
     setup.closeSync();
   }

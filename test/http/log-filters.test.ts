@@ -219,6 +219,7 @@ describe.each(engines)("logs.all filters on %s", (_, start) => {
       ["status=600x", ["status"]],
       ["status=5xx,abc", ["status"]],
       ["method=GET%20POST", ["method"]],
+      ["path=rest/v1/", ["path"]],
       ["since=15", ["since"]],
       ["since=0m", ["since"]],
       ["since=-5m", ["since"]],
