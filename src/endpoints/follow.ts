@@ -3,7 +3,10 @@
 // records since its newest one minus the lag (so that a record arriving late is still found), paging
 // past full pages; each follower skips what is not after its starting point or was already sent.
 // A follower's catch-up over history is its own work: one query at a time, under its credential,
-// waiting while its stream is full, and stopped when its stream goes.
+// waiting while its stream is full, and stopped when its stream goes. A feed's polls are charged to
+// the credential of its oldest follower (the one that opened it, until it leaves): so every poll
+// counts in some credential's share of the engine and its bound, and one key's costly feeds wait
+// their turn behind other tenants' instead of sharing one line with every feed.
 import { BurstWarning } from "../burst-warning.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { QueryEngine, Row } from "../engines/engine.ts";
@@ -32,7 +35,10 @@ export interface FollowOptions {
 }
 
 export interface Follower {
-  /** Credential name: catch-up queries are its work; a feed's polls are nobody's. */
+  /**
+   * Credential name: its catch-ups and settled runs are its work, and so are the polls of a feed it
+   * opened (see Feed.poll), within its share of the engine.
+   */
   credential: string;
   /** Writes the next record, with its event id (where a reconnect resumes); false when the stream is gone. */
   deliver(record: Row, cursor: string): boolean;
@@ -380,10 +386,12 @@ class Feed {
   /**
    * Reads the lag window newest first, stopping at a page of records already seen: one query for a
    * quiet interval, one more per 100 new records. Once per lag it reads the whole window, which
-   * finds a late record however many newer ones arrived with it.
+   * finds a late record however many newer ones arrived with it. Charged to the oldest follower's
+   * credential: followers of other credentials that share the feed ride on it.
    */
   async poll(): Promise<void> {
-    if (this.polling) return;
+    const [opener] = this.subscribers;
+    if (this.polling || !opener) return;
     this.polling = true;
     this.hub.countPoll();
     const sweep = Date.now() - this.sweptAt >= this.hub.options.lagMs;
@@ -395,7 +403,10 @@ class Feed {
         this.params,
         this.seen.newest - this.hub.lag,
         undefined,
-        sweep ? {} : { morePages: (page) => page.some(unseen) },
+        {
+          credential: opener.credential,
+          ...(!sweep && { morePages: (page: Row[]) => page.some(unseen) }),
+        },
       );
       for (const row of rows) this.seen.add(positionOf(row));
       this.seen.prune({ micros: this.seen.newest - this.hub.lag });

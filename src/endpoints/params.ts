@@ -94,8 +94,18 @@ export function optionalRe2Pattern(description: string) {
 }
 
 /**
+ * The most terms a list filter takes, each once. Every record in the window is compared with every
+ * term (on DuckDB, each term of a status list is a LIKE per response; on BigQuery an UNNEST per
+ * record), so a list's cost grows with its length as a pattern's does with its program: as
+ * `search_regex` is capped at the size where its cost stays within a few times a literal's, a list
+ * is capped where it stays within a few times one term's (bench/log-filters.ts, docs/benchmarks.md).
+ */
+export const MAX_LIST_TERMS = 20;
+
+/**
  * An optional comma-separated list whose terms each match `term` (described by `expected`), given
- * to the SQL in `normalise`d form, each once, joined by commas; empty = absent.
+ * to the SQL in `normalise`d form, each once, joined by commas; empty = absent. More than
+ * MAX_LIST_TERMS distinct terms are refused.
  */
 export function optionalList(
   description: string,
@@ -108,7 +118,15 @@ export function optionalList(
     if (value === null) return null;
     const terms = value.split(",").map((t) => t.trim());
     const bad = terms.filter((t) => !term.test(t));
-    if (bad.length === 0) return [...new Set(terms.map(normalise))].join(",");
+    const distinct = new Set(terms.map(normalise));
+    if (bad.length === 0 && distinct.size <= MAX_LIST_TERMS) return [...distinct].join(",");
+    if (bad.length === 0) {
+      ctx.addIssue({
+        code: "custom",
+        message: `has ${distinct.size} terms; at most ${MAX_LIST_TERMS} are taken, since every record in the window is compared with each: narrow the list (a status class such as 5xx covers a hundred codes)`,
+      });
+      return z.NEVER;
+    }
     ctx.addIssue({
       code: "custom",
       message: `${bad.map((t) => JSON.stringify(t)).join(", ")} ${bad.length === 1 ? "is" : "are"} not ${expected}; separate several with commas`,

@@ -7,9 +7,10 @@
 // goes to the waiting credential with the fewest running queries; among equals, to the one served
 // longest ago, so a credential waits at most one turn of each other waiting credential, however many
 // keep their queues full.
-// Work no credential caused (cache warming, follow polls: each trigger shares as one caller of its
-// own) keeps a slot: while any of it waits, callers' work holds at most `maxConcurrency` − 1 slots
-// (when there are two or more), so warmed results and follow streams do not go stale behind a flood.
+// Work no credential caused (cache warming: each trigger shares as one caller of its own) keeps a
+// slot: while any of it waits, callers' work holds at most `maxConcurrency` − 1 slots (when there
+// are two or more), so warmed results do not go stale behind a flood. Follow polls are a caller's
+// work (the feed's opener's, endpoints/follow.ts), in its share like its requests.
 // Each query has one deadline from its arrival: waiting counts, and a query whose deadline passes
 // while it waits is never started. Written here rather than with p-queue/p-limit: neither offers
 // per-caller shares, a fair pick across callers, or dropping queued work at shutdown.
@@ -148,7 +149,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
   };
 
   async function run(request: QueryRequest): Promise<QueryResult> {
-    // Work nobody's credential caused (warming, follow polls) shares as one caller per trigger.
+    // Work nobody's credential caused (warming) shares as one caller per trigger.
     const arrived = Date.now();
     const credential = request.credential ?? `(${request.trigger ?? "unattributed"})`;
     if (draining) {

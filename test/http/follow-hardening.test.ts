@@ -48,9 +48,12 @@ interface Options {
   deps?: Partial<AppDeps>;
   /** Each catch-up query waits this long first, so that a test can act while one runs. */
   catchUpDelayMs?: number;
-  /** Feed polls (queries nobody's credential caused) fail. */
+  /** Feed polls (the queries without an end: a catch-up's windows and seeks have one) fail. */
   failPolls?: boolean;
 }
+
+/** A feed's poll reads up to now: the one query of a stream with no iso_timestamp_end. */
+const isPoll = (query: QueryRequest) => query.params.iso_timestamp_end === null;
 
 /** A service on DuckDB with `rows` as edge_logs, recording every query that reaches the engine. */
 async function followService(options: Options = {}) {
@@ -64,7 +67,7 @@ async function followService(options: Options = {}) {
     close: async () => {},
     async run(query) {
       calls.push(query);
-      if (query.credential === undefined) {
+      if (isPoll(query)) {
         if (options.failPolls) throw new Error("the engine is away");
         return duck.run(query);
       }
@@ -102,7 +105,7 @@ async function followService(options: Options = {}) {
     calls,
     catchUp,
     metric,
-    catchUpCalls: () => calls.filter((call) => call.credential !== undefined),
+    catchUpCalls: () => calls.filter((call) => !isPoll(call)),
     add: (rows: Row[]) => replaceTables(duck, { edge_logs: [...(options.rows ?? []), ...rows] }),
   };
 }

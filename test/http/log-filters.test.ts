@@ -220,6 +220,11 @@ describe.each(engines)("logs.all filters on %s", (_, start) => {
       ["status=5xx,abc", ["status"]],
       ["method=GET%20POST", ["method"]],
       ["path=rest/v1/", ["path"]],
+      [`status=${Array.from({ length: 21 }, (_, i) => 500 + i).join(",")}`, ["status"]],
+      [
+        `method=${Array.from({ length: 21 }, (_, i) => String.fromCharCode(65 + i)).join(",")}`,
+        ["method"],
+      ],
       ["since=15", ["since"]],
       ["since=0m", ["since"]],
       ["since=-5m", ["since"]],
