@@ -4,14 +4,18 @@ SELECT
   t.timestamp
 FROM edge_logs AS t
 WHERE t.project = $project
-  AND t.timestamp > $now - to_days(CASE $project_tier
+  -- The window first, each bound a comparison of the column itself, which the scan applies: the
+  -- filters below then read only the rows in the window, so their cost follows the window asked.
+  AND t.timestamp > greatest(
+    $now - to_days(CASE $project_tier
       WHEN 'PRO' THEN 7
       WHEN 'PAYG' THEN 90
       WHEN 'ENTERPRISE' THEN 90
       ELSE 1
-    END)
-  AND coalesce(t.timestamp > CAST(nullif($iso_timestamp_start, '') AS TIMESTAMPTZ), TRUE)
-  AND coalesce(t.timestamp <= CAST(nullif($iso_timestamp_end, '') AS TIMESTAMPTZ), TRUE)
+    END),
+    coalesce(CAST(nullif($iso_timestamp_start, '') AS TIMESTAMPTZ), '-infinity'))
+  AND t.timestamp >= coalesce(CAST($after_timestamp AS TIMESTAMPTZ), '-infinity')
+  AND t.timestamp <= coalesce(CAST(nullif($iso_timestamp_end, '') AS TIMESTAMPTZ), 'infinity')
   -- A class's x stands for any digit: 5xx is LIKE '5__', which a 3-digit code of 500-599 matches.
   -- Lists are searched with lambdas rather than unnested: one pass over each record's elements.
   AND ($status IS NULL OR len(list_filter(
