@@ -14,6 +14,7 @@ import {
   TIMESTAMP,
 } from "./columns.ts";
 import {
+  MAX_LIST_TERMS,
   oneOf,
   optionalDuration,
   optionalList,
@@ -98,14 +99,14 @@ export const catalog: readonly EndpointDefinition[] = [
       iso_timestamp_end: optionalTimestamp("only records at or before this ISO 8601 instant"),
       // Filters: a record matches one when any of its metadata elements does; they combine with AND.
       status: optionalList(
-        "only records with a response status among these comma-separated codes (404) or classes (4xx, 5xx)",
+        `only records with a response status among these comma-separated codes (404) or classes (4xx, 5xx), at most ${MAX_LIST_TERMS}`,
         /^[1-5][0-9][0-9]$|^[1-5]xx$/i,
         "a status code (100 to 599) such as 404 or a class (1xx to 5xx) such as 5xx",
         (term) => term.toLowerCase(),
         ["5xx", "404", "4xx,5xx"],
       ),
       method: optionalList(
-        "only records of a request with one of these comma-separated HTTP methods, in any case",
+        `only records of a request with one of these comma-separated HTTP methods, in any case, at most ${MAX_LIST_TERMS}`,
         /^[A-Za-z]{1,20}$/,
         "an HTTP method such as GET",
         (term) => term.toUpperCase(),
