@@ -11,7 +11,7 @@ type Trigger = NonNullable<QueryRequest["trigger"]>;
 export interface EngineUsage {
   endpoint: string;
   trigger: Trigger;
-  /** A caller's credential label; `none` for work nobody asked for (refresh, follow polls). */
+  /** A caller's credential label (a follow poll's is its feed opener's); `none` for work nobody asked for (refresh). */
   credential: string;
   queries: number;
   bytesProcessed: number;

@@ -51,7 +51,7 @@ const query = (credential: string, name = credential): QueryRequest => ({
   credential,
 });
 
-/** Work no credential caused: cache warming ("refresh") or a follow poll ("follow"). */
+/** Work no credential caused, such as cache warming ("refresh"): any trigger without one is treated alike. */
 const background = (trigger: "refresh" | "follow", name: string): QueryRequest => ({
   endpoint: name,
   sql: "",
