@@ -26,7 +26,7 @@ const COSTLIEST = new URLSearchParams({
 }).toString();
 
 describe("a feed's polls under another key's costliest follows", () => {
-  it("go on every interval, charged to the key whose follower opened the feed", async () => {
+  it("go on every interval, charged to the key whose follower opened the feed and within its share", async () => {
     const duck = await createDuckDbEngine({ now: () => micros(NOW) });
     await replaceTables(duck, { edge_logs: [] });
     const held: (() => void)[] = [];
@@ -54,7 +54,9 @@ describe("a feed's polls under another key's costliest follows", () => {
       { name: "tenant", sha256: sha256Hex(TENANT_KEY), scopes: [{ endpoint: "logs.all" }] },
     ];
     const keysFile = new KeysFile(temporaryFile("keys.json", { keys }));
-    const app = await buildApp({ engine, keysFile, follow: FOLLOW });
+    // Each key's share of the engine: 4 queries running or waiting.
+    const admission = { maxConcurrency: 4, maxQueue: 100, maxPerCredential: 4 };
+    const app = await buildApp({ engine, keysFile, follow: FOLLOW, admission });
     closers.push(async () => {
       for (const release of held.splice(0)) release();
       await app.close();
@@ -79,6 +81,13 @@ describe("a feed's polls under another key's costliest follows", () => {
     await replaceTables(duck, { edge_logs: [arriving] });
     await tenant.until(() => records(tenant).length === 1);
     expect(records(tenant)[0]?.id).toBe("arrived");
+    // The attacker's four polls fill its share, so its own request is refused; the tenant's is not.
+    const page = (key: string) =>
+      app.inject({ url: `/api/endpoints/logs.all?${QUERY}`, headers: { "x-api-key": key } });
+    const refused = await page(ATTACKER_KEY);
+    expect(refused.statusCode).toBe(429);
+    expect(refused.body).toContain("queries running or waiting");
+    expect((await page(TENANT_KEY)).statusCode).toBe(200);
     // No poll is nobody's: each went to the key that opened its feed.
     expect([...credentials].sort()).toEqual(["attacker", "tenant"]);
   });
