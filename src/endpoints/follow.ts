@@ -4,11 +4,13 @@
 // past full pages; each follower skips what is not after its starting point or was already sent.
 // A follower's catch-up over history is its own work: one query at a time, under its credential,
 // waiting while its stream is full, and stopped when its stream goes. A feed's polls are charged to
-// the credential of its oldest follower (the one that opened it, until it leaves): so every poll
-// counts in some credential's share of the engine and its bound, and one key's costly feeds wait
-// their turn behind other tenants' instead of sharing one line with every feed.
+// the credential of its oldest follower (the one that opened it, until it leaves; the next one's
+// when its share is full): so every poll counts in some credential's share of the engine and its
+// bound, and one key's costly feeds wait their turn behind other tenants' instead of sharing one
+// line with every feed.
 import { BurstWarning } from "../burst-warning.ts";
 import { cacheKey } from "../cache/cache-key.ts";
+import { AdmissionError } from "../engines/admission.ts";
 import type { QueryEngine, Row } from "../engines/engine.ts";
 import { dateToMicros, formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import type { EndpointDefinition } from "./catalog.ts";
@@ -387,27 +389,19 @@ class Feed {
    * Reads the lag window newest first, stopping at a page of records already seen: one query for a
    * quiet interval, one more per 100 new records. Once per lag it reads the whole window, which
    * finds a late record however many newer ones arrived with it. Charged to the oldest follower's
-   * credential: followers of other credentials that share the feed ride on it.
+   * credential: followers of other credentials that share the feed ride on it, and pay in turn
+   * only when its share of the engine is full, so no follower's feed stops for another's load.
    */
   async poll(): Promise<void> {
-    const [opener] = this.subscribers;
-    if (this.polling || !opener) return;
+    if (this.polling || this.subscribers.size === 0) return;
     this.polling = true;
     this.hub.countPoll();
     const sweep = Date.now() - this.sweptAt >= this.hub.options.lagMs;
     if (sweep) this.sweptAt = Date.now();
     const unseen = (row: Row) => !this.seen.has(positionOf(row));
+    const payers = new Set([...this.subscribers].map((subscription) => subscription.credential));
     try {
-      const rows = await this.hub.records(
-        this.endpoint,
-        this.params,
-        this.seen.newest - this.hub.lag,
-        undefined,
-        {
-          credential: opener.credential,
-          ...(!sweep && { morePages: (page: Row[]) => page.some(unseen) }),
-        },
-      );
+      const rows = await this.readAs(payers, sweep ? undefined : (page) => page.some(unseen));
       for (const row of rows) this.seen.add(positionOf(row));
       this.seen.prune({ micros: this.seen.newest - this.hub.lag });
       for (const subscription of this.subscribers) subscription.offer(rows);
@@ -416,6 +410,29 @@ class Feed {
     } finally {
       this.polling = false;
     }
+  }
+
+  /** The lag window's records, charged to the first of `payers` whose share takes the query. */
+  private async readAs(
+    payers: Iterable<string>,
+    morePages: ((page: Row[]) => boolean) | undefined,
+  ): Promise<Row[]> {
+    let refusal: unknown;
+    for (const credential of payers) {
+      try {
+        return await this.hub.records(
+          this.endpoint,
+          this.params,
+          this.seen.newest - this.hub.lag,
+          undefined,
+          { credential, ...(morePages && { morePages }) },
+        );
+      } catch (error) {
+        if (!(error instanceof AdmissionError && error.code === "rate_limited")) throw error;
+        refusal = error;
+      }
+    }
+    throw refusal;
   }
 }
 
