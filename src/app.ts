@@ -206,7 +206,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         "seek",
       ),
     },
-    { ...follow, log: app.log, cursors },
+    { ...follow, log: app.log, cursors, heldBy: (credential) => engine.held(credential) },
   );
 
   const delivery = { ...DEFAULT_DELIVERY, ...deps.alertDelivery };

@@ -4,10 +4,10 @@
 // past full pages; each follower skips what is not after its starting point or was already sent.
 // A follower's catch-up over history is its own work: one query at a time, under its credential,
 // waiting while its stream is full, and stopped when its stream goes. A feed's polls are charged to
-// the credential of its oldest follower (the one that opened it, until it leaves; the next one's
+// the least busy credential among its followers' (the one that opened it among equals; the next
 // when its share is full): so every poll counts in some credential's share of the engine and its
 // bound, and one key's costly feeds wait their turn behind other tenants' instead of sharing one
-// line with every feed.
+// line with every feed, or holding a feed it shares with them in its own.
 import { BurstWarning } from "../burst-warning.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import { AdmissionError } from "../engines/admission.ts";
@@ -34,6 +34,8 @@ export interface FollowOptions {
   log?: { warn(fields: object, message: string): void };
   /** Makes each record's event id. */
   cursors: CursorCodec;
+  /** Engine work a credential holds now (running or waiting): a shared feed's poll goes to the least busy. */
+  heldBy?: (credential: string) => number;
 }
 
 export interface Follower {
@@ -412,13 +414,17 @@ class Feed {
     }
   }
 
-  /** The lag window's records, charged to the first of `payers` whose share takes the query. */
+  /**
+   * The lag window's records, charged to the least busy of `payers` (the oldest among equals) whose
+   * share takes the query: a poll never waits in the line of a key that floods its own share.
+   */
   private async readAs(
     payers: Iterable<string>,
     morePages: ((page: Row[]) => boolean) | undefined,
   ): Promise<Row[]> {
+    const heldBy = this.hub.options.heldBy ?? (() => 0);
     let refusal: unknown;
-    for (const credential of payers) {
+    for (const credential of [...payers].sort((a, b) => heldBy(a) - heldBy(b))) {
       try {
         return await this.hub.records(
           this.endpoint,

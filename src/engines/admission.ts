@@ -51,6 +51,8 @@ export interface AdmissionStats {
 
 export interface AdmittedEngine extends QueryEngine {
   stats(): AdmissionStats;
+  /** Queries of `credential` running or waiting in this process: how busy its share is. */
+  held(credential: string): number;
   /** Shutdown: refuses new and queued work at once; running queries go on. */
   drain(): void;
   /** Shutdown's end: answers the running queries as refused and stops their engine work. */
@@ -264,6 +266,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     ping: () => engine.ping(),
     close: () => engine.close(),
     stats: () => ({ running: running.size, queued, refused: { ...refused } }),
+    held: (credential) => held.get(credential) ?? 0,
     drain() {
       draining = true;
       for (const line of waiting.values()) {
