@@ -1,12 +1,16 @@
 // CURSOR_SECRET_FILE: the cursor secret made once and kept for the next start, private to the
-// process's user; a file others may read, or one holding no secret, stops startup in one line.
+// process's user; a link, another user's file, a file others may read, or one holding no secret
+// stops startup in one line.
 import { spawn } from "node:child_process";
 import {
   chmodSync,
+  chownSync,
+  existsSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -66,6 +70,31 @@ describe("the kept cursor secret", () => {
     );
   });
 
+  it("refuses a symbolic link, dangling or to a good file, and follows neither", () => {
+    const dangling = join(folder(), "cursor-secret");
+    symlinkSync(join(dangling, "..", "nowhere"), dangling);
+    expect(() => keptCursorSecret(dangling)).toThrow(
+      `CURSOR_SECRET_FILE: ${dangling} is a symbolic link: point CURSOR_SECRET_FILE at a file of its own`,
+    );
+    expect(existsSync(join(dangling, "..", "nowhere"))).toBe(false);
+    // As a Kubernetes Secret mounts a file: a link into ..data. Its value belongs in CURSOR_SECRET.
+    const good = join(folder(), "secret");
+    writeFileSync(good, "s".repeat(43), { mode: 0o600 });
+    const mounted = join(folder(), "cursor-secret");
+    symlinkSync(good, mounted);
+    expect(() => keptCursorSecret(mounted)).toThrow(`${mounted} is a symbolic link`);
+  });
+
+  it.skipIf(process.getuid?.() !== 0)("refuses a private file that another user owns", () => {
+    const path = join(folder(), "cursor-secret");
+    writeFileSync(path, "s".repeat(43), { mode: 0o600 });
+    const nobody = 65534;
+    chownSync(path, nobody, nobody);
+    expect(() => keptCursorSecret(path)).toThrow(
+      `CURSOR_SECRET_FILE: ${path} belongs to uid ${nobody}, not to this process's user (uid 0): chown it`,
+    );
+  });
+
   it("stops startup in one line naming the variable when the file is unusable", async () => {
     const path = join(folder(), "cursor-secret");
     writeFileSync(path, "s".repeat(43), { mode: 0o640 });
@@ -77,6 +106,13 @@ describe("the kept cursor secret", () => {
     expect(code).toBe(1);
     expect(stderr).toMatch(
       /^Configuration error: CURSOR_SECRET_FILE: \S+ is open to other users \(mode 640\)[^\n]*\n$/,
+    );
+    const dangling = join(folder(), "cursor-secret");
+    symlinkSync(join(dangling, "..", "nowhere"), dangling);
+    const link = await startAndExit({ API_KEYS: "x".repeat(16), CURSOR_SECRET_FILE: dangling });
+    expect(link.code).toBe(1);
+    expect(link.stderr).toBe(
+      `Configuration error: CURSOR_SECRET_FILE: ${dangling} is a symbolic link: point CURSOR_SECRET_FILE at a file of its own (for a Kubernetes Secret, whose files are links, give it as CURSOR_SECRET instead)\n`,
     );
   });
 });
