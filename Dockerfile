@@ -22,7 +22,8 @@ COPY scripts ./scripts
 # Named volumes mounted here take this owner, so DUCKDB_PATH=/data/db/... and the demo exports
 # (docker-compose.demo.yml) are writable by node, and so is the cursor secret a container without
 # CURSOR_SECRET makes (/app is not node's): kept across restarts, and across new containers with a
-# volume at /data/state.
+# named volume at /data/state (docs/operations.md). No VOLUME for it: an anonymous volume is new for
+# every `docker run`, so it would keep nothing across a deploy.
 RUN mkdir -p /data/db /data/exports /data/state && chown node:node /data/db /data/exports /data/state \
   && chmod 700 /data/state
 ENV CURSOR_SECRET_FILE=/data/state/cursor-secret

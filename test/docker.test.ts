@@ -19,6 +19,8 @@ const read = (file: string) => readFileSync(join(ROOT, file), "utf8");
 const dockerfile = read("Dockerfile");
 const instructions = (name: string) =>
   [...dockerfile.matchAll(new RegExp(`^${name} (.+)$`, "gm"))].map(([, args = ""]) => args);
+/** Where the image keeps the cursor secret it makes without CURSOR_SECRET. */
+const secretFolder = dirname(/^ENV CURSOR_SECRET_FILE=(\/\S+)$/m.exec(dockerfile)?.[1] ?? ".");
 /** The sources of the COPY instructions that take files from the build context. */
 const copiedFromContext = instructions("COPY")
   .filter((args) => !args.startsWith("--from"))
@@ -36,14 +38,21 @@ describe("Dockerfile", () => {
   });
 
   it("keeps the cursor secret it makes without CURSOR_SECRET in a folder the node user owns", () => {
-    const file = /^ENV CURSOR_SECRET_FILE=(\/\S+)$/m.exec(dockerfile)?.[1];
-    expect(file).toBeDefined();
-    const folder = dirname(file as string);
+    const folder = secretFolder;
+    expect(folder).toMatch(/^\/data\//);
     const commands = instructions("RUN")
       .flatMap((args) => args.split("&&"))
       .map((command) => command.trim().split(/\s+/));
     expect(commands).toContainEqual(expect.arrayContaining(["mkdir", folder]));
     expect(commands).toContainEqual(expect.arrayContaining(["chown", "node:node", folder]));
+  });
+
+  it("leaves that folder to the named volume the docs' `docker run` mounts, declaring none", () => {
+    // An anonymous volume (VOLUME) is new for every `docker run`: it would keep nothing across a deploy.
+    expect(instructions("VOLUME").join(" ")).not.toContain(secretFolder);
+    const runs = read("docs/operations.md").match(/docker run [^`]+/g) ?? [];
+    expect(runs.length).toBeGreaterThan(1);
+    for (const run of runs) expect(run).toMatch(new RegExp(`-v [a-z][\\w.-]*:${secretFolder}\\s`));
   });
 
   it("installs exactly the lockfile's production dependencies", () => {
@@ -139,6 +148,14 @@ describe("docker-compose.yml", () => {
       projectId: "acme",
       dataset: "logs",
     });
+  });
+
+  it("gives the replicas the one CURSOR_SECRET they share, so no state volume: a file would be each one's own", () => {
+    const { CURSOR_SECRET: _, ...shell } = SHELL;
+    expect(() => interpolated(replicas.environment, shell)).toThrow(/^CURSOR_SECRET: /);
+    for (const file of [compose, demo]) {
+      expect(JSON.stringify(file.services)).not.toContain(secretFolder);
+    }
   });
 
   it("stops the replicas with the missing variable's name when no BigQuery project is set", () => {

@@ -94,7 +94,7 @@ const NOT_RUN: Record<string, string> = {
   "docker compose up --build -d": NO_DOCKER,
   "docker compose up -d --scale log-query=5    # more replicas; nginx finds them by name":
     NO_DOCKER,
-  'docker run -p 3000:3000 -e API_KEYS=$KEY \\\n  -v "$PWD/exports:/data/exports:ro" -e LOCAL_DATA=/data/exports \\\n  -v log-query-db:/data/db -e DUCKDB_PATH=/data/db/logs.duckdb log-query':
+  'docker run -p 3000:3000 -e API_KEYS=$KEY \\\n  -v "$PWD/exports:/data/exports:ro" -e LOCAL_DATA=/data/exports \\\n  -v log-query-db:/data/db -e DUCKDB_PATH=/data/db/logs.duckdb \\\n  -v log-query-state:/data/state log-query':
     NO_DOCKER,
   "OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf \\\nOTEL_SERVICE_NAME=query-service OTEL_TRACES_SAMPLER=parentbased_traceidratio OTEL_TRACES_SAMPLER_ARG=0.1 \\\nAPI_KEYS=$KEY npm start":
     "needs an OpenTelemetry collector; test/telemetry/tracing.test.ts exports to a receiver of its own",
