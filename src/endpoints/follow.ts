@@ -16,6 +16,7 @@ import { dateToMicros, formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import type { EndpointDefinition } from "./catalog.ts";
 import {
   type CursorCodec,
+  type DeliveredRecord,
   MOST_DELIVERED,
   type Point,
   recordKey,
@@ -535,7 +536,7 @@ class Subscription {
     return this.hub.options.cursors.encodeStream({
       horizon: bound,
       newest: this.sent.newest,
-      delivered: after.map(({ key }) => key),
+      delivered: after.map(({ key, point }) => ({ key, micros: point.micros })),
     });
   }
 }
@@ -546,10 +547,13 @@ class Seen {
   newest: bigint;
   private readonly points = new Map<string, Point>();
 
-  /** `keys`: records seen before, of which only the keys are known, kept until `newest` settles. */
-  constructor(newest: bigint, keys: readonly string[] = []) {
+  /**
+   * `before`: records seen before, of which only the key and time are known, each taken to be the
+   * last at its time.
+   */
+  constructor(newest: bigint, before: readonly DeliveredRecord[] = []) {
     this.newest = newest;
-    for (const key of keys) this.points.set(key, { micros: newest });
+    for (const { key, micros } of before) this.points.set(key, { micros });
   }
 
   has(position: Position): boolean {

@@ -1,5 +1,6 @@
 // The page cursor round-trips any position and refuses what it did not make under its secret; a
 // follow stream's position round-trips too, and takes an event id made before positions were.
+import { createHmac } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { cursorCodec, MOST_DELIVERED, recordKey } from "../../src/endpoints/cursor.ts";
@@ -83,16 +84,24 @@ describe("page cursor", () => {
 
 describe("stream position", () => {
   const micros = fc.bigInt({ min: -62_135_596_800_000_000n, max: 253_402_300_799_999_999n });
-  const streamPosition = fc.record({
-    horizon: fc.record(
-      { micros, id: fc.string({ unit: "binary", maxLength: 40 }) },
-      { requiredKeys: ["micros"] },
-    ),
-    newest: micros,
-    delivered: fc.array(fc.record({ micros, id: fc.string() }).map(recordKey), {
-      maxLength: MOST_DELIVERED,
-    }),
-  });
+  const streamPosition = fc
+    .record({
+      horizon: fc.record(
+        { micros, id: fc.string({ unit: "binary", maxLength: 40 }) },
+        { requiredKeys: ["micros"] },
+      ),
+      newest: micros,
+      delivered: fc.array(fc.record({ micros, id: fc.string() }), { maxLength: MOST_DELIVERED }),
+    })
+    .map(({ horizon, newest, delivered }) => ({
+      horizon,
+      newest,
+      // Oldest first, as a stream names them; each after the horizon's time.
+      delivered: delivered
+        .filter((record) => record.micros >= horizon.micros)
+        .sort((a, b) => (a.micros < b.micros ? -1 : a.micros > b.micros ? 1 : 0))
+        .map((record) => ({ key: recordKey(record), micros: record.micros })),
+    }));
 
   it("names the place it was made from, and is no page cursor", () => {
     fc.assert(
@@ -102,6 +111,31 @@ describe("stream position", () => {
         expect(cursors.decode(cursor)).toBeUndefined();
       }),
     );
+  });
+
+  it("takes an event id that named records by key alone, each record at its newest time", () => {
+    const keys = [recordKey({ micros: 7n, id: "a" }), recordKey({ micros: 9n, id: "b" })];
+    const body = Buffer.from(`~5~9~${keys.join("")}:h`);
+    const tag = createHmac("sha256", SECRET).update(body).digest().subarray(0, 16);
+    expect(cursors.decodeStream(Buffer.concat([tag, body]).toString("base64url"))).toEqual({
+      horizon: { micros: 5n, id: "h" },
+      newest: 9n,
+      delivered: keys.map((key) => ({ key, micros: 9n })),
+    });
+  });
+
+  it("stays about 1 KB naming the most records a lag apart, and refuses one naming more", () => {
+    const horizon = { micros: 1_795_238_262_123_456n, id: "x".repeat(40) };
+    const spaced = Array.from({ length: MOST_DELIVERED }, (_, i) => {
+      const micros = horizon.micros + BigInt(i + 1) * 900_000n;
+      return { key: recordKey({ micros, id: `r${i}` }), micros };
+    });
+    const newest = (spaced.at(-1) as { micros: bigint }).micros;
+    expect(cursors.encodeStream({ horizon, newest, delivered: spaced }).length).toBeLessThan(1100);
+    const tooMany = [...spaced, { key: recordKey({ micros: newest, id: "more" }), micros: newest }];
+    expect(
+      cursors.decodeStream(cursors.encodeStream({ horizon, newest, delivered: tooMany })),
+    ).toBe(undefined);
   });
 
   it("takes a record's cursor, an event id of earlier versions, as the place after that record", () => {

@@ -410,6 +410,32 @@ describe("resuming a follow stream on DuckDB around late records", () => {
     expect(recordIds(resumed)).toEqual(["L2"]);
   });
 
+  it("cuts a resumed id at the real places of the records it names: a late record with 26 newer ones survives two resumes", async () => {
+    const { base, arrive, settle } = await duckDbService();
+    const url = `${base}/api/endpoints/logs.all/follow?${QUERY}`;
+    const spaced = (count: number, prefix: string, from: string, step: bigint) =>
+      Array.from({ length: count }, (_, i) =>
+        edgeLog(shift(from, BigInt(i + 1) * step), { id: `${prefix}-${i}` }),
+      );
+    const first = await open(url);
+    await first.until(() => first.events.length === 1);
+    await arrive(...spaced(40, "early", NOW, SECOND / 10n));
+    await first.until(() => records(first).length === 40);
+    first.close();
+
+    // 65 records within the lag, 40 of them named by the id the second stream resumes from.
+    const second = await open(url, { "last-event-id": first.events.at(-1)?.id as string });
+    await arrive(...spaced(25, "newer", shift(NOW, 10n * SECOND), MICROSECOND));
+    await second.until(() => records(second).length === 25);
+    second.close();
+
+    // Older than early-39 and the 25 newer ones only: 26, not past 64.
+    const third = await open(url, { "last-event-id": second.events.at(-1)?.id as string });
+    await arrive(edgeLog(shift(NOW, 3_950_000n * MICROSECOND), { id: "L" }));
+    await settle();
+    expect(recordIds(third)).toEqual(["L"]);
+  });
+
   it("through the eventsource package, resumes from where it started after a drop before any record, its since notwithstanding", async () => {
     const { clock, base, arrive, settle, app } = await duckDbService();
     const source = new EventSource(`${base}/api/endpoints/logs.all/follow?${QUERY}&since=5s`, {
