@@ -146,7 +146,7 @@ export class FollowHub {
     const stopped = new AbortController();
     const streamed = follower.unstreamed !== true;
     if (streamed) this.counts.open++;
-    const join = () => {
+    const join = (caughtUp = false) => {
       if (stopped.signal.aborted) return;
       let feed = this.feeds.get(key);
       if (!feed) {
@@ -155,6 +155,7 @@ export class FollowHub {
         this.schedule.add(feed);
       }
       feed.subscribers.add(subscription);
+      if (caughtUp) feed.sweepNext();
     };
     const failed = (error: unknown) => {
       if (!stopped.signal.aborted) follower.fail(error);
@@ -168,7 +169,10 @@ export class FollowHub {
         failed,
       );
     } else if (from) {
-      this.catchUp(endpoint, live, subscription, from.horizon, stopped.signal).then(join, failed);
+      this.catchUp(endpoint, live, subscription, from.horizon, stopped.signal).then(
+        () => join(true),
+        failed,
+      );
     } else join();
     return () => {
       if (stopped.signal.aborted) return;
@@ -389,9 +393,17 @@ class Feed {
   }
 
   /**
+   * The next poll reads the whole lag window: a follower that caught up joins it, and what the feed
+   * saw after its catch-up read that far is news to it, behind however many newer records.
+   */
+  sweepNext(): void {
+    this.sweptAt = Number.NEGATIVE_INFINITY;
+  }
+
+  /**
    * Reads the lag window newest first, stopping at a page of records already seen: one query for a
-   * quiet interval, one more per 100 new records. Once per lag it reads the whole window, which
-   * finds a late record however many newer ones arrived with it. Charged to the oldest follower's
+   * quiet interval, one more per 100 new records. Once per lag (and after a follower caught up) it
+   * reads the whole window, which finds a late record however many newer ones arrived with it. Charged to the oldest follower's
    * credential: followers of other credentials that share the feed ride on it, and pay in turn
    * only when its share of the engine is full, so no follower's feed stops for another's load.
    */

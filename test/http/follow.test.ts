@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
+import type { QueryEngine } from "../../src/engines/engine.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
 import { edgeLog, MICROSECOND, micros, OTHER_PROJECT, SECOND, shift } from "../support/fixtures.ts";
 import {
@@ -308,13 +309,14 @@ describe("resuming a follow stream on DuckDB around late records", () => {
   const L = edgeLog(shift(NOW, 10n * SECOND), { id: "L" });
   const L2 = edgeLog(shift(NOW, 20n * SECOND), { id: "L2" });
 
-  async function duckDbService() {
+  /** `wrap`: what the service sees of the engine (to hold a query's answer back). */
+  async function duckDbService(wrap = (engine: QueryEngine) => engine) {
     const clock = { now: micros(NOW) };
     const engine = await createDuckDbEngine({ now: () => clock.now });
     const stored = [...OLDER];
     await replaceTables(engine, { edge_logs: stored });
     const app = await buildApp({
-      engine,
+      engine: wrap(engine),
       apiKeys: [API_KEY],
       follow: { ...FOLLOW, clock: () => clock.now },
     });
@@ -434,6 +436,43 @@ describe("resuming a follow stream on DuckDB around late records", () => {
     await arrive(edgeLog(shift(NOW, 3_950_000n * MICROSECOND), { id: "L" }));
     await settle();
     expect(recordIds(third)).toEqual(["L"]);
+  });
+
+  it("sends a follower that joins a busy feed after its catch-up what the feed saw meanwhile", async () => {
+    // The resumed stream's catch-up read of history is answered only once `release` is called.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const { clock, base, arrive, settle } = await duckDbService((engine) => ({
+      dialect: engine.dialect,
+      ping: () => engine.ping(),
+      close: () => engine.close(),
+      async run(request) {
+        const answer = await engine.run(request);
+        if (request.params.iso_timestamp_end != null) await held;
+        return answer;
+      },
+    }));
+    const url = `${base}/api/endpoints/logs.all/follow?${QUERY}`;
+    const first = await open(url);
+    await first.until(() => first.events.length === 1);
+    const early = edgeLog(shift(NOW, SECOND / 2n), { id: "early" });
+    await arrive(early);
+    await first.until(() => records(first).length === 1);
+
+    clock.now += 10n * SECOND;
+    const resumed = await open(url, { "last-event-id": first.events[0]?.id as string });
+    // While it catches up, L arrives, then more records than a page: the feed polls all of them.
+    await arrive(L);
+    await first.until(() => records(first).length === 2);
+    const busy = burst(120, "busy", shift(NOW, 20n * SECOND));
+    await arrive(...busy);
+    await first.until(() => records(first).length === 122);
+    release();
+    await resumed.until(() => records(resumed).length > 0);
+    await settle();
+    expect(recordIds(resumed)).toEqual(recordIds(first));
   });
 
   it("through the eventsource package, resumes from where it started after a drop before any record, its since notwithstanding", async () => {
