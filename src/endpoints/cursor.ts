@@ -2,10 +2,10 @@
 // to callers. It is base64url of a tag, the timestamp in microseconds, the start of the window being
 // paged when the page had one, and the id. A follow stream's event id (and a settled run's
 // checkpoint) is a place in the stream's delivery order instead: its horizon, and a digest and the
-// time of each record after it already delivered. The tag is an HMAC under the service's secret (CURSOR_SECRET),
-// so that only the service makes cursors: one cut, edited or made up is refused, whoever knows the
-// format. The position itself is no secret: a cursor only narrows an answer that every other filter
-// and the caller's scope still bound.
+// time of each record after it already delivered. The tag is an HMAC under the service's secret
+// (CURSOR_SECRET), so that only the service makes cursors: one cut, edited or made up is refused,
+// whoever knows the format. The position itself is no secret: a cursor only narrows an answer that
+// every other filter and the caller's scope still bound.
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import type { Row } from "../engines/engine.ts";
 import { formatTimestamp, inTimestampRange, parseIsoTimestamp } from "../time.ts";
@@ -107,8 +107,8 @@ const KEYS_ONLY_BODY = new RegExp(
 export function cursorCodec(secret: string | Buffer): CursorCodec {
   const tag = (body: Buffer) =>
     createHmac("sha256", secret).update(body).digest().subarray(0, TAG_BYTES);
-  const sign = (text: string | Buffer) => {
-    const body = Buffer.from(text);
+  const sign = (content: string | Buffer) => {
+    const body = Buffer.from(content);
     return Buffer.concat([tag(body), body]).toString("base64url");
   };
   /** The body of a cursor this service signed; undefined for anything else. */
