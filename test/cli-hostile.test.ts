@@ -16,15 +16,15 @@ const { version } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))
   version: string;
 };
 
-/** Runs log-query (on this Node unless `command` says otherwise) to its end, with a key. */
+/**
+ * Runs log-query (on this Node unless `command` says otherwise) to its end, with a key (which names
+ * the listing the hostile server answers).
+ */
 function run(
   args: string[],
-  { command = process.execPath, script = [CLI], path = process.env.PATH } = {},
+  { command = process.execPath, script = [CLI], path = process.env.PATH, key = "hostile" } = {},
 ) {
-  return runToEnd(command, [...script, ...args], ROOT, {
-    PATH: path,
-    LOG_QUERY_KEY: "hostile-test-key-0123456789",
-  });
+  return runToEnd(command, [...script, ...args], ROOT, { PATH: path, LOG_QUERY_KEY: key });
 }
 
 // Everything a terminal would act on: clear screen, window title, a hidden link, a request for the
@@ -52,6 +52,16 @@ const RECORD = JSON.stringify({
   timestamp: "2026-01-01T00:00:00Z",
   event_message: HOSTILE,
 });
+/** Listings that are JSON but not one: an entry that is null, an entry without its parameters. */
+const LISTINGS: Record<string, string> = {
+  "null-entry": '{"result":[null]}',
+  "no-params": '{"result":[{"name":"x","description":"y","paths":[]}]}',
+  garbage: HOSTILE,
+};
+// What `query --format csv` is answered: a header and a row (CRLF, as the service writes CSV).
+const CSV = `id,event_message\r\nr1,"${HOSTILE}"\r\n`;
+// An object whose toString is no function, which `${}` and String() throw on.
+const NO_STRING = '{"toString":1}';
 
 interface Answer {
   status?: number;
@@ -66,11 +76,27 @@ const SSE_TYPE = { "content-type": "text/event-stream" };
 const NDJSON_TYPE = { "content-type": "application/x-ndjson" };
 
 /** What the hostile server answers: per project on the follow route (tail, export), else per path. */
-function hostile(url: URL): Answer {
+function hostile(url: URL, key: string): Answer {
   const follow = url.pathname === "/api/endpoints/logs.all/follow";
+  const settled = url.searchParams.has("until");
   switch (follow ? url.searchParams.get("project") : url.pathname) {
     case "/api/endpoints":
-      return { headers: JSON_TYPE, body: LISTING };
+      return { headers: JSON_TYPE, body: LISTINGS[key] ?? LISTING };
+    case "bad-timestamp":
+      return { headers: SSE_TYPE, body: `id: 1\ndata: {"timestamp":${NO_STRING}}\n\n` };
+    case "bad-end":
+      return settled
+        ? { headers: NDJSON_TYPE, body: `{"end":{"reason":${NO_STRING}}}\n` }
+        : { headers: SSE_TYPE, body: `event: end\ndata: {"reason":${NO_STRING}}\n\n` };
+    case "csv":
+      return {
+        headers: NDJSON_TYPE,
+        body: `${RECORD}\n{"end":{"reason":"settled","cursor":"c1"}}\n`,
+      };
+    case "/api/endpoints/csv":
+      return { headers: { "content-type": "text/csv" }, body: CSV };
+    case "/api/endpoints/empty-object":
+      return { headers: JSON_TYPE, body: "{}" };
     case "escapes":
       return {
         headers: SSE_TYPE,
@@ -78,7 +104,7 @@ function hostile(url: URL): Answer {
       };
     case "endless-line":
       return {
-        headers: url.searchParams.has("until") ? NDJSON_TYPE : SSE_TYPE,
+        headers: settled ? NDJSON_TYPE : SSE_TYPE,
         endless: "x".repeat(65_536),
       };
     case "not-json":
@@ -123,7 +149,7 @@ const server = createServer((request, response) => {
     headers = {},
     body = "",
     endless,
-  } = hostile(new URL(request.url ?? "/", "http://x"));
+  } = hostile(new URL(request.url ?? "/", "http://x"), String(request.headers["x-api-key"]));
   response.writeHead(status, headers);
   if (endless === undefined) response.end(body);
   else endlessly(response, endless);
@@ -163,6 +189,41 @@ describe("log-query's text from a hostile server", () => {
     });
   });
 
+  it("CSV goes into a pipe as sent, and to a terminal with its cells' control characters escaped", async () => {
+    const query = ["query", "csv", "--url", url, "--format", "csv"];
+    const state = () => join(mkdtempSync(join(tmpdir(), "hostile-")), "s");
+    const exported = () => [
+      "export",
+      "--url",
+      url,
+      "--project",
+      "csv",
+      "--format",
+      "csv",
+      "--state",
+      state(),
+    ];
+    // A terminal of its own (util-linux's script), whose line discipline writes each LF as CRLF.
+    const onTerminal = async (args: string[]) => {
+      const line = [process.execPath, CLI, ...args].join(" ");
+      const ran = await runToEnd("script", ["-qec", line, "/dev/null"], ROOT, {
+        PATH: process.env.PATH,
+        LOG_QUERY_KEY: "hostile",
+      });
+      return { ...ran, stdout: ran.stdout.replaceAll("\r\n", "\n") };
+    };
+    expect(await run(query)).toEqual({ code: 0, stdout: CSV, stderr: "" });
+    expect((await run(exported())).stdout).toContain(`,"${HOSTILE}",`);
+    expect(await onTerminal(query)).toMatchObject({
+      code: 0,
+      stdout: `id,event_message\nr1,"${HOSTILE_SHOWN}"\n`,
+    });
+    const shownExport = await onTerminal(exported());
+    expect(shownExport.code).toBe(0);
+    expect(shownExport.stdout).toContain(`,"${HOSTILE_SHOWN}",`);
+    expect(shownExport.stdout).not.toContain("\x1b");
+  });
+
   it("an error's code, message, refused parameters and a Location header are escaped", async () => {
     const refused = await run(["query", "refused", "--url", url]);
     expect(refused).toMatchObject({ code: 2, stdout: "" });
@@ -198,22 +259,63 @@ describe("log-query against a server that sends more than it holds, or what is n
       () => run(["query", "huge", "--url", url]),
       "an answer longer than 64 MiB",
     ],
-    ["tail: a record that is not JSON", () => logs("tail", "not-json"), "what is not JSON: "],
+    ["tail: a record that is not JSON", () => logs("tail", "not-json"), "that is not JSON: "],
     [
       "tail: a record that is JSON but no object",
       () => logs("tail", "null-record"),
-      "a record that is not a JSON object",
+      "a record log-query cannot read",
+    ],
+    [
+      "tail --format text: a timestamp that is no string",
+      () => logs("tail", "bad-timestamp", "--format", "text"),
+      "a record log-query cannot read: timestamp: ",
+    ],
+    [
+      "tail: an end whose reason is no string",
+      () => logs("tail", "bad-end"),
+      "a stream's end log-query cannot read: reason: ",
+    ],
+    [
+      "export: an end whose reason is no string",
+      () =>
+        logs("export", "bad-end", "--state", join(mkdtempSync(join(tmpdir(), "hostile-")), "s")),
+      "a stream's end log-query cannot read: reason: ",
     ],
     [
       "query: an answer that is not JSON",
       () => run(["query", "garbage", "--url", url]),
-      "what is not JSON: ",
+      "that is not JSON: ",
+    ],
+    [
+      "query: a JSON answer without its result",
+      () => run(["query", "empty-object", "--url", url]),
+      "a page log-query cannot read: result: ",
+    ],
+    [
+      "query --format ndjson: a line that is not JSON",
+      () => run(["query", "garbage", "--url", url, "--format", "ndjson"]),
+      "a row that is not JSON: ",
+    ],
+    [
+      "endpoints: an entry that is null",
+      () => run(["endpoints", "--url", url], { key: "null-entry" }),
+      "a listing of endpoints log-query cannot read: result.0: ",
+    ],
+    [
+      "endpoints: an entry without its parameters",
+      () => run(["endpoints", "--url", url], { key: "no-params" }),
+      "a listing of endpoints log-query cannot read: result.0.params: ",
+    ],
+    [
+      "endpoints --format json: a listing that is not JSON",
+      () => run(["endpoints", "--url", url, "--format", "json"], { key: "garbage" }),
+      "that is not JSON: ",
     ],
   ])(
     "%s",
     async (_, command, said) => {
       const ran = await command();
-      expect(ran.code).toBe(5);
+      expect(ran).toMatchObject({ code: 5, stdout: "" });
       expect(ran.stderr).toMatch(/^log-query: the service sent [^\n]*\n$/);
       expect(ran.stderr).toContain(said);
       expect(ran.stderr).not.toContain("\x1b");

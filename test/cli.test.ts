@@ -534,7 +534,7 @@ describe("log-query installed under node_modules", () => {
     for (const part of ["package.json", "bin", "src/cli"])
       cpSync(join(root, part), join(installed, part), { recursive: true });
     mkdirSync(join(installed, "node_modules"));
-    for (const dependency of ["eventsource-parser", "csv-stringify"]) {
+    for (const dependency of ["eventsource-parser", "csv-stringify", "zod"]) {
       symlinkSync(
         join(root, "node_modules", dependency),
         join(installed, "node_modules", dependency),

@@ -1,28 +1,20 @@
 // `log-query endpoints`: the catalog the key may call, a line per endpoint and one per parameter,
-// control characters escaped, or the service's JSON as it sent it with --format json.
-import { CliError, type Connection, EXIT, get } from "./client.ts";
+// control characters escaped, or the service's JSON as it sent it with --format json. Either is
+// written only once the whole listing is read and of the shape it should be.
+import { answerOf, listingSchema } from "./answers.ts";
+import { type Connection, EXIT, get } from "./client.ts";
 import { formatOf, type Options } from "./options.ts";
 import { text } from "./streams.ts";
 import { shown } from "./terminal.ts";
 
-interface Listed {
-  name: string;
-  description: string;
-  params: { name: string; required: boolean; description?: string }[];
-  fixed_params?: Record<string, string>;
-  paths: string[];
-}
-
 export async function listEndpoints(connection: Connection, values: Options): Promise<number> {
   const format = formatOf(values, ["text", "json"], "text");
   const body = await text(await get(connection, "/api/endpoints"));
+  const { result } = answerOf(listingSchema, body, "a listing of endpoints");
   if (format === "json") {
     process.stdout.write(`${body}\n`);
     return EXIT.ok;
   }
-  const { result } = JSON.parse(body) as { result: Listed[] };
-  if (!Array.isArray(result))
-    throw new CliError("the service sent no list of endpoints", EXIT.server);
   const writeLine = (line: string) => process.stdout.write(`${shown(line)}\n`);
   for (const endpoint of result) {
     const follow = endpoint.paths.some((path) => path.endsWith("/follow")) ? " (followable)" : "";

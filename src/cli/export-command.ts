@@ -18,9 +18,17 @@ import {
   writeSync,
 } from "node:fs";
 import { resolve } from "node:path";
+import { endSchema, shapeOf } from "./answers.ts";
 import { CliError, type Connection, EXIT, get } from "./client.ts";
 import { formatOf, logsParams, type Options, required } from "./options.ts";
-import { csvHeader, formatRecord, recordOf, writeStdout } from "./output.ts";
+import {
+  csvForStdout,
+  csvHeader,
+  formatRecord,
+  type RecordFormat,
+  recordOf,
+  writeStdout,
+} from "./output.ts";
 import { lines } from "./streams.ts";
 import { shown } from "./terminal.ts";
 
@@ -47,26 +55,26 @@ export async function runExport(connection: Connection, values: Options): Promis
   const out = values.out === undefined ? undefined : resolve(values.out);
   // The length a state keeps is of the file it was measured on; another file is taken as it is.
   const committed = out !== undefined && state?.out === out ? state?.outBytes : undefined;
-  const output = out === undefined ? stdoutOutput() : fileOutput(out, committed);
+  const output = out === undefined ? stdoutOutput(format) : fileOutput(out, committed);
   // Before a run writes to a file the state has no length for, the state says how long it is: a
   // run killed midway is then cut off like any other.
   if (out !== undefined && committed === undefined) {
     writeState(statePath, { ...state, out, outBytes: output.flush() });
   }
   try {
-    let end: { reason?: string; cursor?: unknown } | undefined;
+    let end: { reason: string; cursor?: string } | undefined;
     for await (const line of lines(response)) {
       const parsed = recordOf(line);
       if (parsed.end) {
-        end = parsed.end as typeof end;
+        end = shapeOf(endSchema, parsed.end, "a stream's end");
         break;
       }
       if (format === "csv" && output.empty()) await output.write(csvHeader());
       await output.write(formatRecord(parsed, format));
     }
-    if (end?.reason !== "settled" || typeof end.cursor !== "string") {
+    if (end?.reason !== "settled" || end.cursor === undefined) {
       throw new CliError(
-        `the stream ended before it settled${end?.reason ? ` (${shown(String(end.reason))})` : ""}; the state file is as it was, run again`,
+        `the stream ended before it settled${end ? ` (${shown(end.reason)})` : ""}; the state file is as it was, run again`,
         EXIT.server,
       );
     }
@@ -87,13 +95,13 @@ interface Output {
   close(): void;
 }
 
-function stdoutOutput(): Output {
+function stdoutOutput(format: RecordFormat): Output {
   let written = false;
   return {
     empty: () => !written,
     write: (text) => {
       written = true;
-      return writeStdout(text);
+      return writeStdout(format === "csv" ? csvForStdout(text) : text);
     },
     flush: () => undefined,
     close: () => {},

@@ -7,7 +7,7 @@ import { runExport } from "./export-command.ts";
 import { COMMAND_HELP, type Options, parse, USAGE } from "./options.ts";
 import { runQuery } from "./query-command.ts";
 import { runTail } from "./tail-command.ts";
-import { shown, shownLines } from "./terminal.ts";
+import { shownLines } from "./terminal.ts";
 
 /** Runs the command line `args` (without node and the script); resolves to the exit code. */
 export async function main(args: string[], env = process.env): Promise<number> {
@@ -53,16 +53,12 @@ export async function main(args: string[], env = process.env): Promise<number> {
         throw new CliError(`unknown command "${command}"\n\n${USAGE}`, EXIT.usage);
     }
   } catch (error) {
-    // Every JSON the client parses unguarded is the service's answer: one it cannot parse is a
-    // failure of the service, said in a line.
-    const failure =
-      error instanceof SyntaxError
-        ? new CliError(`the service sent what is not JSON: ${shown(error.message)}`, EXIT.server)
-        : error;
-    if (!(failure instanceof CliError)) throw failure;
+    // An answer the service sent is read through a schema (answers.ts), which says in a CliError
+    // what it sent that cannot be read; anything else thrown here is log-query's own bug.
+    if (!(error instanceof CliError)) throw error;
     // Text from the service was escaped where it was put into the message; this catches the rest.
-    process.stderr.write(`log-query: ${shownLines(failure.message)}\n`);
-    return failure.exitCode;
+    process.stderr.write(`log-query: ${shownLines(error.message)}\n`);
+    return error.exitCode;
   }
 }
 

@@ -69,7 +69,8 @@ Writes every logs.all record since the last run, once, and keeps where it stoppe
   --out <file>              append to this file instead of writing to stdout
 ${LOGS_OPTIONS}
   --since <duration>        90s, 15m, 2h, 7d: where the first run starts (default: now)
-  --format <format>         ndjson or csv (default ndjson)
+  --format <format>         ndjson or csv (default ndjson; CSV on a terminal: control
+                            characters escaped)
 
 ${CONNECTION}
 
@@ -79,7 +80,8 @@ ${exitCodes(0, 1, 2, 3, 5, 6)}
 
 Runs an endpoint with the parameters given as name=value, and writes its answer as the service sent it.
 
-  --format <format>         json, ndjson or csv (default json)
+  --format <format>         json, ndjson or csv (default json; CSV on a terminal: control
+                            characters escaped)
   --all                     follow Link: rel="next" to the last page: one document, stream or table
 
 ${CONNECTION}

@@ -3,8 +3,8 @@
 // control characters escaped.
 import { once } from "node:events";
 import { stringify } from "csv-stringify/sync";
-import { CliError, EXIT } from "./client.ts";
-import { shown } from "./terminal.ts";
+import { answerOf, recordSchema, shapeOf, shownRecordSchema } from "./answers.ts";
+import { shown, shownCsv } from "./terminal.ts";
 
 export type RecordFormat = "ndjson" | "csv" | "text";
 
@@ -23,19 +23,17 @@ const CSV_OPTIONS = {
 export const csvHeader = () => stringify([COLUMNS]);
 
 /** A line or event of a stream as the object each one is; anything else is the service's failure. */
-export function recordOf(json: string): LogRecord {
-  const value: unknown = JSON.parse(json);
-  if (typeof value !== "object" || value === null || Array.isArray(value))
-    throw new CliError("the service sent a record that is not a JSON object", EXIT.server);
-  return value as LogRecord;
-}
+export const recordOf = (json: string): LogRecord => answerOf(recordSchema, json, "a record");
 
 /** One record as a line (CSV: a row) of `format`, newline included. */
 export function formatRecord(record: LogRecord, format: RecordFormat): string {
   if (format === "csv") {
     return stringify([COLUMNS.map((column) => record[column] ?? null)], CSV_OPTIONS);
   }
-  if (format === "text") return `${shown(`${record.timestamp} ${record.event_message ?? ""}`)}\n`;
+  if (format === "text") {
+    const { timestamp, event_message } = shapeOf(shownRecordSchema, record, "a record");
+    return `${shown(`${timestamp} ${event_message ?? ""}`)}\n`;
+  }
   return `${JSON.stringify(record)}\n`;
 }
 
@@ -43,3 +41,9 @@ export function formatRecord(record: LogRecord, format: RecordFormat): string {
 export async function writeStdout(text: string): Promise<void> {
   if (!process.stdout.write(text)) await once(process.stdout, "drain");
 }
+
+/**
+ * CSV as it goes to stdout: as sent into a pipe or a file, which a program reads; on a terminal,
+ * which a person reads, its cells' control characters escaped as in text output.
+ */
+export const csvForStdout = (csv: string): string => (process.stdout.isTTY ? shownCsv(csv) : csv);

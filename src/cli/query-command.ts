@@ -1,9 +1,11 @@
 // `log-query query <endpoint> [name=value ...]`: one endpoint's answer as JSON, NDJSON or CSV;
 // with --all, every page, following Link: rel="next", as one JSON document, one NDJSON stream or
-// one CSV table.
+// one CSV table. JSON and NDJSON are written as the service sent them once each page (each line)
+// is read as JSON; CSV as sent into a pipe or file, its control characters escaped on a terminal.
+import { answerOf, pageSchema, recordSchema } from "./answers.ts";
 import { CliError, type Connection, EXIT, get } from "./client.ts";
 import { formatOf, type Options, USAGE } from "./options.ts";
-import { writeStdout } from "./output.ts";
+import { csvForStdout, writeStdout } from "./output.ts";
 import { text } from "./streams.ts";
 
 const MEDIA_TYPES = {
@@ -55,10 +57,12 @@ function pageWriter(format: keyof typeof MEDIA_TYPES) {
       let out = page;
       if (format === "json") {
         out = "";
-        const { result } = JSON.parse(page) as { result: unknown[] };
+        const { result } = answerOf(pageSchema, page, "a page");
         for (const row of result)
           out += `${rows++ === 0 ? '{"result":[' : ","}${JSON.stringify(row)}`;
-      } else if (format === "csv" && pages > 0) out = page.slice(page.indexOf("\n") + 1);
+      } else if (format === "ndjson") {
+        for (const line of page.split("\n")) if (line !== "") answerOf(recordSchema, line, "a row");
+      } else out = csvForStdout(pages > 0 ? page.slice(page.indexOf("\n") + 1) : page);
       pages++;
       if (out !== "") await writeStdout(out);
     },

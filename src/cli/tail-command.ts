@@ -2,6 +2,7 @@
 // dropped connection, a 503, or an end the service says to come back from, it reconnects by itself
 // with Last-Event-ID (after a wait that doubles, or Retry-After), so no record is lost or printed
 // twice; an end that says the key is gone stops it.
+import { answerOf, endSchema } from "./answers.ts";
 import {
   CliError,
   type Connection,
@@ -37,9 +38,8 @@ export async function runTail(connection: Connection, values: Options): Promise<
       if (response.ok) {
         for await (const event of events(response)) {
           if (event.event === "end") {
-            const { reason } = recordOf(event.data);
-            if (FINAL.has(String(reason)))
-              throw new CliError(`the stream ended: ${String(reason)}`, EXIT.auth);
+            const { reason } = answerOf(endSchema, event.data, "a stream's end");
+            if (FINAL.has(reason)) throw new CliError(`the stream ended: ${reason}`, EXIT.auth);
             break;
           }
           if (event.event !== "start")

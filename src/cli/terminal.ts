@@ -22,3 +22,17 @@ export function shown(text: string): string {
 export function shownLines(text: string): string {
   return text.split("\n").map(shown).join("\n");
 }
+
+/**
+ * CSV for a terminal: each cell shown, a line break inside a quoted cell too, so that a row can
+ * break only where the CSV has one (CRLF or LF, written as a line break). A `"` opens or closes a
+ * quoted cell, `""` inside one being a close and an open with nothing between.
+ */
+export function shownCsv(csv: string): string {
+  return csv
+    .split('"')
+    .map((part, index) =>
+      index % 2 === 1 ? shown(part) : part.split(/\r?\n/).map(shown).join("\n"),
+    )
+    .join('"');
+}
