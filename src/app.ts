@@ -200,10 +200,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     engine,
     {
       queries,
-      seeks: loadQueries(
+      windows: loadQueries(
         deps.engine.dialect,
         catalog.filter((e) => e.follow),
-        "seek",
+        "window",
       ),
     },
     { ...follow, log: app.log, cursors },

@@ -33,6 +33,11 @@ export interface QueryRequest {
   signal?: AbortSignal;
   /** The SQL has no LIMIT: answer the first `maxRows` rows and keep the rest where `rest` says (BigQuery). */
   keepResult?: boolean;
+  /**
+   * The SQL has no LIMIT: answer its first rows and stream the rest through `more`, computed as it
+   * is pulled (DuckDB). The caller drains `more` or returns it: it holds the query's connection.
+   */
+  streamResult?: boolean;
 }
 
 /**
@@ -55,6 +60,13 @@ export interface QueryResult {
   bytesProcessed?: number;
   /** With keepResult, where the rows after these wait; absent when there are none. */
   rest?: ResultPlace;
+  /** With streamResult, the rows after these, a chunk at a time as they are pulled. */
+  more?: StreamedRows;
+}
+
+/** A streamed result's rows, a chunk at a time; `return()` ends it early and frees its connection. */
+export interface StreamedRows extends AsyncIterableIterator<Row[]> {
+  return(): Promise<IteratorReturnResult<undefined>>;
 }
 
 /** What a page read shares with the query it continues: its label, size, cause and deadline. */
