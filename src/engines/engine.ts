@@ -21,10 +21,10 @@ export interface QueryRequest {
   /** Rows beyond this are not fetched; `truncated` says so. */
   maxRows: number;
   /**
-   * What caused the query: a caller's request, the cache's background refresh, a follow stream, a
-   * settled run (export).
+   * What caused the query: a caller's request, the cache's background refresh (warming), a follow
+   * stream's poll or catch-up, a settled run (export).
    */
-  trigger?: "request" | "refresh" | "follow" | "export";
+  trigger?: "request" | "warming" | "follow" | "export";
   /** Who caused it (a credential's name), when a caller did: the gate's fair share, the job's label. */
   credential?: string;
   /** Epoch ms by which the answer is due; the engine stops the query then. Default: its own timeout. */

@@ -11,7 +11,7 @@ type Trigger = NonNullable<QueryRequest["trigger"]>;
 export interface EngineUsage {
   endpoint: string;
   trigger: Trigger;
-  /** A caller's credential label; `none` for work nobody asked for (refresh, follow polls). */
+  /** A caller's credential label; `none` for work nobody asked for (warming, follow polls). */
   credential: string;
   queries: number;
   bytesProcessed: number;
