@@ -154,7 +154,7 @@ export class FollowHub {
       if (!stopped.signal.aborted) follower.fail(error);
     };
     if (settledUntil !== undefined) {
-      const cost: ReadCost = { queries: 0, bytesProcessed: 0 };
+      const cost: ReadCost = { bytesProcessed: 0 };
       const settle = () => {
         if (stopped.signal.aborted) return;
         follower.settled?.(subscription.checkpoint(settledUntil), {
@@ -226,7 +226,7 @@ export class FollowHub {
     const rows: Row[] = [];
     let cursor: Position | undefined;
     for (;;) {
-      const page = await this.query(this.queries, endpoint, attribution, {
+      const page = await this.query(endpoint, attribution, {
         ...params,
         iso_timestamp_start: formatTimestamp(after),
         iso_timestamp_end: until === undefined ? null : formatTimestamp(until),
@@ -242,14 +242,13 @@ export class FollowHub {
   }
 
   private async query(
-    sql: ReadonlyMap<string, string>,
     endpoint: EndpointDefinition,
     attribution: { credential?: string; signal?: AbortSignal },
     params: SqlParams,
   ): Promise<Row[]> {
     const { rows } = await this.engine.run({
       endpoint: endpoint.name,
-      sql: sql.get(endpoint.name) as string,
+      sql: this.queries.get(endpoint.name) as string,
       params,
       maxRows: endpoint.maxRows,
       trigger: "follow",
@@ -277,7 +276,7 @@ export class FollowHub {
     // The start is exclusive in the SQL; one µs earlier keeps the records at `from` after its id.
     let start = from.id === undefined ? from.micros : from.micros - 1n;
     let after: Point | undefined = from.id === undefined ? undefined : from;
-    const cost = settled?.cost ?? { queries: 0, bytesProcessed: 0 };
+    const cost = settled?.cost ?? { bytesProcessed: 0 };
     for (;;) {
       const end = settled?.until ?? this.clock();
       if (start >= end) return;

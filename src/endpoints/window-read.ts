@@ -11,9 +11,8 @@ import {
 } from "../engines/engine.ts";
 import type { SqlParams } from "./params.ts";
 
-/** What a read cost the engine: queries run and the bytes they processed (BigQuery's bill). */
+/** What a read cost the engine: the bytes its queries processed (BigQuery's bill). */
 export interface ReadCost {
-  queries: number;
   bytesProcessed: number;
 }
 
@@ -30,7 +29,6 @@ export async function* readWindow(
   let params = request.params;
   for (;;) {
     const first = await engine.run({ ...request, params, keepResult: true, streamResult: true });
-    cost.queries++;
     cost.bytesProcessed += first.bytesProcessed ?? 0;
     let last = first.rows.at(-1);
     try {
