@@ -16,7 +16,7 @@ import type { KeysFile } from "./credentials/keys-file.ts";
 import type { TokenVerifier } from "./credentials/tokens.ts";
 import { catalog } from "./endpoints/catalog.ts";
 import { cursorCodec } from "./endpoints/cursor.ts";
-import { FollowHub } from "./endpoints/follow.ts";
+import { FollowHub, type FollowOptions } from "./endpoints/follow.ts";
 import { loadQueries } from "./endpoints/queries.ts";
 import { createRunner } from "./endpoints/runner.ts";
 import { type AdmissionOptions, admit } from "./engines/admission.ts";
@@ -91,7 +91,7 @@ export interface AppDeps {
   /** On close, how long running queries may take before they are answered 503; default 25 s. */
   shutdownGraceMs?: number;
   /** Follow streams; default: a poll every 5 s, 60 s of lag, 4 streams per credential. */
-  follow?: Partial<FollowSettings> & { clock?: () => bigint };
+  follow?: Partial<FollowSettings> & Pick<FollowOptions, "clock" | "windowPageRows">;
   /**
    * Signs page cursors and event ids (CURSOR_SECRET, or the one kept in CURSOR_SECRET_FILE):
    * processes that share it take each other's.
@@ -200,10 +200,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     engine,
     {
       queries,
-      seeks: loadQueries(
+      windows: loadQueries(
         deps.engine.dialect,
         catalog.filter((e) => e.follow),
-        "seek",
+        "window",
       ),
     },
     { ...follow, log: app.log, cursors, heldBy: (credential) => engine.held(credential) },

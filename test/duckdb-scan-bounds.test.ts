@@ -65,9 +65,9 @@ describe("logs.all's time bounds on DuckDB", () => {
     expect(retention).toContain("timestamp>'2026-11-1405:00:00+00'");
   });
 
-  it("are filters of the scan in the seek of a follow stream's start, its resume position included", async () => {
+  it("are filters of the scan in the window a follow stream or settled run reads, its resume position included", async () => {
     const window = { ...unbound, iso_timestamp_start: "2026-11-21T04:00:00Z" };
-    const fresh = await scanFilters(sql("seek/logs.all.sql"), {
+    const fresh = await scanFilters(sql("window/logs.all.sql"), {
       ...window,
       iso_timestamp_end: "2026-11-21T04:30:00Z",
       after_timestamp: null,
@@ -76,7 +76,7 @@ describe("logs.all's time bounds on DuckDB", () => {
     expect(fresh).toContain("timestamp>'2026-11-2104:00:00+00'");
     expect(fresh).toContain("timestamp<='2026-11-2104:30:00+00'");
     // A resumed stream's position, later than the start, is the bound the scan keeps.
-    const resumed = await scanFilters(sql("seek/logs.all.sql"), {
+    const resumed = await scanFilters(sql("window/logs.all.sql"), {
       ...window,
       after_timestamp: "2026-11-21T04:10:00Z",
       after_id: "x",

@@ -2,12 +2,13 @@
 // Followers with the same parameters share one feed, which asks the engine every interval for the
 // records since its newest one minus the lag (so that a record arriving late is still found), paging
 // past full pages; each follower skips what is not after its starting point or was already sent.
-// A follower's catch-up over history is its own work: one query at a time, under its credential,
-// waiting while its stream is full, and stopped when its stream goes. A feed's polls are charged to
-// the least busy credential among its followers' (the one that opened it among equals; the next
-// when its share is full): so every poll counts in some credential's share of the engine and its
-// bound, and one key's costly feeds wait their turn behind other tenants' instead of sharing one
-// line with every feed, or holding a feed it shares with them in its own.
+// A follower's catch-up over history is its own work, under its credential: one query over the whole
+// window from its start to now (or to a settled run's end), whose result is read as its stream has
+// room, and stopped when its stream goes. A feed's polls are charged to the least busy credential
+// among its followers' (the one that opened it among equals; the next when its share is full): so
+// every poll counts in some credential's share of the engine and its bound, and one key's costly
+// feeds wait their turn behind other tenants' instead of sharing one line with every feed, or
+// holding a feed it shares with them in its own.
 import { BurstWarning } from "../burst-warning.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import { AdmissionError } from "../engines/admission.ts";
@@ -24,6 +25,7 @@ import {
   startingAt,
 } from "./cursor.ts";
 import type { SqlParams } from "./params.ts";
+import { type ReadCost, readWindow } from "./window-read.ts";
 
 export interface FollowOptions {
   intervalMs: number;
@@ -37,6 +39,8 @@ export interface FollowOptions {
   cursors: CursorCodec;
   /** Engine work a credential holds now (running or waiting): a shared feed's poll goes to the least busy. */
   heldBy?: (credential: string) => number;
+  /** Rows read from a catch-up's result at a time (BigQuery's result page); default 5000. */
+  windowPageRows?: number;
 }
 
 export interface Follower {
@@ -51,8 +55,11 @@ export interface Follower {
   ready(): Promise<void>;
   /** Catching up failed; the stream should end with this error. */
   fail(error: unknown): void;
-  /** A settled run sent all it had to: the cursor the next run resumes from. */
-  settled?(cursor: string): void;
+  /**
+   * A settled run sent all it had to: the cursor the next run resumes from, and the bytes its
+   * queries processed when the engine reports them (BigQuery).
+   */
+  settled?(cursor: string, cost: { bytesProcessed?: number }): void;
   /** Its feed polled: what it found was delivered (an alert rule is evaluated then). */
   polled?(): void;
   /** Not a stream (an alert rule): left out of the open streams and records sent it counts. */
@@ -87,10 +94,8 @@ const ascending = (rows: Row[]) =>
     .map((row) => ({ row, position: positionOf(row) }))
     .sort((a, b) => compare(a.position, b.position));
 
-// A catch-up reads history in windows, wider while they are sparse: few queries over quiet hours,
-// bounded memory over busy minutes. A stretch without records costs one seek, however long.
-const FIRST_WINDOW_US = 60_000_000n;
-const WIDEST_WINDOW_US = 86_400_000_000n;
+// A catch-up's result is read this many rows at a time: a few MB held, a page read per chunk.
+const WINDOW_PAGE_ROWS = 5000;
 // Failed polls after this long without one start a new burst, which gets its own log line.
 const POLL_FAILURE_GAP_MS = 10_000;
 
@@ -100,7 +105,7 @@ export class FollowHub {
   private readonly counts = { open: 0, polls: 0, recordsSent: 0 };
   private readonly engine: QueryEngine;
   private readonly queries: ReadonlyMap<string, string>;
-  private readonly seeks: ReadonlyMap<string, string>;
+  private readonly windows: ReadonlyMap<string, string>;
   private readonly schedule: PollSchedule;
   private readonly pollFailures = new BurstWarning(POLL_FAILURE_GAP_MS);
   readonly options: FollowOptions;
@@ -108,17 +113,17 @@ export class FollowHub {
   readonly lag: bigint;
 
   /**
-   * `queries` are the endpoints' SQL; `seeks` their seek SQL (queries/<dialect>/seek/): the oldest
-   * record the endpoint's query would return after a point, where a catch-up starts reading.
+   * `queries` are the endpoints' SQL; `windows` their window SQL (queries/<dialect>/window/): every
+   * record the endpoint's query would return after a point, oldest first, without a LIMIT.
    */
   constructor(
     engine: QueryEngine,
-    sql: { queries: ReadonlyMap<string, string>; seeks: ReadonlyMap<string, string> },
+    sql: { queries: ReadonlyMap<string, string>; windows: ReadonlyMap<string, string> },
     options: FollowOptions,
   ) {
     this.engine = engine;
     this.queries = sql.queries;
-    this.seeks = sql.seeks;
+    this.windows = sql.windows;
     this.options = options;
     this.lag = BigInt(options.lagMs) * 1000n;
     this.clock = options.clock ?? (() => dateToMicros(new Date()));
@@ -161,13 +166,17 @@ export class FollowHub {
       if (!stopped.signal.aborted) follower.fail(error);
     };
     if (settledUntil !== undefined) {
+      const cost: ReadCost = { bytesProcessed: 0 };
       const settle = () => {
-        if (!stopped.signal.aborted) follower.settled?.(subscription.checkpoint(settledUntil));
+        if (stopped.signal.aborted) return;
+        follower.settled?.(subscription.checkpoint(settledUntil), {
+          ...(this.engine.dialect === "bigquery" && { bytesProcessed: cost.bytesProcessed }),
+        });
       };
-      this.catchUp(endpoint, live, subscription, start.horizon, stopped.signal, settledUntil).then(
-        settle,
-        failed,
-      );
+      this.catchUp(endpoint, live, subscription, start.horizon, stopped.signal, {
+        until: settledUntil,
+        cost,
+      }).then(settle, failed);
     } else if (from) {
       this.catchUp(endpoint, live, subscription, from.horizon, stopped.signal).then(
         () => join(true),
@@ -232,7 +241,7 @@ export class FollowHub {
     const rows: Row[] = [];
     let cursor: Position | undefined;
     for (;;) {
-      const page = await this.query(this.queries, endpoint, attribution, {
+      const page = await this.query(endpoint, attribution, {
         ...params,
         iso_timestamp_start: formatTimestamp(after),
         iso_timestamp_end: until === undefined ? null : formatTimestamp(until),
@@ -247,37 +256,14 @@ export class FollowHub {
     }
   }
 
-  /**
-   * The time of the oldest record in (after, until] that comes after `from` (a record's position,
-   * when it has an id), or undefined when there is none.
-   */
-  private async oldest(
-    endpoint: EndpointDefinition,
-    params: SqlParams,
-    after: bigint,
-    until: bigint,
-    from: Point,
-    attribution: { credential: string; signal: AbortSignal },
-  ): Promise<bigint | undefined> {
-    const [first] = await this.query(this.seeks, endpoint, attribution, {
-      ...params,
-      iso_timestamp_start: formatTimestamp(after),
-      iso_timestamp_end: formatTimestamp(until),
-      after_timestamp: from.id === undefined ? null : formatTimestamp(from.micros),
-      after_id: from.id ?? null,
-    });
-    return first && positionOf(first).micros;
-  }
-
   private async query(
-    sql: ReadonlyMap<string, string>,
     endpoint: EndpointDefinition,
     attribution: { credential?: string; signal?: AbortSignal },
     params: SqlParams,
   ): Promise<Row[]> {
     const { rows } = await this.engine.run({
       endpoint: endpoint.name,
-      sql: sql.get(endpoint.name) as string,
+      sql: this.queries.get(endpoint.name) as string,
       params,
       maxRows: endpoint.maxRows,
       trigger: "follow",
@@ -288,10 +274,11 @@ export class FollowHub {
   }
 
   /**
-   * Delivers every record after `from` up to now (or up to `until`, inclusive), window by window,
-   * one query at a time. A window found empty is followed by one seek to the next record, so empty
-   * history (a start years back, or beyond the tier's retention, which the SQL applies) costs one
-   * query, not one per window.
+   * Delivers every record after `from` up to now (or up to a settled run's `until`, inclusive) with
+   * one query over that window, its result read as the stream has room. Once a window up to now is
+   * read, the follower joins the feed, whose polls read back a lag (as a catch-up that ended with an
+   * empty window): unless reading took longer than that, when one more window goes from where this
+   * one ended to now.
    */
   private async catchUp(
     endpoint: EndpointDefinition,
@@ -299,29 +286,45 @@ export class FollowHub {
     subscription: Subscription,
     from: Point,
     signal: AbortSignal,
-    until?: bigint,
+    settled?: { until: bigint; cost: ReadCost },
   ): Promise<void> {
-    const attribution = { credential: subscription.credential, signal };
     // The start is exclusive in the SQL; one µs earlier keeps the records at `from` after its id.
-    let after = from.micros - 1n;
-    let width = FIRST_WINDOW_US;
-    let seek = true;
-    while (!signal.aborted) {
-      const end = until ?? this.clock();
-      if (after >= end) return;
-      if (seek) {
-        const next = await this.oldest(endpoint, params, after, end, from, attribution);
-        if (next === undefined) return;
-        if (next - 1n > after) after = next - 1n;
+    let start = from.id === undefined ? from.micros : from.micros - 1n;
+    let after: Point | undefined = from.id === undefined ? undefined : from;
+    const cost = settled?.cost ?? { bytesProcessed: 0 };
+    for (;;) {
+      const end = settled?.until ?? this.clock();
+      if (start >= end) return;
+      const windowParams = (point: Point | undefined): SqlParams => ({
+        ...params,
+        iso_timestamp_start: formatTimestamp(start),
+        iso_timestamp_end: formatTimestamp(end),
+        after_timestamp: point ? formatTimestamp(point.micros) : null,
+        after_id: point?.id ?? null,
+      });
+      const rows = readWindow(
+        this.engine,
+        {
+          endpoint: endpoint.name,
+          sql: this.windows.get(endpoint.name) as string,
+          params: windowParams(after),
+          maxRows: this.options.windowPageRows ?? WINDOW_PAGE_ROWS,
+          trigger: settled ? "export" : "follow",
+          credential: subscription.credential,
+          signal,
+        },
+        (row) => windowParams(positionOf(row)),
+        cost,
+      );
+      let found = false;
+      for await (const chunk of rows) {
+        found = true;
+        await subscription.offerPaced(chunk, signal);
+        if (signal.aborted) return;
       }
-      const windowEnd = after + width < end ? after + width : end;
-      const rows = await this.records(endpoint, params, after, windowEnd, attribution);
-      await subscription.offerPaced(rows, signal);
-      after = windowEnd;
-      seek = rows.length === 0;
-      const pages = rows.length / (endpoint.pageSize ?? Number.POSITIVE_INFINITY);
-      if (pages <= 1 && width < WIDEST_WINDOW_US) width *= 2n;
-      else if (pages > 10 && width > 1_000_000n) width /= 2n;
+      if (settled || !found || this.clock() - end < this.lag) return;
+      start = end;
+      after = undefined;
     }
   }
 }

@@ -12,7 +12,7 @@ const QUERIES_DIR = new URL("../../queries/", import.meta.url);
 export function loadQueries(
   dialect: Dialect,
   endpoints: readonly EndpointDefinition[],
-  folder?: "seek",
+  folder?: "window",
 ): Map<string, string> {
   const path = (name: string) =>
     `${dialect}/${folder === undefined ? "" : `${folder}/`}${name}.sql`;

@@ -179,7 +179,7 @@ export function createRunner(deps: {
   /** Loads the key as the cache's own work, nobody's request, and logs what the engine did. */
   function refreshLoader(endpoint: EndpointDefinition, params: SqlParams, key: string) {
     return async () => {
-      const [loaded, executed] = await query(endpoint, params, { trigger: "refresh" });
+      const [loaded, executed] = await query(endpoint, params, { trigger: "warming" });
       log?.info(
         { endpoint: endpoint.name, entry: cacheEntryId(key), ...executed },
         "cache refresh",

@@ -20,6 +20,7 @@ import {
   type QueryRequest,
   type QueryResult,
   type Row,
+  type StreamedRows,
 } from "./engine.ts";
 
 export interface DuckDbEngineOptions {
@@ -78,10 +79,21 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
         ? undefined
         : setTimeout(interrupt, Math.max(0, deadline - Date.now()));
     request.signal?.addEventListener("abort", interrupt);
+    let streaming = false;
     try {
       request.signal?.throwIfAborted();
       prepared = await connection.prepare(request.sql);
       bindParams(prepared, request.params, clock());
+      if (request.streamResult) {
+        const chunks = (await prepared.stream()).yieldConvertedRowObjects(toWireValue);
+        // The first chunk waits for the query's heavy part (its filter and sort): within the
+        // deadline; the rest is read from its result as pulled, the connection held until then.
+        const first = await chunks.next();
+        const more = restOf(chunks as AsyncIterableIterator<Row[]>, connection, prepared);
+        prepared = undefined;
+        streaming = true;
+        return { rows: first.done ? [] : (first.value as Row[]), truncated: false, more };
+      }
       const reader = await prepared.streamAndReadUntil(request.maxRows + 1);
       const names = reader.columnNames();
       const rows = reader.convertRows(toWireValue).slice(0, request.maxRows + 1);
@@ -106,7 +118,7 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
       clearTimeout(timer);
       request.signal?.removeEventListener("abort", interrupt);
       prepared?.destroySync();
-      connection.closeSync();
+      if (!streaming) connection.closeSync();
     }
   }
 
@@ -124,6 +136,44 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
     },
     async close() {
       instance.closeSync();
+    },
+  };
+}
+
+/**
+ * A streamed result's chunks after the first. Its connection closes when they end, fail or are
+ * returned, even unread (a generator's own cleanup would not run then).
+ */
+function restOf(
+  chunks: AsyncIterableIterator<Row[]>,
+  connection: DuckDBConnection,
+  prepared: DuckDBPreparedStatement,
+): StreamedRows {
+  let open = true;
+  const finished = { done: true, value: undefined } as const;
+  const close = () => {
+    if (!open) return finished;
+    open = false;
+    prepared.destroySync();
+    connection.closeSync();
+    return finished;
+  };
+  return {
+    async next() {
+      try {
+        for (let chunk = await chunks.next(); open; chunk = await chunks.next()) {
+          if (chunk.done) return close();
+          if (chunk.value.length > 0) return chunk;
+        }
+        return finished;
+      } catch (error) {
+        close();
+        throw error;
+      }
+    },
+    return: async () => close(),
+    [Symbol.asyncIterator]() {
+      return this;
     },
   };
 }

@@ -94,7 +94,7 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
             request.log.error({ err: error }, "follow stream could not catch up");
             stream.end("error");
           },
-          settled: (cursor) => stream.end("settled", { cursor }),
+          settled: (cursor, cost) => stream.end("settled", { cursor, ...cost }),
         },
         settledUntil,
       );

@@ -10,6 +10,7 @@ import { hasFullAccess } from "../credentials/scope-rule.ts";
 import { catalog, findEndpoint } from "../endpoints/catalog.ts";
 import type { FollowHub } from "../endpoints/follow.ts";
 import type { AdmittedEngine } from "../engines/admission.ts";
+import type { QueryRequest } from "../engines/engine.ts";
 import type { RedisLink } from "../redis/link.ts";
 import type { EngineUsage } from "../telemetry/observed-engine.ts";
 import type { ConnectionStats } from "./connection-cap.ts";
@@ -167,17 +168,28 @@ function registerCacheMetrics(registry: Registry, cache: ResultCache): void {
   }
 }
 
+/** Every cause of engine work; an endpoint that cannot be followed has no follow or export work. */
+const TRIGGERS: readonly NonNullable<QueryRequest["trigger"]>[] = [
+  "request",
+  "warming",
+  "follow",
+  "export",
+];
+const UNFOLLOWED_TRIGGERS = TRIGGERS.slice(0, 2);
+
 function registerEngineMetrics(registry: Registry, usage: () => Iterable<EngineUsage>): void {
   new Counter({
     name: "query_service_engine_queries_total",
-    help: "Queries run on the engine, by endpoint and trigger (request: a caller waited for it; refresh: cache warming; follow: follow streams).",
+    help: "Queries run on the engine (on BigQuery, jobs: reading a kept result's pages runs none), by endpoint and trigger (request: a caller waited for it; warming: the cache's refresh; follow: follow streams' polls and catch-ups; export: settled runs).",
     labelNames: ["endpoint", "trigger"] as const,
     registers: [registry],
     collect() {
       this.reset();
       // Every series from the start, so a sum over replicas counts those that ran nothing yet.
-      for (const { name } of catalog) {
-        for (const trigger of ["request", "refresh"]) this.inc({ endpoint: name, trigger }, 0);
+      for (const { name, follow } of catalog) {
+        for (const trigger of follow ? TRIGGERS : UNFOLLOWED_TRIGGERS) {
+          this.inc({ endpoint: name, trigger }, 0);
+        }
       }
       for (const { endpoint, trigger, queries } of usage())
         this.inc({ endpoint, trigger }, queries);
@@ -336,7 +348,7 @@ function registerEngineUsageMetrics(registry: Registry, usage: () => Iterable<En
   for (const [stat, name, help] of ENGINE_USAGE) {
     new Counter({
       name: `query_service_engine_${name}_total`,
-      help: `${help}, by endpoint, trigger (request, refresh, follow) and credential (none for work nobody asked for; at most METRICS_MAX_CREDENTIALS, the rest as other).`,
+      help: `${help}, by endpoint, trigger (request, warming, follow, export) and credential (none for work nobody asked for; at most METRICS_MAX_CREDENTIALS, the rest as other).`,
       labelNames: ["endpoint", "trigger", "credential"] as const,
       registers: [registry],
       collect() {

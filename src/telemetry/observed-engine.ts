@@ -11,7 +11,7 @@ type Trigger = NonNullable<QueryRequest["trigger"]>;
 export interface EngineUsage {
   endpoint: string;
   trigger: Trigger;
-  /** A caller's credential label (a follow poll's is its feed opener's); `none` for work nobody asked for (refresh). */
+  /** A caller's credential label (a follow poll's is its feed's payer); `none` for work nobody asked for (warming). */
   credential: string;
   queries: number;
   bytesProcessed: number;
@@ -71,9 +71,12 @@ export function observeEngine(engine: QueryEngine): ObservedEngine {
     }
   }
 
+  const { readPage } = engine;
   return {
     dialect: engine.dialect,
     run,
+    // A page of a kept result is no query and processes no bytes: nothing to count.
+    ...(readPage && { readPage: readPage.bind(engine) }),
     ping: () => engine.ping(),
     close: () => engine.close(),
     usage: () => usage.values(),

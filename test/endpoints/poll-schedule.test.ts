@@ -32,7 +32,10 @@ describe("follow feeds' polls", () => {
     };
     const hub = new FollowHub(
       engine,
-      { queries: new Map([["logs.all", "SELECT 1"]]), seeks: new Map([["logs.all", "SELECT 1"]]) },
+      {
+        queries: new Map([["logs.all", "SELECT 1"]]),
+        windows: new Map([["logs.all", "SELECT 1"]]),
+      },
       {
         intervalMs: INTERVAL_MS,
         lagMs: 60_000,

@@ -51,8 +51,8 @@ const query = (credential: string, name = credential): QueryRequest => ({
   credential,
 });
 
-/** Work no credential caused, such as cache warming ("refresh"): any trigger without one is treated alike. */
-const background = (trigger: "refresh" | "follow", name: string): QueryRequest => ({
+/** Work no credential caused: cache warming ("warming") or a follow poll ("follow"). */
+const background = (trigger: "warming" | "follow", name: string): QueryRequest => ({
   endpoint: name,
   sql: "",
   params: {},
@@ -160,7 +160,7 @@ describe("admission", () => {
   it.each([
     ["2 flooding credentials", [query("a"), query("b")]],
     ["3 flooding credentials", [query("a"), query("b"), query("c")]],
-    ["warming and follow polls flooding", [background("refresh", "r"), background("follow", "f")]],
+    ["warming and follow polls flooding", [background("warming", "r"), background("follow", "f")]],
   ])(
     "serves credentials with equal running work in turn: %s cannot starve another caller",
     async (_, flooders) => {
@@ -196,7 +196,7 @@ describe("admission", () => {
       // Both slots are the flooders' when it arrives; the next one to free is its.
       expect(started.slice(-2).every((held) => held.request.credential)).toBe(true);
       const arrival = started.length;
-      answers.push(outcome(gate.run(background(i % 2 ? "refresh" : "follow", name))));
+      answers.push(outcome(gate.run(background(i % 2 ? "warming" : "follow", name))));
       await step();
       expect(started[arrival]?.request.endpoint, name).toBe(name);
       // Two more ends: the flooder's running beside it, then it.

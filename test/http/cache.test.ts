@@ -191,7 +191,7 @@ describe("warming", () => {
         trigger: "request",
         credential: "api_keys",
       })),
-      ...[1, 2].map(() => ({ endpoint: "usage_api-counts", trigger: "refresh" })),
+      ...[1, 2].map(() => ({ endpoint: "usage_api-counts", trigger: "warming" })),
     ]);
     expect(refreshes).toEqual(
       [USAGE, other].map(() =>

@@ -321,6 +321,45 @@ describe("a settled follow stream on DuckDB", () => {
 });
 
 describe("a settled follow stream on BigQuery", () => {
+  it("over five days costs one job, its pages read without another, its end and /metrics saying its bytes", async () => {
+    const NOW = "2026-11-21T05:17:42.123456Z";
+    const rows = Array.from({ length: 5 * 24 }, (_, i) =>
+      edgeLog(shift(NOW, -BigInt(i + 1) * 60n * MINUTE), { id: `hourly-${i}` }),
+    );
+    const { app, standIn } = await startService({
+      now: NOW,
+      tables: { edge_logs: rows },
+      follow: { intervalMs: 40, lagMs: LAG_MS, clock: () => micros(NOW), windowPageRows: 50 },
+    });
+    const headers = { "x-api-key": API_KEY };
+    const lines = (
+      await app.inject({
+        url: `/api/endpoints/logs.all/follow?${QUERY}&project_tier=PRO&since=6d&until=settled`,
+        headers: { ...headers, accept: "application/x-ndjson" },
+      })
+    ).body
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    const end = lines.at(-1).end;
+    expect(lines.slice(0, -1).map((r) => r.id)).toEqual(inOrder(rows).map((r) => r.id));
+    expect(standIn.queryCalls).toHaveLength(1);
+    expect(standIn.pageReads).toHaveLength(2);
+    expect(end.bytes_processed).toBeGreaterThan(0);
+
+    const metrics = (await app.inject({ url: "/metrics", headers })).body;
+    const value = (series: string) =>
+      Number(new RegExp(`^${series.replace(/[{}]/g, "\\$&")} (\\d+)$`, "m").exec(metrics)?.[1]);
+    expect(value('query_service_engine_queries_total{endpoint="logs.all",trigger="export"}')).toBe(
+      1,
+    );
+    expect(
+      value(
+        'query_service_engine_bytes_processed_total{endpoint="logs.all",trigger="export",credential="api_keys"}',
+      ),
+    ).toBe(end.bytes_processed);
+  });
+
   it("sends what has settled after the checkpoint, then its cursor, from which the next run resumes", async () => {
     const NOW = "2026-11-21T05:17:42.123456Z";
     const rows = [

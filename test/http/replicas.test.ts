@@ -157,7 +157,7 @@ describe("three replicas, one cache", () => {
       'query_service_engine_queries_total{endpoint="usage.api-counts",trigger="request"} 0',
     );
     expect(await engineQueries(three, "usage.api-counts")).toBe(1);
-    expect(await engineQueries(three, "usage.api-counts", "refresh")).toBe(0);
+    expect(await engineQueries(three, "usage.api-counts", "warming")).toBe(0);
   });
 });
 

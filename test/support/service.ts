@@ -36,13 +36,14 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((close) => close()));
 });
 
-/** Starts a service for the current test; it is closed after the test. */
-export async function startService(options: ServiceOptions): Promise<Service> {
-  const { tables, now, engine: engineOptions, wrapEngine = (e) => e, ...deps } = options;
+/** A stand-in over `tables` at `now`, and the BigQuery engine that queries it; close both after use. */
+export async function standInEngine(
+  options: Pick<ServiceOptions, "tables" | "now" | "engine">,
+): Promise<{ standIn: BigQueryStandIn; engine: QueryEngine }> {
   const standIn = await startBigQueryStandIn({
     googleSqlPort: inject("googleSqlPort"),
-    tables,
-    now,
+    tables: options.tables,
+    now: options.now,
   });
   const engine = createBigQueryEngine({
     projectId: "test-project",
@@ -50,8 +51,15 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     apiEndpoint: standIn.url,
     jobTimeoutMs: 10_000,
     retry: { attempts: 2, initialDelayMs: 1, maxDelayMs: 1 },
-    ...engineOptions,
+    ...options.engine,
   });
+  return { standIn, engine };
+}
+
+/** Starts a service for the current test; it is closed after the test. */
+export async function startService(options: ServiceOptions): Promise<Service> {
+  const { tables, now, engine: engineOptions, wrapEngine = (e) => e, ...deps } = options;
+  const { standIn, engine } = await standInEngine({ tables, now, engine: engineOptions });
   const app = await buildApp({ apiKeys: [API_KEY], ...deps, engine: wrapEngine(engine) });
   open.push(async () => {
     await app.close();

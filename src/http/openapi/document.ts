@@ -430,7 +430,15 @@ const FOLLOW_END: Json = {
 const FOLLOW_END_DATA: Json = {
   type: "object",
   required: ["reason"],
-  properties: { reason: { enum: Object.keys(END_REASONS) }, cursor: STRING },
+  properties: {
+    reason: { enum: Object.keys(END_REASONS) },
+    cursor: STRING,
+    bytes_processed: {
+      type: "integer",
+      minimum: 0,
+      description: "On BigQuery, the bytes the settled run's queries processed (what they bill).",
+    },
+  },
 };
 
 /** A Server-Sent Event with a name, an id and `data` as the schema gives it. */

@@ -90,12 +90,20 @@ export class OutboundStream {
   /**
    * Ends the stream, telling an event-stream client why, so that it does not reconnect at once.
    * `cut`: a client not reading gets no grace, its connection is closed now. `cursor`: where the
-   * next stream resumes, which an NDJSON client is told too, in a last line of its own.
+   * next stream resumes, which an NDJSON client is told too, in a last line of its own, with
+   * `bytes_processed`, what the run's queries cost when the engine says (BigQuery).
    */
-  end(reason: EndReason, options: { cut?: boolean; cursor?: string } = {}): void {
+  end(
+    reason: EndReason,
+    options: { cut?: boolean; cursor?: string; bytesProcessed?: number } = {},
+  ): void {
     if (this.ended) return;
     this.ends.set(reason, (this.ends.get(reason) ?? 0) + 1);
-    const end = { reason, ...(options.cursor !== undefined && { cursor: options.cursor }) };
+    const end = {
+      reason,
+      ...(options.cursor !== undefined && { cursor: options.cursor }),
+      ...(options.bytesProcessed !== undefined && { bytes_processed: options.bytesProcessed }),
+    };
     if (this.events) this.body.write(`event: end\ndata: ${JSON.stringify(end)}\n\n`);
     else if (options.cursor !== undefined) this.body.write(`${JSON.stringify({ end })}\n`);
     this.body.end();

@@ -1,7 +1,10 @@
--- The oldest record queries/duckdb/logs.all.sql would return, as queries/bigquery/seek/logs.all.sql.
+-- A window of the records queries/duckdb/logs.all.sql would return, oldest first, as
+-- queries/bigquery/window/logs.all.sql.
 SELECT
   t.id,
-  t.timestamp
+  t.timestamp,
+  t.event_message,
+  t.metadata
 FROM edge_logs AS t
 WHERE t.project = $project
   -- The window first, each bound a comparison of the column itself, which the scan applies: the
@@ -42,4 +45,3 @@ WHERE t.project = $project
       OR (t.timestamp = CAST($after_timestamp AS TIMESTAMPTZ) AND coalesce(t.id, '') > $after_id),
     TRUE)
 ORDER BY t.timestamp, coalesce(t.id, '')
-LIMIT 1

@@ -1,12 +1,14 @@
--- Where a follow stream of logs.all starts reading history: the oldest record that
--- queries/bigquery/logs.all.sql would return for these parameters, in its order (timestamp, then
--- id), or no row: its filters included, and after a resumed stream's position. One query skips any
--- stretch without records, however long, so that a start far in the past costs no more than one
--- that is near, and a settled run with nothing new costs this one query. Conditions as in logs.all.sql, which holds the
--- rules; a differential test holds the two to the same records.
+-- A window of logs.all's history, read by a follow stream's catch-up and a settled run: every record
+-- that queries/bigquery/logs.all.sql would return for these parameters, oldest first (timestamp,
+-- then id), after a resumed stream's position. No LIMIT: the window is read with one query and its
+-- result paged (BigQuery keeps it in the job), so a stretch without records costs nothing more and a
+-- long window is not scanned again per page. Conditions as in logs.all.sql, which holds the rules; a
+-- differential test holds the two dialects to the same records.
 SELECT
   t.id,
-  t.timestamp
+  t.timestamp,
+  t.event_message,
+  t.metadata
 FROM edge_logs AS t
 WHERE t.project = @project
   -- The window first, each bound a comparison of the column itself with parameters: the filters
@@ -45,4 +47,3 @@ WHERE t.project = @project
       OR (t.timestamp = CAST(@after_timestamp AS TIMESTAMP) AND IFNULL(t.id, '') > @after_id),
     TRUE)
 ORDER BY t.timestamp, IFNULL(t.id, '')
-LIMIT 1

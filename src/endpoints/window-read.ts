@@ -1,0 +1,59 @@
+// One window of history read with one query, however many records it holds: the SQL has no LIMIT,
+// and its result is read a chunk at a time as the reader pulls — BigQuery's result pages of the job
+// (which run no query and bill no bytes), DuckDB's streamed result. A reader that pulls slowly holds
+// one chunk, never the window. Should BigQuery drop the job's result before the reader is done (it
+// keeps one about a day), the query runs again from after the last row handed out.
+import {
+  type QueryEngine,
+  type QueryRequest,
+  ResultGoneError,
+  type Row,
+} from "../engines/engine.ts";
+import type { SqlParams } from "./params.ts";
+
+/** What a read cost the engine: the bytes its queries processed (BigQuery's bill). */
+export interface ReadCost {
+  bytesProcessed: number;
+}
+
+/**
+ * The rows of `request`'s query, in its order, a chunk (at most `maxRows` on BigQuery) per pull.
+ * `after(row)` gives the parameters of the same query for the rows after `row` only.
+ */
+export async function* readWindow(
+  engine: QueryEngine,
+  request: QueryRequest,
+  after: (row: Row) => SqlParams,
+  cost: ReadCost,
+): AsyncGenerator<Row[], void, undefined> {
+  let params = request.params;
+  for (;;) {
+    const first = await engine.run({ ...request, params, keepResult: true, streamResult: true });
+    cost.bytesProcessed += first.bytesProcessed ?? 0;
+    let last = first.rows.at(-1);
+    try {
+      if (first.rows.length > 0) yield first.rows;
+      if (first.more) {
+        for await (const rows of first.more) {
+          last = rows.at(-1);
+          yield rows;
+        }
+        return;
+      }
+      for (let place = first.rest; place && engine.readPage; ) {
+        const page = await engine.readPage(place, request);
+        place = page.rest;
+        last = page.rows.at(-1) ?? last;
+        if (page.rows.length > 0) yield page.rows;
+      }
+      // An engine that kept no rest of a cut answer: read on from after its last row.
+      if (!first.truncated || first.rest) return;
+    } catch (error) {
+      if (!(error instanceof ResultGoneError)) throw error;
+    } finally {
+      await first.more?.return();
+    }
+    if (last === undefined) return;
+    params = after(last);
+  }
+}

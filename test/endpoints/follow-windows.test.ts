@@ -1,0 +1,241 @@
+// A catch-up and a settled run read their window with one query and page through its result as the
+// follower takes records: on BigQuery (the official client over HTTP to the stand-in) one job, its
+// result pages read only when the follower has room, and a result gone mid-read read again from
+// after the last record delivered; on DuckDB one query, its streamed chunks pulled the same way.
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterEach, describe, expect, it } from "vitest";
+import { catalog, declaredParams } from "../../src/endpoints/catalog.ts";
+import { cursorCodec, type StreamPosition, startingAt } from "../../src/endpoints/cursor.ts";
+import { type Follower, FollowHub } from "../../src/endpoints/follow.ts";
+import { loadQueries } from "../../src/endpoints/queries.ts";
+import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
+import type { QueryEngine, QueryRequest, Row } from "../../src/engines/engine.ts";
+import { replaceTables } from "../support/duckdb-tables.ts";
+import { DAY, edgeLog, HOUR, MINUTE, micros, PROJECT, shift } from "../support/fixtures.ts";
+import { inOrder } from "../support/follow-client.ts";
+import type { Row as TableRow } from "../support/googlesql.ts";
+import { recordingInto } from "../support/recording-engine.ts";
+import { standInEngine } from "../support/service.ts";
+
+const NOW = "2026-11-21T05:17:42.123456Z";
+const LAG_MS = 60_000;
+const PAGE_ROWS = 25;
+const LOGS = catalog.find((endpoint) => endpoint.name === "logs.all") as (typeof catalog)[number];
+/** Every parameter logs.all declares, absent but the project and its tier. */
+const PARAMS = {
+  ...Object.fromEntries([...declaredParams(LOGS)].map((name) => [name, null])),
+  project: PROJECT,
+  project_tier: "PRO",
+};
+/** Five days of a record an hour, all inside PRO's 7-day retention and settled. */
+const FIVE_DAYS = Array.from({ length: 5 * 24 }, (_, i) =>
+  edgeLog(shift(NOW, -BigInt(i + 1) * HOUR), { id: `hourly-${i}` }),
+);
+const SETTLED_FROM = startingAt(micros(NOW) - 6n * DAY);
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()));
+});
+
+function hubOn(engine: QueryEngine): FollowHub {
+  const followed = [LOGS];
+  const hub = new FollowHub(
+    engine,
+    {
+      queries: loadQueries(engine.dialect, followed),
+      windows: loadQueries(engine.dialect, followed, "window"),
+    },
+    {
+      // No feed polls within a test: what the engine sees is the catch-up's.
+      intervalMs: 3_600_000,
+      lagMs: LAG_MS,
+      clock: () => micros(NOW),
+      cursors: cursorCodec("a-cursor-secret-of-at-least-32-characters"),
+      windowPageRows: PAGE_ROWS,
+    },
+  );
+  closers.push(async () => hub.close());
+  return hub;
+}
+
+async function bigQuery(rows: TableRow[]) {
+  const { standIn, engine } = await standInEngine({
+    tables: { edge_logs: rows },
+    now: NOW,
+    engine: { retry: { attempts: 1, initialDelayMs: 1, maxDelayMs: 1 } },
+  });
+  closers.push(() => standIn.close());
+  return { standIn, hub: hubOn(engine) };
+}
+
+/**
+ * A follower whose stream takes `allow(n)` more records at a time: after each record it waits for
+ * room, as a stream its client does not read does.
+ */
+function pacedFollower() {
+  const delivered: Row[] = [];
+  let allowance = 0;
+  let wake = () => {};
+  const result: { cursor?: string; bytesProcessed?: number; error?: unknown } = {};
+  const follower: Follower = {
+    credential: "reader",
+    deliver(record) {
+      delivered.push(record);
+      return true;
+    },
+    async ready() {
+      while (delivered.length > allowance) await new Promise<void>((resolve) => (wake = resolve));
+    },
+    fail: (error) => {
+      result.error = error;
+    },
+    settled: (cursor, cost) => Object.assign(result, { cursor }, cost),
+  };
+  const allow = (count: number) => {
+    allowance += count;
+    wake();
+  };
+  return { follower, delivered, result, allow };
+}
+
+const ids = (rows: readonly { id?: unknown }[]) => rows.map((row) => row.id);
+
+describe("a settled run on BigQuery", () => {
+  it("over five days is one job, each record once and in order, its end saying the bytes", async () => {
+    const { standIn, hub } = await bigQuery(FIVE_DAYS);
+    const reader = pacedFollower();
+    reader.allow(Number.POSITIVE_INFINITY);
+    hub.follow(LOGS, PARAMS, SETTLED_FROM, reader.follower, micros(NOW) - BigInt(LAG_MS) * 1000n);
+    await expect.poll(() => reader.result.cursor).toBeDefined();
+
+    expect(ids(reader.delivered)).toEqual(ids(inOrder(FIVE_DAYS)));
+    expect(standIn.queryCalls).toHaveLength(1);
+    expect(standIn.queryCalls[0]?.body.labels).toMatchObject({ trigger: "export" });
+    expect(standIn.pageReads).toHaveLength(Math.ceil(FIVE_DAYS.length / PAGE_ROWS) - 1);
+    expect(reader.result.bytesProcessed).toBeGreaterThan(0);
+  });
+
+  it("reads the next result page only when the follower has taken the last one's records", async () => {
+    const { standIn, hub } = await bigQuery(FIVE_DAYS);
+    const reader = pacedFollower();
+    hub.follow(LOGS, PARAMS, SETTLED_FROM, reader.follower, micros(NOW) - BigInt(LAG_MS) * 1000n);
+    await expect.poll(() => reader.delivered.length).toBe(1);
+    // Time for a reader that reads ahead to give itself away.
+    await sleep(100);
+    expect(standIn.pageReads).toHaveLength(0);
+    // The first page and 5 of the second's records taken: one page read; then the second's rest
+    // and 5 of the third's: two.
+    reader.allow(PAGE_ROWS + 5);
+    await expect.poll(() => reader.delivered.length).toBe(PAGE_ROWS + 6);
+    expect(standIn.pageReads).toHaveLength(1);
+    reader.allow(PAGE_ROWS);
+    await expect.poll(() => reader.delivered.length).toBe(2 * PAGE_ROWS + 6);
+    expect(standIn.pageReads).toHaveLength(2);
+    reader.allow(Number.POSITIVE_INFINITY);
+    await expect.poll(() => reader.result.cursor).toBeDefined();
+    expect(ids(reader.delivered)).toEqual(ids(inOrder(FIVE_DAYS)));
+  });
+
+  it("whose job's result is gone mid-read queries again from after the last record delivered", async () => {
+    const { standIn, hub } = await bigQuery(FIVE_DAYS);
+    const reader = pacedFollower();
+    hub.follow(LOGS, PARAMS, SETTLED_FROM, reader.follower, micros(NOW) - BigInt(LAG_MS) * 1000n);
+    reader.allow(PAGE_ROWS + 10);
+    await expect.poll(() => reader.delivered.length).toBe(PAGE_ROWS + 11);
+    standIn.expireJobs();
+    reader.allow(Number.POSITIVE_INFINITY);
+    await expect.poll(() => reader.result.cursor).toBeDefined();
+
+    expect(ids(reader.delivered)).toEqual(ids(inOrder(FIVE_DAYS)));
+    expect(standIn.queryCalls).toHaveLength(2);
+    const lastOfSecondPage = inOrder(FIVE_DAYS)[2 * PAGE_ROWS - 1] as Row;
+    const again = Object.fromEntries(
+      (standIn.queryCalls[1]?.body.queryParameters ?? []).map((p) => [
+        p.name,
+        p.parameterValue.value,
+      ]),
+    );
+    expect(again).toMatchObject({ after_id: lastOfSecondPage.id });
+  });
+});
+
+describe("a catch-up on BigQuery", () => {
+  it("after a six-hour outage is one job, each record once and in order", async () => {
+    // A record every five minutes for seven hours; the stream last delivered the one 6 h back.
+    const rows = Array.from({ length: 7 * 12 }, (_, i) =>
+      edgeLog(shift(NOW, -BigInt(i) * 5n * MINUTE - 1n), { id: `every-5min-${i}` }),
+    );
+    const lastDelivered = inOrder(rows).find(
+      (row) => micros(String(row.timestamp)) > micros(NOW) - 6n * HOUR,
+    ) as Row;
+    const from: StreamPosition = {
+      horizon: { micros: micros(String(lastDelivered.timestamp)), id: String(lastDelivered.id) },
+      newest: micros(String(lastDelivered.timestamp)),
+      delivered: [],
+    };
+    const missed = inOrder(rows).filter(
+      (row) => micros(String(row.timestamp)) > from.horizon.micros,
+    );
+    const { standIn, hub } = await bigQuery(rows);
+    const reader = pacedFollower();
+    reader.allow(Number.POSITIVE_INFINITY);
+    hub.follow(LOGS, PARAMS, from, reader.follower);
+    await expect.poll(() => reader.delivered.length).toBe(missed.length);
+
+    expect(ids(reader.delivered)).toEqual(ids(missed));
+    const catchUpJobs = standIn.queryCalls.filter((call) => call.body.labels?.credential);
+    expect(catchUpJobs.length).toBeLessThanOrEqual(2);
+    expect(catchUpJobs[0]?.body.labels).toMatchObject({ trigger: "follow" });
+  });
+});
+
+describe("a settled run on DuckDB", () => {
+  it("is one query whose streamed chunks are pulled as the follower takes records", async () => {
+    const duck = await createDuckDbEngine({ now: () => micros(NOW) });
+    closers.push(() => duck.close());
+    // Three of DuckDB's 2048-row chunks, a record a minute.
+    const rows = Array.from({ length: 5000 }, (_, i) =>
+      edgeLog(shift(NOW, -BigInt(i + 2) * MINUTE), { id: `minutely-${i}` }),
+    );
+    await replaceTables(duck, { edge_logs: rows });
+    const runs: QueryRequest[] = [];
+    let pulled = 0;
+    const engine = recordingInto(runs)({
+      ...duck,
+      run: async (request) => {
+        const result = await duck.run(request);
+        const more = result.more;
+        if (!more) return result;
+        return {
+          ...result,
+          more: {
+            next: () => {
+              pulled++;
+              return more.next();
+            },
+            return: () => more.return(),
+            [Symbol.asyncIterator]() {
+              return this;
+            },
+          },
+        };
+      },
+    });
+    const hub = hubOn(engine);
+    const reader = pacedFollower();
+    hub.follow(LOGS, PARAMS, SETTLED_FROM, reader.follower, micros(NOW) - BigInt(LAG_MS) * 1000n);
+    reader.allow(100);
+    await expect.poll(() => reader.delivered.length).toBe(101);
+    expect(pulled).toBe(0);
+    reader.allow(3000);
+    await expect.poll(() => reader.delivered.length).toBe(3101);
+    expect(pulled).toBe(1);
+    reader.allow(Number.POSITIVE_INFINITY);
+    await expect.poll(() => reader.result.cursor).toBeDefined();
+
+    expect(ids(reader.delivered)).toEqual(ids(inOrder(rows)));
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ trigger: "export", streamResult: true });
+  });
+});
