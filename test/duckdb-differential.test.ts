@@ -7,7 +7,8 @@
 //   the rule of the reference engine's exact APPROX_QUANTILES: compared exactly.
 // - logs.all and window/logs.all (a follow stream's catch-up, oldest first without a LIMIT): records
 //   with equal timestamps may come in either order, and at logs.all's LIMIT 100 cut
-//   either of them may be returned: compared as sets within each timestamp.
+//   either of them may be returned: compared as sets within each timestamp. rest/logs.all (the rest
+//   of a page walk, no LIMIT) likewise, every timestamp included.
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -65,7 +66,7 @@ async function expectSameResults(
 }
 
 function expectSameRows(endpoint: string, actual: WireRow[], expected: WireRow[], context: string) {
-  if (endpoint === "logs.all" || endpoint === "window/logs.all") {
+  if (endpoint === "logs.all" || endpoint === "window/logs.all" || endpoint === "rest/logs.all") {
     expect(
       actual.map((r) => r.timestamp),
       context,
@@ -150,6 +151,12 @@ const logsCase = (
       ...filters,
     },
   ] as [string, Params];
+
+/** The rest of a walk after `cursor`: logs.all's parameters, the cursor always given. */
+const restCase = (...args: [string, string, string | null, string | null, Position, Filters?]) => {
+  const [, params] = logsCase(...args);
+  return ["rest/logs.all", params] as [string, Params];
+};
 
 const windowCase = (
   project: string,
@@ -406,6 +413,16 @@ function casesArb(nowMicros: bigint, tables: Tables) {
         filters: filtersArb,
       })
       .map((c) => logsCase(c.project, c.tier, c.start, c.end, c.cursor, c.filters)),
+    fc
+      .record({
+        project: fc.constantFrom(P, OTHER),
+        tier: fc.constantFrom(...TIERS),
+        start: bound,
+        end: bound,
+        cursor: cursor.filter((c) => c !== null),
+        filters: filtersArb,
+      })
+      .map((c) => restCase(c.project, c.tier, c.start, c.end, c.cursor, c.filters)),
     oneFilterArb.map((filters) => logsCase(P, "PAYG", null, null, null, filters)),
     fc
       .record({
@@ -535,6 +552,9 @@ describe("DuckDB SQL gives the BigQuery SQL's rows", () => {
         windowCase(OTHER, tier, null, start),
         windowCase(P, tier, null, null, {}, { timestamp: stamps[3] as string, id: "e3" }),
         windowCase(P, tier, null, null, {}, { timestamp: stamps[3] as string, id: "" }),
+        restCase(P, tier, null, null, { timestamp: formatTimestamp(nowMicros), id: "" }),
+        restCase(P, tier, start, null, { timestamp: stamps[3] as string, id: "e3" }),
+        restCase(OTHER, tier, null, start, { timestamp: stamps[3] as string, id: "" }),
       ]),
       ...[
         { status: "2xx" },
@@ -550,6 +570,7 @@ describe("DuckDB SQL gives the BigQuery SQL's rows", () => {
         logsCase(P, "PRO", null, null, null, filters),
         logsCase(P, "PRO", null, null, { timestamp: stamps[3] as string, id: "e3" }, filters),
         windowCase(P, "PRO", null, null, filters),
+        restCase(P, "PRO", null, null, { timestamp: stamps[3] as string, id: "e3" }, filters),
       ]),
     ]);
   });
