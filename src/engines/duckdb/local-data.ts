@@ -196,7 +196,8 @@ export async function loadExport(
   // queries that follow and for the next start to replay. A streamed result being read (an export,
   // a catch-up) holds a transaction that refuses it: DuckDB's own automatic checkpoint does it later.
   await connection.run("CHECKPOINT").catch((error: unknown) => {
-    if (!/Cannot CHECKPOINT: there are other .*transactions active/.test(String(error))) throw error;
+    if (!/Cannot CHECKPOINT: there are other .*transactions active/.test(String(error)))
+      throw error;
   });
   return { table: table.name, file, rows };
 }
