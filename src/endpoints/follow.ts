@@ -160,7 +160,7 @@ export class FollowHub {
         this.schedule.add(feed);
       }
       feed.subscribers.add(subscription);
-      if (caughtUp) feed.sweepNext();
+      if (caughtUp) feed.sweepNext(subscription);
     };
     const failed = (error: unknown) => {
       if (!stopped.signal.aborted) follower.fail(error);
@@ -381,6 +381,8 @@ class PollSchedule {
 /** One parameter set's polling, shared by its followers. */
 class Feed {
   readonly subscribers = new Set<Subscription>();
+  /** Followers that caught up and wait for the sweep their join asked for (sweepNext). */
+  private readonly awaitingSweep = new Set<Subscription>();
   private readonly seen: Seen;
   private sweptAt = Date.now();
   private polling = false;
@@ -396,11 +398,14 @@ class Feed {
   }
 
   /**
-   * The next poll reads the whole lag window: a follower that caught up joins it, and what the feed
-   * saw after its catch-up read that far is news to it, behind however many newer records.
+   * The next poll reads the whole lag window: `caughtUp` joins it, and what the feed saw after its
+   * catch-up read that far is news to it, behind however many newer records. It takes nothing
+   * before that sweep: a poll already under way stops at its newest page, and would hand it those
+   * records before the older ones the sweep then finds.
    */
-  sweepNext(): void {
+  sweepNext(caughtUp: Subscription): void {
     this.sweptAt = Number.NEGATIVE_INFINITY;
+    this.awaitingSweep.add(caughtUp);
   }
 
   /**
@@ -415,16 +420,24 @@ class Feed {
     this.polling = true;
     this.hub.countPoll();
     const sweep = Date.now() - this.sweptAt >= this.hub.options.lagMs;
-    if (sweep) this.sweptAt = Date.now();
+    const sweptFor = sweep ? [...this.awaitingSweep] : [];
+    if (sweep) {
+      this.sweptAt = Date.now();
+      this.awaitingSweep.clear();
+    }
     const unseen = (row: Row) => !this.seen.has(positionOf(row));
     const payers = new Set([...this.subscribers].map((subscription) => subscription.credential));
     try {
       const rows = await this.readAs(payers, sweep ? undefined : (page) => page.some(unseen));
       for (const row of rows) this.seen.add(positionOf(row));
       this.seen.prune({ micros: this.seen.newest - this.hub.lag });
-      for (const subscription of this.subscribers) subscription.offer(rows);
+      for (const subscription of this.subscribers) {
+        if (!this.awaitingSweep.has(subscription)) subscription.offer(rows);
+      }
     } catch (error) {
       this.hub.pollFailed(this.endpoint, error);
+      // Those the failed sweep was for still wait for one: the next poll is it.
+      for (const subscription of sweptFor) this.sweepNext(subscription);
     } finally {
       this.polling = false;
     }

@@ -439,7 +439,10 @@ describe("resuming a follow stream on DuckDB around late records", () => {
   });
 
   it("sends a follower that joins a busy feed after its catch-up what the feed saw meanwhile", async () => {
-    // The resumed stream's catch-up read of history is answered only once `release` is called.
+    // The resumed stream's catch-up read of history is answered (its first chunk: the rest is
+    // streamed after) only once `release` is called. The feed polls every 40 ms meanwhile, so the
+    // catch-up often ends while a poll that stops at its newest page is under way: the resumed
+    // stream must still get L and the oldest busy records first, from the sweep its join asked for.
     let release = () => {};
     const held = new Promise<void>((resolve) => {
       release = resolve;
