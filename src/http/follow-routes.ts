@@ -75,6 +75,7 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       // It comes with data, which clients built on eventsource-parser need to keep an id, in an event
       // not named `open`, which EventSource would hand its own onopen.
       const start = from ?? startingAt(now);
+      stream.startsAt(hub.options.cursors.encodeStream(start));
       if (stream.events) {
         stream.event(
           "start",

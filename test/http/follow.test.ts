@@ -223,7 +223,12 @@ describe("a follow stream on BigQuery", () => {
     const stream = await open(`${base}/api/endpoints/logs.all/follow?${QUERY}`);
     await app.close();
     await stream.ended;
-    expect(stream.events.at(-1)).toEqual({ event: "end", data: '{"reason":"shutting_down"}' });
+    // The end names where the stream got to: its start, as no record came.
+    const start = stream.events.find((event) => event.event === "start");
+    expect(stream.events.at(-1)).toEqual({
+      event: "end",
+      data: JSON.stringify({ reason: "shutting_down", cursor: start?.id }),
+    });
   });
 
   it("streams NDJSON lines for Accept: application/x-ndjson", async () => {
@@ -278,7 +283,10 @@ describe("a follow stream on BigQuery", () => {
       authorization: `Bearer ${token}`,
     });
     await stream.ended;
-    expect(stream.events.at(-1)).toEqual({ event: "end", data: '{"reason":"token_expired"}' });
+    expect(stream.events.at(-1)).toEqual({
+      event: "end",
+      data: expect.stringMatching(/^{"reason":"token_expired","cursor":"[\w-]+"}$/),
+    });
   });
 });
 
@@ -347,6 +355,51 @@ describe("resuming a follow stream on DuckDB around late records", () => {
   }
 
   const recordIds = (stream: Stream) => records(stream).map((row) => row.id);
+
+  it("ends an NDJSON stream with where it got to, which after= on the next deploy resumes from", async () => {
+    const clock = { now: micros(NOW) };
+    const engine = await createDuckDbEngine({ now: () => clock.now });
+    closers.push(() => engine.close());
+    const stored = [...OLDER];
+    await replaceTables(engine, { edge_logs: stored });
+    const arrive = (row: Row) => {
+      stored.push(row);
+      return replaceTables(engine, { edge_logs: stored });
+    };
+    const deploy = async () => {
+      const app = await buildApp({
+        engine,
+        apiKeys: [API_KEY],
+        cursorSecret: "a secret the deploys share, 32 characters or more",
+        follow: { ...FOLLOW, clock: () => clock.now },
+      });
+      closers.push(() => app.close());
+      return { app, base: await app.listen({ host: "127.0.0.1", port: 0 }) };
+    };
+    const ndjson = { accept: "application/x-ndjson" };
+    const first = await deploy();
+    const before = await open(`${first.base}/api/endpoints/logs.all/follow?${QUERY}`, ndjson);
+    await arrive(B);
+    await before.until(() => before.lines.length === 1);
+    await first.app.close();
+    await before.ended;
+    const last = JSON.parse(before.lines.at(-1) as string) as {
+      end: { reason: string; cursor: string };
+    };
+    expect(last.end.reason).toBe("shutting_down");
+
+    // L arrives late while the service is replaced; the next deploy resumes after B, not before it.
+    await arrive(L);
+    const next = await deploy();
+    const after = await open(
+      `${next.base}/api/endpoints/logs.all/follow?${QUERY}&after=${last.end.cursor}`,
+      ndjson,
+    );
+    await after.until(() => after.lines.length === 1);
+    await arrive(L2);
+    await after.until(() => after.lines.length === 2);
+    expect(after.lines.map((line) => JSON.parse(line).id)).toEqual(["L", "L2"]);
+  });
 
   it("sends each once, reconnecting after every event; after= on NDJSON and settled runs resume the same", async () => {
     const { clock, base, arrive, settle } = await duckDbService();

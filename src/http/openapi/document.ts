@@ -426,7 +426,7 @@ const FOLLOW_END: Json = {
   },
 };
 
-/** What an `end` says: why, and after a settled run, where the next resumes. */
+/** What an `end` says: why, and where the next stream resumes (`after=`). */
 const FOLLOW_END_DATA: Json = {
   type: "object",
   required: ["reason"],
@@ -459,7 +459,8 @@ function followResponse(endpoint: EndpointDefinition): Json {
       "resumed), then one per record, its fields as the schema gives them (`data:` the record " +
       "as JSON, `id:` the event id Last-Event-ID takes back), a comment line every 15 s while idle, and " +
       "`event: end` (follow.end) when the service ends the stream. application/x-ndjson: one " +
-      "record per line, and after a settled run a last line with its end. Framed, a stream " +
+      "record per line, and when the service ends the stream a last line with its end (where it " +
+      "got to: `after=` resumes there). Framed, a stream " +
       "reads:\n\n```\nevent: start\nid: <event id>\n" +
       'data: {"from":"2026-11-21T05:17:42.123456Z","resumed":false}\n\n' +
       "id: <event id>\ndata: <the record as one line of JSON>\n\n: keep-alive\n\n" +

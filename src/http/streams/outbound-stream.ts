@@ -34,6 +34,8 @@ export class OutboundStream {
   private readonly ends: StreamEnds;
   /** Bytes written in this turn of the event loop, which the connection has had no chance to take. */
   private writtenThisTurn = 0;
+  /** The event id of the last record written, or where the stream started: where a resume picks up. */
+  private position: string | undefined;
 
   constructor(reply: FastifyReply, events: boolean, limits: StreamLimits, ends: StreamEnds) {
     this.reply = reply;
@@ -55,7 +57,14 @@ export class OutboundStream {
   /** Writes one record, with the event id a reconnect resumes from; false when nothing was written. */
   record(record: unknown, cursor: string): boolean {
     const json = JSON.stringify(record);
-    return this.write(this.events ? `id: ${cursor}\ndata: ${json}\n\n` : `${json}\n`);
+    const written = this.write(this.events ? `id: ${cursor}\ndata: ${json}\n\n` : `${json}\n`);
+    if (written) this.position = cursor;
+    return written;
+  }
+
+  /** Where the stream starts (an event id): its end names it until a record moves it on. */
+  startsAt(cursor: string): void {
+    this.position = cursor;
   }
 
   /**
@@ -88,10 +97,11 @@ export class OutboundStream {
   }
 
   /**
-   * Ends the stream, telling an event-stream client why, so that it does not reconnect at once.
-   * `cut`: a client not reading gets no grace, its connection is closed now. `cursor`: where the
-   * next stream resumes, which an NDJSON client is told too, in a last line of its own, with
-   * `bytes_processed`, what the run's queries cost when the engine says (BigQuery).
+   * Ends the stream, telling the client why, so that it does not reconnect at once, and where the
+   * next stream resumes: `cursor`, else the id of the last record written or of the start. An
+   * NDJSON client, which has no event ids, is told in a last line of its own, and resumes with
+   * `after=` across a deploy; `bytes_processed` says what the run's queries cost when the engine
+   * says (BigQuery). `cut`: a client not reading gets no grace, its connection goes now.
    */
   end(
     reason: EndReason,
@@ -99,13 +109,14 @@ export class OutboundStream {
   ): void {
     if (this.ended) return;
     this.ends.set(reason, (this.ends.get(reason) ?? 0) + 1);
+    const cursor = options.cursor ?? this.position;
     const end = {
       reason,
-      ...(options.cursor !== undefined && { cursor: options.cursor }),
+      ...(cursor !== undefined && { cursor }),
       ...(options.bytesProcessed !== undefined && { bytes_processed: options.bytesProcessed }),
     };
     if (this.events) this.body.write(`event: end\ndata: ${JSON.stringify(end)}\n\n`);
-    else if (options.cursor !== undefined) this.body.write(`${JSON.stringify({ end })}\n`);
+    else if (cursor !== undefined) this.body.write(`${JSON.stringify({ end })}\n`);
     this.body.end();
     const raw = this.reply.raw;
     if (options.cut && this.backedUp()) raw.destroy();
