@@ -78,6 +78,11 @@ export interface AppDeps {
   redis?: RedisLink;
   /** Names the data the engine serves: replicas share cached values only when theirs agree. */
   dataIdentity?: string;
+  /**
+   * Where the engine's data lives (BigQuery: project and dataset): a page cursor reads a kept
+   * result only in a service of the same deployment. Default: the empty name.
+   */
+  deployment?: string;
   /** SQL per endpoint name; default: queries/<dialect>/<name>.sql. */
   queries?: ReadonlyMap<string, string>;
   /** Bounds of engine work; default: 4 at once, 100 waiting, half of all per credential. */
@@ -185,11 +190,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook("onClose", async () => cache?.close());
   const queries = deps.queries ?? loadQueries(deps.engine.dialect, catalog);
   // Without one (an app a test builds), this instance's cursors are good in this instance only.
-  const cursors = cursorCodec(deps.cursorSecret ?? randomBytes(32));
+  const cursors = cursorCodec(deps.cursorSecret ?? randomBytes(32), deps.deployment);
   const { run, watch } = createRunner({
     engine,
     endpoints: catalog,
     queries,
+    rests: loadQueries(
+      deps.engine.dialect,
+      catalog.filter((e) => e.pageSize !== undefined),
+      "rest",
+    ),
     cache,
     serialize: serializeResult,
     log: app.log,

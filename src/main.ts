@@ -152,6 +152,11 @@ const app = await buildApp({
   redis,
   dataIdentity: redis && (await dataIdentity()),
   cursorSecret: cursors.secret,
+  // A kept result holds this dataset's rows: another deployment's cursor is read by its position.
+  deployment:
+    config.engine.kind === "bigquery"
+      ? `${config.engine.projectId}.${config.engine.dataset}`
+      : undefined,
   alertRules,
   logger: log,
 });

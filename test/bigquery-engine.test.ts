@@ -7,7 +7,7 @@ import {
   createBigQueryEngine,
   type RetryPolicy,
 } from "../src/engines/bigquery.ts";
-import { EngineError, type QueryRequest } from "../src/engines/engine.ts";
+import { EngineError, type QueryRequest, ResultGoneError } from "../src/engines/engine.ts";
 import {
   type BigQueryStandIn,
   type StandInFault,
@@ -309,6 +309,46 @@ describe("result size", () => {
     expect(result.truncated).toBe(false);
   });
 });
+
+describe("a kept result", () => {
+  const numbers = (count: number) =>
+    adHoc(`SELECT x FROM UNNEST(GENERATE_ARRAY(1, ${count})) AS x ORDER BY x`, 10);
+  const xs = (from: number, to: number) =>
+    Array.from({ length: to - from + 1 }, (_, i) => ({ x: from + i }));
+
+  it("is read page by page from the one job, no query run again and no bytes charged", async () => {
+    const bigQuery = engine();
+    const first = await bigQuery.run({ ...numbers(25), keepResult: true });
+    expect(first.rows).toEqual(xs(1, 10));
+    expect(first.rest?.jobId).toBe(standIn.queryCalls[0]?.jobId);
+
+    const second = await bigQuery.readPage?.(first.rest ?? fail(), numbers(25));
+    expect(second?.rows).toEqual(xs(11, 20));
+    const last = await bigQuery.readPage?.(second?.rest ?? fail(), numbers(25));
+    expect(last).toEqual({ rows: xs(21, 25), truncated: false, jobId: first.rest?.jobId });
+    expect(standIn.queryCalls).toHaveLength(1);
+    expect(standIn.pageReads).toHaveLength(2);
+  });
+
+  it("is not kept for a query that did not ask, nor when one page holds it", async () => {
+    expect((await engine().run(numbers(25))).rest).toBeUndefined();
+    expect((await engine().run({ ...numbers(10), keepResult: true })).rest).toBeUndefined();
+  });
+
+  it("gone from BigQuery is ResultGoneError, not retried", async () => {
+    const bigQuery = engine();
+    const first = await bigQuery.run({ ...numbers(25), keepResult: true });
+    standIn.expireJobs();
+    await expect(bigQuery.readPage?.(first.rest ?? fail(), numbers(25))).rejects.toBeInstanceOf(
+      ResultGoneError,
+    );
+    expect(standIn.pageReads).toHaveLength(1);
+  });
+});
+
+function fail(): never {
+  throw new Error("expected a kept result");
+}
 
 describe("an unfinished job", () => {
   it("is polled until it completes", async () => {

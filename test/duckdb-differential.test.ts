@@ -7,7 +7,8 @@
 //   the rule of the reference engine's exact APPROX_QUANTILES: compared exactly.
 // - seek/logs.all (a follow stream's start): the oldest record logs.all would return, compared exactly.
 // - logs.all: records with equal timestamps may come in either order, and at the LIMIT 100 cut
-//   either of them may be returned: compared as sets within each timestamp.
+//   either of them may be returned: compared as sets within each timestamp. rest/logs.all (the rest
+//   of a page walk, no LIMIT) likewise, every timestamp included.
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -65,12 +66,13 @@ async function expectSameResults(
 }
 
 function expectSameRows(endpoint: string, actual: WireRow[], expected: WireRow[], context: string) {
-  if (endpoint === "logs.all") {
+  if (endpoint === "logs.all" || endpoint === "rest/logs.all") {
     expect(
       actual.map((r) => r.timestamp),
       context,
     ).toEqual(expected.map((r) => r.timestamp));
-    const cut = actual.length === 100 ? actual.at(-1)?.timestamp : undefined;
+    const cut =
+      endpoint === "logs.all" && actual.length === 100 ? actual.at(-1)?.timestamp : undefined;
     const byTimestamp = (rows: WireRow[]) =>
       rows
         .filter((r) => r.timestamp !== cut)
@@ -149,6 +151,12 @@ const logsCase = (
       ...filters,
     },
   ] as [string, Params];
+
+/** The rest of a walk after `cursor`: logs.all's parameters, the cursor always given. */
+const restCase = (...args: [string, string, string | null, string | null, Position, Filters?]) => {
+  const [, params] = logsCase(...args);
+  return ["rest/logs.all", params] as [string, Params];
+};
 
 const seekCase = (
   project: string,
@@ -405,6 +413,16 @@ function casesArb(nowMicros: bigint, tables: Tables) {
         filters: filtersArb,
       })
       .map((c) => logsCase(c.project, c.tier, c.start, c.end, c.cursor, c.filters)),
+    fc
+      .record({
+        project: fc.constantFrom(P, OTHER),
+        tier: fc.constantFrom(...TIERS),
+        start: bound,
+        end: bound,
+        cursor: cursor.filter((c) => c !== null),
+        filters: filtersArb,
+      })
+      .map((c) => restCase(c.project, c.tier, c.start, c.end, c.cursor, c.filters)),
     oneFilterArb.map((filters) => logsCase(P, "PAYG", null, null, null, filters)),
     fc
       .record({
@@ -528,6 +546,9 @@ describe("DuckDB SQL gives the BigQuery SQL's rows", () => {
         logsCase(OTHER, tier, formatTimestamp(nowMicros - 2n * DAY), `${start.slice(0, -1)}+02:00`),
         logsCase(P, tier, null, null, { timestamp: start, id: "" }),
         logsCase(P, tier, null, null, { timestamp: stamps[3] as string, id: "e3" }),
+        restCase(P, tier, null, null, { timestamp: formatTimestamp(nowMicros), id: "" }),
+        restCase(P, tier, start, null, { timestamp: stamps[3] as string, id: "e3" }),
+        restCase(OTHER, tier, null, start, { timestamp: stamps[3] as string, id: "" }),
         seekCase(P, tier, null, null),
         seekCase(P, tier, "0001-01-01T00:00:00Z", null),
         seekCase(P, tier, start, null),
@@ -548,6 +569,7 @@ describe("DuckDB SQL gives the BigQuery SQL's rows", () => {
       ].flatMap((filters) => [
         logsCase(P, "PRO", null, null, null, filters),
         logsCase(P, "PRO", null, null, { timestamp: stamps[3] as string, id: "e3" }, filters),
+        restCase(P, "PRO", null, null, { timestamp: stamps[3] as string, id: "e3" }, filters),
         seekCase(P, "PRO", null, null, filters),
       ]),
     ]);

@@ -1,14 +1,16 @@
 // A page cursor: the position of a record in a paged endpoint's order (timestamp, then id), opaque
 // to callers. It is base64url of a tag, the timestamp in microseconds, the start of the window being
-// paged when the page had one, and the id. A follow stream's event id (and a settled run's
+// paged when the page had one, where the walk's next page waits in a kept result when the engine
+// keeps one (BigQuery), and the id. A follow stream's event id (and a settled run's
 // checkpoint) is a place in the stream's delivery order instead: its horizon, and a digest of each
 // record after it already delivered. The tag is an HMAC under the service's secret (CURSOR_SECRET),
 // so that only the service makes cursors: one cut, edited or made up is refused, whoever knows the
 // format. The position itself is no secret: a cursor only narrows an answer that every other filter
 // and the caller's scope still bound.
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
-import type { Row } from "../engines/engine.ts";
+import type { ResultPlace, Row } from "../engines/engine.ts";
 import { formatTimestamp, inTimestampRange, parseIsoTimestamp } from "../time.ts";
+import type { SqlParams } from "./params.ts";
 
 export interface RecordPosition {
   /** RFC 3339 UTC with microseconds, as the wire format writes it. */
@@ -23,6 +25,18 @@ export interface RecordPosition {
    * was resolved, so that every page of one run keeps the first page's window.
    */
   windowStart?: string;
+  /** Where the walk's next page waits, read instead of querying again when the walk is the same. */
+  kept?: KeptPage;
+}
+
+/**
+ * A page walk's next page in a query's kept result, and the walk it belongs to: `walk` digests the
+ * deployment (where the data lives) and the walk's parameters, so that a cursor handed to another
+ * deployment or carried over to other parameters never reads rows it did not ask for.
+ */
+export interface KeptPage {
+  walk: string;
+  place: ResultPlace;
 }
 
 /** A record's place in time order: after every record at `micros` when `id` is absent. */
@@ -71,9 +85,11 @@ export interface CursorCodec {
   decode(cursor: string): RecordPosition | undefined;
   /**
    * The cursor of the page after `row`, the last of a full page (or the event id of `row`), in a
-   * window that starts after `windowStart` when given.
+   * window that starts after `windowStart` when given, whose next page waits at `kept` when given.
    */
-  after(row: Row, windowStart?: string | null): string;
+  after(row: Row, windowStart?: string | null, kept?: KeptPage): string;
+  /** The digest of a page walk with these parameters on this service's deployment (KeptPage.walk). */
+  walkOf(params: SqlParams): string;
   encodeStream(position: StreamPosition): string;
   /**
    * The stream position an event id or checkpoint names; a record's cursor (the event ids made
@@ -84,14 +100,50 @@ export interface CursorCodec {
 
 // 128 bits: past guessing, and a cursor stays short enough for a URL.
 const TAG_BYTES = 16;
-// `<micros>[><window start micros>]:<id>`, or `.` in place of `:<id>` for an instant's end.
-const BODY = /^(-?\d{1,18})(?:>(-?\d{1,18}))?(?::([\s\S]*)|\.)$/;
+// `<micros>[><window start micros>][^<kept page>]:<id>`, or `.` in place of `:<id>` for an
+// instant's end.
+const BODY = /^(-?\d{1,18})(?:>(-?\d{1,18}))?(?:\^([\w^-]{1,2600}))?(?::([\s\S]*)|\.)$/;
+// A kept page: `<walk>^<job id>^<location>^<page token, base64url>`. BigQuery's job ids and locations
+// are letters, digits, `_` and `-`, a job id at most 1 024 of them; its page tokens are opaque. A
+// page whose place is longer than these bounds is linked by its keyset position alone.
+const KEPT = /^([\w-]{16})\^([\w-]{1,1024})\^([\w-]{0,64})\^([\w-]{1,1366})$/;
+const MOST_TOKEN_BYTES = 1024;
+const WALK_BYTES = 12;
+/** Where the paged schema hands a cursor's kept page to the runner; never bound in the SQL. */
+export const KEPT_PAGE_PARAM = "cursor_kept_page";
+
+// Parameters of the position itself, not of the walk: every page of one walk has its own.
+const POSITION_PARAMS = new Set(["cursor_timestamp", "cursor_id", KEPT_PAGE_PARAM]);
 // `~<horizon micros>~<newest micros>~<record keys>` then the horizon's `:<id>` or `.`.
 const STREAM_BODY = new RegExp(
   `^~(-?\\d{1,18})~(-?\\d{1,18})~((?:[\\w-]{11}){0,${MOST_DELIVERED}})(?::([\\s\\S]*)|\\.)$`,
 );
 
-export function cursorCodec(secret: string | Buffer): CursorCodec {
+/** A kept page as text (KEPT), or undefined when its place is past the bounds a cursor keeps. */
+export function keptPageText({ walk, place }: KeptPage): string | undefined {
+  const token = Buffer.from(place.pageToken).toString("base64url");
+  const text = `${walk}^${place.jobId}^${place.location ?? ""}^${token}`;
+  if (Buffer.byteLength(place.pageToken) > MOST_TOKEN_BYTES || !KEPT.test(text)) return undefined;
+  return text;
+}
+
+/** The kept page `keptPageText` wrote; undefined for anything else. */
+export function keptPageOf(text: string): KeptPage | undefined {
+  const [matched, walk, jobId, location, token] = KEPT.exec(text) ?? [];
+  if (matched === undefined) return undefined;
+  const place = {
+    jobId: jobId as string,
+    ...(location && { location }),
+    pageToken: Buffer.from(token as string, "base64url").toString(),
+  };
+  return { walk: walk as string, place };
+}
+
+/**
+ * Cursors signed with `secret`; `deployment` names where the data lives (BigQuery: project and
+ * dataset), so that a kept page is read only by a service of the same deployment.
+ */
+export function cursorCodec(secret: string | Buffer, deployment = ""): CursorCodec {
   const tag = (body: Buffer) =>
     createHmac("sha256", secret).update(body).digest().subarray(0, TAG_BYTES);
   const sign = (text: string) => {
@@ -109,14 +161,19 @@ export function cursorCodec(secret: string | Buffer): CursorCodec {
   };
   const encode = (position: RecordPosition) => {
     const start = position.windowStart && `>${parseIsoTimestamp(position.windowStart)}`;
+    const kept = position.kept && keptPageText(position.kept);
     const after = position.id === undefined ? "." : `:${position.id}`;
-    return sign(`${parseIsoTimestamp(position.timestamp)}${start || ""}${after}`);
+    return sign(
+      `${parseIsoTimestamp(position.timestamp)}${start || ""}${kept ? `^${kept}` : ""}${after}`,
+    );
   };
   const decode = (cursor: string): RecordPosition | undefined => {
     const body = signed(cursor);
     if (body === undefined) return undefined;
-    const [matched, digits, startDigits, id] = BODY.exec(body) ?? [];
+    const [matched, digits, startDigits, keptText, id] = BODY.exec(body) ?? [];
     if (matched === undefined || digits === undefined) return undefined;
+    const kept = keptText === undefined ? undefined : keptPageOf(keptText);
+    if (keptText !== undefined && !kept) return undefined;
     const micros = BigInt(digits);
     const start = startDigits === undefined ? undefined : BigInt(startDigits);
     if (!inTimestampRange(micros) || (start !== undefined && !inTimestampRange(start))) {
@@ -126,6 +183,7 @@ export function cursorCodec(secret: string | Buffer): CursorCodec {
       timestamp: formatTimestamp(micros),
       ...(id !== undefined && { id }),
       ...(start !== undefined && { windowStart: formatTimestamp(start) }),
+      ...(kept && { kept }),
     };
   };
   return {
@@ -153,11 +211,22 @@ export function cursorCodec(secret: string | Buffer): CursorCodec {
         delivered: (keys as string).match(/.{11}/g) ?? [],
       };
     },
-    after: (row, windowStart) =>
+    after: (row, windowStart, kept) =>
       encode({
         timestamp: String(row.timestamp),
         id: typeof row.id === "string" ? row.id : "",
         ...(windowStart && { windowStart }),
+        ...(kept && { kept }),
       }),
+    walkOf(params) {
+      const bound = Object.entries(params)
+        .filter(([name]) => !POSITION_PARAMS.has(name))
+        .sort(([a], [b]) => (a < b ? -1 : 1));
+      return createHash("sha256")
+        .update(JSON.stringify([deployment, bound]))
+        .digest()
+        .subarray(0, WALK_BYTES)
+        .toString("base64url");
+    },
   };
 }

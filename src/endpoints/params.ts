@@ -2,7 +2,7 @@
 // and every failure becomes one detail naming the parameter.
 import { z } from "zod";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
-import type { CursorCodec, RecordPosition } from "./cursor.ts";
+import { type CursorCodec, KEPT_PAGE_PARAM, keptPageText, type RecordPosition } from "./cursor.ts";
 import { re2PatternProblem } from "./re2-pattern.ts";
 
 /** Validated parameters as the SQL binds them: every declared name, null when absent. */
@@ -212,7 +212,8 @@ function pageCursor(cursors?: CursorCodec) {
 /**
  * The schema of a paged endpoint's query string: the given parameters and `cursor`, which its SQL
  * binds as `cursor_timestamp` and `cursor_id` (both null without a cursor). A page after the first
- * keeps the first page's window: with `since`, its cursor carries the start `since` resolved to.
+ * keeps the first page's window: with `since`, its cursor carries the start `since` resolved to. A
+ * cursor that says where the walk's next page waits hands it on as KEPT_PAGE_PARAM, for the runner.
  */
 export function pagedParamsOf<T extends z.ZodRawShape>(shape: T) {
   const schema = pagedSchema(shape);
@@ -229,9 +230,11 @@ function pagedSchema<T extends z.ZodRawShape>(shape: T, cursors?: CursorCodec) {
       };
       const keptStart = params.since != null &&
         cursor?.windowStart !== undefined && { [CURSOR_WINDOW_START]: cursor.windowStart };
+      const keptPage = cursor?.kept && { [KEPT_PAGE_PARAM]: keptPageText(cursor.kept) ?? null };
       return {
         ...params,
         ...keptStart,
+        ...keptPage,
         cursor_timestamp: cursor?.timestamp ?? null,
         // Past every record at an instant, newest first, is every record before it: after id ''.
         cursor_id: cursor ? (cursor.id ?? "") : null,

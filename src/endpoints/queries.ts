@@ -6,13 +6,13 @@ const QUERIES_DIR = new URL("../../queries/", import.meta.url);
 
 /**
  * Each endpoint's SQL in one dialect (queries/<dialect>/<name>.sql), or another of its queries
- * (queries/<dialect>/<folder>/<name>.sql), read once at startup so a missing file stops the
- * service early.
+ * (queries/<dialect>/<folder>/<name>.sql: `seek` where a follow stream starts, `rest` the rest of a
+ * page walk), read once at startup so a missing file stops the service early.
  */
 export function loadQueries(
   dialect: Dialect,
   endpoints: readonly EndpointDefinition[],
-  folder?: "seek",
+  folder?: "seek" | "rest",
 ): Map<string, string> {
   const path = (name: string) =>
     `${dialect}/${folder === undefined ? "" : `${folder}/`}${name}.sql`;

@@ -10,10 +10,15 @@ import {
   type ResultCache,
   type ValueListener,
 } from "../cache/result-cache.ts";
-import type { QueryEngine, QueryRequest, QueryResult } from "../engines/engine.ts";
+import {
+  type QueryEngine,
+  type QueryRequest,
+  type QueryResult,
+  ResultGoneError,
+} from "../engines/engine.ts";
 import { inSpan, isTracing } from "../telemetry/tracing.ts";
 import type { EndpointDefinition } from "./catalog.ts";
-import type { CursorCodec } from "./cursor.ts";
+import { type CursorCodec, KEPT_PAGE_PARAM, keptPageOf } from "./cursor.ts";
 import type { SqlParams } from "./params.ts";
 
 /** What the engine did for this request, for the request log; absent when the cache answered. */
@@ -63,6 +68,11 @@ export function createRunner(deps: {
   endpoints: readonly EndpointDefinition[];
   /** SQL per endpoint name, in the engine's dialect. */
   queries: ReadonlyMap<string, string>;
+  /**
+   * The SQL of the rest of a page walk, per paged endpoint: run once from a later page's cursor on
+   * an engine that keeps results (see walkOn).
+   */
+  rests?: ReadonlyMap<string, string>;
   cache?: ResultCache;
   /** The body and headers a result is cached as, and sent as unless a rendition is asked for. */
   serialize: (result: QueryResult) => Payload;
@@ -71,7 +81,7 @@ export function createRunner(deps: {
   /** Makes a full page's next cursor. */
   cursors: CursorCodec;
 }): { run: RunEndpoint; watch: WatchEndpoint } {
-  const { engine, queries, cache, serialize, log, cursors } = deps;
+  const { engine, queries, rests, cache, serialize, log, cursors } = deps;
   const missing = deps.endpoints.filter((endpoint) => !queries.has(endpoint.name));
   if (missing.length > 0) throw new Error(`no SQL for ${missing.map((e) => e.name).join(", ")}`);
 
@@ -80,14 +90,23 @@ export function createRunner(deps: {
     params: SqlParams,
     cause: Pick<QueryRequest, "trigger" | "credential">,
   ): Promise<[Payload, Execution, QueryResult]> {
+    return measured(() =>
+      engine.run({
+        endpoint: endpoint.name,
+        sql: queries.get(endpoint.name) as string,
+        params,
+        maxRows: endpoint.maxRows,
+        ...cause,
+      }),
+    );
+  }
+
+  /** The engine's answer to `work`, serialized, and what it did. */
+  async function measured(
+    work: () => Promise<QueryResult>,
+  ): Promise<[Payload, Execution, QueryResult]> {
     const started = performance.now();
-    const result = await engine.run({
-      endpoint: endpoint.name,
-      sql: queries.get(endpoint.name) as string,
-      params,
-      maxRows: endpoint.maxRows,
-      ...cause,
-    });
+    const result = await work();
     const { jobId, queryId, bytesProcessed } = result;
     return [
       serialize(result),
@@ -100,6 +119,41 @@ export function createRunner(deps: {
       },
       result,
     ];
+  }
+
+  /**
+   * A later page of a walk, on an engine that keeps a query's result (BigQuery): read where the
+   * cursor says it waits, which runs no query; else (the first later page, a result gone, a cursor
+   * of another walk or deployment) one query for the whole rest of the walk from the cursor's
+   * position, whose first page answers and whose rest is kept for the pages after.
+   */
+  async function walkOn(
+    endpoint: EndpointDefinition & { pageSize: number },
+    params: SqlParams,
+    keptText: string | null | undefined,
+    cause: Pick<QueryRequest, "trigger" | "credential">,
+  ): Promise<{ found: [Payload, Execution, QueryResult]; walk: string }> {
+    const walk = cursors.walkOf(params);
+    const kept = keptText ? keptPageOf(keptText) : undefined;
+    const request = { endpoint: endpoint.name, maxRows: endpoint.pageSize, ...cause };
+    // A walk's page is whole, not cut at the row cap: the rows after it are the next page's.
+    const whole = async (work: Promise<QueryResult>) => ({ ...(await work), truncated: false });
+    const { readPage } = engine;
+    if (kept?.walk === walk && readPage) {
+      try {
+        // A read of a kept result runs no query: it bills no bytes.
+        const read = () => whole(readPage.call(engine, kept.place, request));
+        return {
+          found: await measured(async () => ({ bytesProcessed: 0, ...(await read()) })),
+          walk,
+        };
+      } catch (error) {
+        if (!(error instanceof ResultGoneError)) throw error;
+      }
+    }
+    const sql = rests?.get(endpoint.name) as string;
+    const rest = () => whole(engine.run({ ...request, sql, params, keepResult: true }));
+    return { found: await measured(rest), walk };
   }
 
   // Made once, not on every hit.
@@ -131,19 +185,26 @@ export function createRunner(deps: {
     demand?: Demand,
   ): Promise<Answer> {
     if (demand?.onlyIfCached) throw new NotCachedError("this endpoint's answers are never held");
-    const [payload, execution, { rows }] = await query(endpoint, params, {
-      trigger: "request",
-      credential,
-    });
+    const { [KEPT_PAGE_PARAM]: keptText, ...bound } = params;
+    const cause = { trigger: "request", credential } as const;
+    const walking =
+      endpoint.pageSize !== undefined &&
+      bound.cursor_timestamp != null &&
+      engine.readPage !== undefined &&
+      rests?.has(endpoint.name);
+    const { found, walk } = walking
+      ? await walkOn(endpoint as EndpointDefinition & { pageSize: number }, bound, keptText, cause)
+      : { found: await query(endpoint, bound, cause), walk: undefined };
+    const [payload, execution, { rows, rest }] = found;
     const last = rows.at(-1);
+    // The window's start rides along, so that a `since` resolved for this page holds for the next.
+    // A walk's kept result says whether more follow; a keyset page links on when it is full.
+    const more = walk === undefined ? rows.length === endpoint.pageSize : rest !== undefined;
+    const kept = walk !== undefined && rest ? { walk, place: rest } : undefined;
     return {
       payload: rendition ? rendition.render(payload) : payload,
       execution,
-      // The window's start rides along, so that a `since` resolved for this page holds for the next.
-      ...(last &&
-        rows.length === endpoint.pageSize && {
-          nextCursor: cursors.after(last, params.iso_timestamp_start),
-        }),
+      ...(last && more && { nextCursor: cursors.after(last, bound.iso_timestamp_start, kept) }),
     };
   }
 

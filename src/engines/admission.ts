@@ -260,9 +260,12 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     });
   }
 
+  const { readPage } = engine;
   return {
     dialect: engine.dialect,
     run,
+    // Reading a kept result's page runs no query: it takes no slot.
+    ...(readPage && { readPage: readPage.bind(engine) }),
     ping: () => engine.ping(),
     close: () => engine.close(),
     stats: () => ({ running: running.size, queued, refused: { ...refused } }),

@@ -1,12 +1,22 @@
 // The BigQuery engine: runs an endpoint's SQL in one jobs.query call through the official client, reads
 // one page of at most maxRows rows, and turns every failure into an EngineError safe to show a caller.
+// A query asked to keep its result leaves the rest in its job, whose pages are read later without a
+// new query (jobs.getQueryResults with a page token).
 import { setTimeout as sleep } from "node:timers/promises";
 import { BigQuery, type BigQueryOptions, common, type Job } from "@google-cloud/bigquery";
 import { PassThroughClient } from "google-auth-library";
 import { sourceTables } from "../schema.ts";
 import { labelValue } from "../telemetry/attribution.ts";
 import { decodeRows, type RestField, type RestRow } from "./bigquery-rows.ts";
-import { EngineError, type QueryEngine, type QueryRequest, type QueryResult } from "./engine.ts";
+import {
+  EngineError,
+  type PageRequest,
+  type QueryEngine,
+  type QueryRequest,
+  type QueryResult,
+  ResultGoneError,
+  type ResultPlace,
+} from "./engine.ts";
 
 /** Whole-query retries of rate-limit and backend failures; see docs/engines.md, "Timeouts and retries". */
 export interface RetryPolicy {
@@ -88,18 +98,27 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEn
       // Microsecond integers, which decodeRows reads.
       formatOptions: { useInt64Timestamp: true },
     });
-    attempt.jobId = answer.jobReference?.jobId;
+    const reference = answer.jobReference;
+    attempt.jobId = reference?.jobId;
     const ids = {
       ...(attempt.jobId && { jobId: attempt.jobId }),
       ...(answer.queryId && { queryId: answer.queryId }),
     };
-    if (answer.jobComplete === false && answer.jobReference?.jobId) {
-      const job = client.job(answer.jobReference.jobId, {
-        location: answer.jobReference.location ?? options.location,
-      });
-      return { ...(await firstPage(job, request.maxRows, attempt.signal)), ...ids };
-    }
-    return { ...pageOf(answer), ...ids };
+    const location = reference?.location ?? options.location;
+    const page =
+      answer.jobComplete === false && reference?.jobId
+        ? await resultsPage(
+            client.job(reference.jobId, { location }),
+            request.maxRows,
+            attempt.signal,
+          )
+        : pageOf(answer);
+    // BigQuery keeps a result with more rows than one reply in the job it then creates.
+    const rest =
+      request.keepResult && page.pageToken && reference?.jobId
+        ? { jobId: reference.jobId, ...(location && { location }), pageToken: page.pageToken }
+        : undefined;
+    return { ...page, ...ids, ...(rest && { rest }) };
   }
 
   function jobsQuery(body: JobsQueryRequest | DryRunRequest): Promise<JobsQueryResponse> {
@@ -171,8 +190,34 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEn
       (failure, attempts, jobId) => engineError(failure, jobId, attempts, options.jobTimeoutMs),
     );
     // Decoding is ours: a failure here is a bug (500), not BigQuery's.
-    const { fields, rows, ...result } = page;
+    const { fields, rows, pageToken: _next, ...result } = page;
     return { rows: decodeRows(fields, rows), ...result };
+  }
+
+  /** A kept result's page: a read of the job's result, no query; a job BigQuery no longer has is gone. */
+  async function readPage(place: ResultPlace, request: PageRequest): Promise<QueryResult> {
+    const deadline = request.deadline ?? Date.now() + options.jobTimeoutMs;
+    const job = client.job(place.jobId, { location: place.location ?? options.location });
+    const page = await withRetries(
+      deadline,
+      request.signal,
+      (attempt) => {
+        attempt.jobId = place.jobId;
+        return resultsPage(job, request.maxRows, attempt.signal, place.pageToken);
+      },
+      (failure, attempts, jobId) =>
+        failure.cause === "notFound"
+          ? new ResultGoneError(`BigQuery no longer has the result of job ${place.jobId}.`)
+          : engineError(failure, jobId, attempts, options.jobTimeoutMs),
+    );
+    // The job's bytes were billed once, by its query: a page read processes none.
+    const { fields, rows, pageToken } = page;
+    return {
+      rows: decodeRows(fields, rows),
+      truncated: Boolean(pageToken),
+      jobId: place.jobId,
+      ...(pageToken && { rest: { ...place, pageToken } }),
+    };
   }
 
   async function checkSources(): Promise<void> {
@@ -195,6 +240,7 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEn
   return {
     dialect: "bigquery",
     run,
+    readPage,
     async ping() {
       await run({ endpoint: "ping", sql: "SELECT 1", params: {}, maxRows: 1 });
     },
@@ -212,6 +258,8 @@ interface Attempt {
 type FirstPage = Omit<QueryResult, "rows"> & {
   fields: RestField[];
   rows: RestRow[];
+  /** Where the rows after these wait in the job, if BigQuery kept them. */
+  pageToken?: string;
 };
 
 /** BigQuery holds one call at most this long while a query runs, then answers "not yet". */
@@ -263,23 +311,30 @@ interface JobsQueryResponse extends ResultsPage {
   queryId?: string;
 }
 
-/** A complete answer's first page; later pages are never fetched. */
+/** A complete answer's page; later pages are read only when asked for (readPage). */
 function pageOf(answer: ResultsPage): FirstPage {
   return {
     fields: answer.schema?.fields ?? [],
     rows: answer.rows ?? [],
     truncated: Boolean(answer.pageToken),
+    ...(answer.pageToken && { pageToken: answer.pageToken }),
     ...(answer.totalBytesProcessed && { bytesProcessed: Number(answer.totalBytesProcessed) }),
   };
 }
 
-/** Waits for a job BigQuery created, then reads its first page. */
-async function firstPage(job: Job, maxRows: number, signal: AbortSignal): Promise<FirstPage> {
+/** Waits for a job BigQuery created, then reads its page at `pageToken` (the first without). */
+async function resultsPage(
+  job: Job,
+  maxRows: number,
+  signal: AbortSignal,
+  pageToken?: string,
+): Promise<FirstPage> {
   for (;;) {
     // autoPaginate:false returns an unfinished job's answer instead of polling in the client, so
     // polling stops at our deadline. BigQuery holds each call up to 10 s while the job runs.
     const [rows, , response] = await job.getQueryResults({
       maxResults: maxRows,
+      ...(pageToken && { pageToken }),
       autoPaginate: false,
       skipParsing: true,
       "formatOptions.useInt64Timestamp": true,

@@ -20,14 +20,30 @@ export interface QueryRequest {
   params: Record<string, string | null>;
   /** Rows beyond this are not fetched; `truncated` says so. */
   maxRows: number;
-  /** What caused the query: a caller's request, the cache's background refresh, a follow stream. */
-  trigger?: "request" | "refresh" | "follow";
+  /**
+   * What caused the query: a caller's request, the cache's background refresh, a follow stream, a
+   * settled run (export).
+   */
+  trigger?: "request" | "refresh" | "follow" | "export";
   /** Who caused it (a credential's name), when a caller did: the gate's fair share, the job's label. */
   credential?: string;
   /** Epoch ms by which the answer is due; the engine stops the query then. Default: its own timeout. */
   deadline?: number;
   /** Aborted when nobody waits for the answer any more (deadline, shutdown): stop the work. */
   signal?: AbortSignal;
+  /** The SQL has no LIMIT: answer the first `maxRows` rows and keep the rest where `rest` says (BigQuery). */
+  keepResult?: boolean;
+}
+
+/**
+ * Where the rest of a query's result waits, when the engine keeps it: BigQuery's job and the page
+ * token of its next result page. Reading it runs no query and bills no bytes (for about a day, then
+ * the job's result is gone).
+ */
+export interface ResultPlace {
+  jobId: string;
+  location?: string;
+  pageToken: string;
 }
 
 export interface QueryResult {
@@ -37,13 +53,27 @@ export interface QueryResult {
   jobId?: string;
   queryId?: string;
   bytesProcessed?: number;
+  /** With keepResult, where the rows after these wait; absent when there are none. */
+  rest?: ResultPlace;
 }
+
+/** What a page read shares with the query it continues: its label, size, cause and deadline. */
+export type PageRequest = Pick<
+  QueryRequest,
+  "endpoint" | "maxRows" | "trigger" | "credential" | "deadline" | "signal"
+>;
 
 export type Dialect = "bigquery" | "duckdb";
 
 export interface QueryEngine {
   readonly dialect: Dialect;
   run(request: QueryRequest): Promise<QueryResult>;
+  /**
+   * The next `maxRows` rows at `place` (BigQuery only): no query, no bytes. Throws ResultGoneError
+   * when the job or its result is gone (expired, another project, never existed). `rest` says where
+   * the rows after them wait.
+   */
+  readPage?(place: ResultPlace, request: PageRequest): Promise<QueryResult>;
   /** Resolves when the engine answers a trivial query (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -66,5 +96,13 @@ export class EngineError extends Error {
     this.name = "EngineError";
     this.code = code;
     this.detail = detail;
+  }
+}
+
+/** A kept result that cannot be read any more: the caller runs its query again. */
+export class ResultGoneError extends Error {
+  constructor(message = "The query's kept result is gone.") {
+    super(message);
+    this.name = "ResultGoneError";
   }
 }

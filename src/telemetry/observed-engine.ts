@@ -71,9 +71,12 @@ export function observeEngine(engine: QueryEngine): ObservedEngine {
     }
   }
 
+  const { readPage } = engine;
   return {
     dialect: engine.dialect,
     run,
+    // A page of a kept result is no query and processes no bytes: nothing to count.
+    ...(readPage && { readPage: readPage.bind(engine) }),
     ping: () => engine.ping(),
     close: () => engine.close(),
     usage: () => usage.values(),

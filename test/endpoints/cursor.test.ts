@@ -19,6 +19,18 @@ const position = fc.record(
     id: fc.string({ unit: "binary", maxLength: 40 }),
     // Where the paged window starts, carried for `since` (see params.ts).
     windowStart: instant,
+    // Where the walk's next page waits in a kept BigQuery result.
+    kept: fc.record({
+      walk: fc.stringMatching(/^[\w-]{16}$/),
+      place: fc.record(
+        {
+          jobId: fc.stringMatching(/^[\w-]{1,40}$/),
+          location: fc.stringMatching(/^[\w-]{1,20}$/),
+          pageToken: fc.string({ minLength: 1, maxLength: 80 }),
+        },
+        { requiredKeys: ["jobId", "pageToken"] },
+      ),
+    }),
   },
   { requiredKeys: ["timestamp", "id"] },
 );
@@ -71,6 +83,26 @@ describe("page cursor", () => {
         expect(cursorCodec(SECRET).decode(cursors.encode(p))).toEqual(p);
       }),
     );
+  });
+
+  it("leaves out a kept page past its bounds; a walk is its deployment and parameters, not its position", () => {
+    const timestamp = "2026-11-21T05:17:42.123456Z";
+    const walk = cursors.walkOf({ project: "p", status: null });
+    const place = (pageToken: string) => ({ jobId: "job_1", pageToken });
+    const kept = cursors.decode(
+      cursors.after({ timestamp, id: "a" }, null, { walk, place: place("t".repeat(1024)) }),
+    );
+    expect(kept?.kept).toEqual({ walk, place: place("t".repeat(1024)) });
+    const long = cursors.decode(
+      cursors.after({ timestamp, id: "a" }, null, { walk, place: place("t".repeat(1025)) }),
+    );
+    expect(long).toEqual({ timestamp, id: "a" });
+    const position = { cursor_timestamp: timestamp, cursor_id: "a", cursor_kept_page: "x" };
+    expect(cursors.walkOf({ project: "p", status: null, ...position })).toBe(walk);
+    expect(cursors.walkOf({ project: "p", status: "5xx" })).not.toBe(walk);
+    expect(
+      cursorCodec(SECRET, "project.other_dataset").walkOf({ project: "p", status: null }),
+    ).not.toBe(walk);
   });
 
   it.each(["", "abc", "not a cursor", "%%%", "A".repeat(22), "A".repeat(40), "a".repeat(2000)])(

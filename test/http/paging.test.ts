@@ -1,10 +1,12 @@
 // logs.all pages through a whole window by its Link rel=next, on both engines: every record once,
 // newest first, however many share a timestamp. Expected sets are computed here from the fixtures.
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
-import { afterAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { catalog } from "../../src/endpoints/catalog.ts";
+import { type BigQueryEngine, createBigQueryEngine } from "../../src/engines/bigquery.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import type { BigQueryStandIn } from "../support/bigquery-standin.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
 import {
   DAY,
@@ -65,16 +67,23 @@ type Get = (url: string) => Promise<LightMyRequestResponse>;
 interface Page {
   records: Row[];
   link?: string;
+  /** X-Bytes-Processed: what the page cost on BigQuery. */
+  bytes: number;
 }
 
-/** Follows next links from `url` to the last page. */
-async function pageThrough(get: Get, url: string): Promise<Page[]> {
+/** Follows next links from `url` to the last page, asking `get`, or `getFor` the page's index. */
+async function pageThrough(
+  get: Get,
+  url: string,
+  getFor: (page: number) => Get = () => get,
+): Promise<Page[]> {
   const pages: Page[] = [];
   for (let next: string | undefined = url; next; ) {
-    const response = await get(next);
+    const response = await getFor(pages.length)(next);
     expect(response.statusCode, response.body).toBe(200);
     const link = response.headers.link as string | undefined;
-    pages.push({ records: JSON.parse(response.body).result, ...(link && { link }) });
+    const bytes = Number(response.headers["x-bytes-processed"]);
+    pages.push({ records: JSON.parse(response.body).result, bytes, ...(link && { link }) });
     next = link && /^<([^>]+)>; rel="next"$/.exec(link)?.[1];
     expect(pages.length).toBeLessThan(20);
   }
@@ -198,5 +207,95 @@ describe.each(engines)("logs.all paging on %s", (_, start) => {
     const records: Row[] = JSON.parse(theirs.body).result;
     expect(records.length).toBeGreaterThan(0);
     expect(records.map((r) => r.id).sort()).toEqual(expected.map((r) => r.id).sort());
+  });
+});
+
+// On BigQuery a later page reads the kept result of one query for the rest of the walk, which runs
+// no query and bills no bytes; these hold it to the records the keyset pages above give.
+describe("a page walk on BigQuery", () => {
+  const SECRET = "cursor-secret-shared-by-the-replicas";
+  const base = `/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`;
+  const window = expectedIds(PROJECT, shift(NOW, -DAY));
+  const start = (deployment = "test-project.logs") =>
+    startService({ tables: TABLES, now: NOW, cursorSecret: SECRET, deployment });
+  /** Another app on `standIn` with the secret: a replica, or another deployment's service. */
+  const another = async (standIn: BigQueryStandIn, deployment: string): Promise<Get> => {
+    const engine = createBigQueryEngine({
+      projectId: "test-project",
+      dataset: "logs",
+      apiEndpoint: standIn.url,
+      jobTimeoutMs: 10_000,
+    });
+    const app = await buildApp({ engine, apiKeys: [API_KEY], cursorSecret: SECRET, deployment });
+    replicas.push({ app, engine });
+    return (url) => app.inject({ url, headers: { "x-api-key": API_KEY } });
+  };
+  const replicas: { app: FastifyInstance; engine: BigQueryEngine }[] = [];
+  afterEach(async () => {
+    for (const { app, engine } of replicas.splice(0)) {
+      await app.close();
+      await engine.close();
+    }
+  });
+  const cursorOf = (page?: Page) => /cursor=([\w-]+)>/.exec(page?.link ?? "")?.[1] as string;
+
+  it("costs the first page's query and one for the rest, the later pages reading its result", async () => {
+    const { get, standIn } = await start();
+    const pages = await pageThrough(get, base);
+    expect(pages.length).toBeGreaterThanOrEqual(4);
+    expectWholeWindow(pages, window);
+    expect(standIn.queryCalls).toHaveLength(2);
+    expect(standIn.pageReads).toHaveLength(pages.length - 2);
+    expect(pages.map((page) => page.bytes > 0)).toEqual(pages.map((_, i) => i < 2));
+  });
+
+  it("falls back to a query from the cursor's position when the kept result is gone", async () => {
+    const { get, standIn } = await start();
+    const pages = await pageThrough(get, base, (page) => {
+      if (page === 3) standIn.expireJobs();
+      return get;
+    });
+    expectWholeWindow(pages, window);
+    expect(standIn.queryCalls).toHaveLength(3);
+    expect(pages[3]?.bytes).toBeGreaterThan(0);
+  });
+
+  it("is served across replicas that share the secret; another deployment reads by position", async () => {
+    const { get, standIn } = await start();
+    const replica = await another(standIn, "test-project.logs");
+    const elsewhere = await another(standIn, "test-project.other_logs");
+    const pages = await pageThrough(get, base, (page) => [get, get, replica][page] ?? elsewhere);
+    expectWholeWindow(pages, window);
+    // The replica read its page from the kept result; the other deployment ran its own query.
+    expect(pages.map((page) => page.bytes > 0)).toEqual(pages.map((_, i) => i !== 2));
+    expect(standIn.queryCalls).toHaveLength(3);
+  });
+
+  it("never reads a kept result for other parameters, and refuses an edited cursor", async () => {
+    const { get, standIn } = await start();
+    const first = await get(base);
+    const second = await get(`${base}&cursor=${cursorOf({ link: first.headers.link } as Page)}`);
+    const last = (JSON.parse(second.body).result as Row[]).at(-1) as Row;
+    const cursor = cursorOf({ link: second.headers.link } as Page);
+    const theirs = await get(
+      `/api/endpoints/logs.all?project=${OTHER_PROJECT}&project_tier=FREE&cursor=${cursor}`,
+    );
+    const older = THEIRS.filter(
+      (r) => micros(r.timestamp as string) < micros(last.timestamp as string),
+    );
+    expect((JSON.parse(theirs.body).result as Row[]).map((r) => r.id).sort()).toEqual(
+      older
+        .map((r) => r.id)
+        .sort()
+        .slice(0, 100),
+    );
+    expect(standIn.queryCalls).toHaveLength(3);
+    const at = Math.floor(cursor.length / 2);
+    const edited = `${cursor.slice(0, at)}${cursor[at] === "A" ? "B" : "A"}${cursor.slice(at + 1)}`;
+    const refused = await get(`${base}&cursor=${edited}`);
+    expect(refused.statusCode).toBe(400);
+    expect(JSON.parse(refused.body).error.details).toEqual([
+      { param: "cursor", message: expect.stringContaining("not a cursor") },
+    ]);
   });
 });

@@ -1,6 +1,7 @@
 // A local stand-in for the part of the BigQuery v2 REST API the service uses to run a query: jobs.query
 // with optional job creation, answered complete in its reply or with a job to poll through
-// jobs.getQueryResults, and jobs.query's dry run (startup's check). It executes the SQL on the
+// jobs.getQueryResults, a result larger than one page kept in its job and read page by page (until
+// expireJobs, as BigQuery drops a result after about a day), and jobs.query's dry run (startup's check). It executes the SQL on the
 // GoogleSQL reference harness over fixture tables with a pinned clock, records every request so tests
 // can assert what the client sent, and injects faults on request. Wire shapes follow the BigQuery
 // v2 REST API's answers to those two calls.
@@ -206,6 +207,16 @@ export class BigQueryStandIn {
     return this.requests.filter((r) => r.method === "GET");
   }
 
+  /** The getQueryResults calls that read a kept result's later page: no query, no bytes. */
+  get pageReads(): RecordedRequest[] {
+    return this.resultCalls.filter((r) => r.query.pageToken !== undefined);
+  }
+
+  /** Every kept job's result is gone, as BigQuery's after about a day: reading it is notFound. */
+  expireJobs(): void {
+    this.jobs.clear();
+  }
+
   async close(): Promise<void> {
     this.server.closeAllConnections();
     await new Promise((resolve) => this.server.close(resolve));
@@ -285,8 +296,9 @@ export class BigQueryStandIn {
     const answer = await outcome;
     if ("failure" in answer) return sendFailure(res, answer.failure);
     const page = this.page(answer, new URLSearchParams(pageQuery(body)));
-    // A result too large for one reply is kept in a job the client pages through.
-    if (answer.rows.length > this.maxRowsWithoutJob) {
+    // A result too large for one reply, or with more rows than maxResults, is kept in a job the
+    // client pages through.
+    if (answer.rows.length > this.maxRowsWithoutJob || page.pageToken !== undefined) {
       this.jobs.set(reference.jobId, job);
       call.jobId = reference.jobId;
       return send(res, 200, { kind: "bigquery#queryResponse", jobReference: reference, ...page });

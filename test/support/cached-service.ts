@@ -18,6 +18,8 @@ export function countingEngine() {
         counts.settled++;
       }
     },
+    // A page of a kept result is no query: not counted.
+    ...(engine.readPage && { readPage: engine.readPage.bind(engine) }),
     ping: () => engine.ping(),
     close: () => engine.close(),
   });

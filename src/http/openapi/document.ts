@@ -132,12 +132,12 @@ const HEADERS: Record<string, Json> = {
   },
   "X-Bytes-Processed": {
     description:
-      "BigQuery only: bytes the query that computed this answer processed (on a cached answer, the query that filled the cache).",
+      "BigQuery only: bytes the query that computed this answer processed (on a cached answer, the query that filled the cache); 0 on a later page of a walk read from the kept result of the walk's query, which runs no query.",
     schema: INTEGER,
   },
   Link: {
     description:
-      'On a full page of a paged endpoint: `<url>; rel="next"` (RFC 8288), the same path and parameters with the next page\'s `cursor`. The last page has none.',
+      'On a full page of a paged endpoint: `<url>; rel="next"` (RFC 8288), the same path and parameters with the next page\'s `cursor`. The last page has none (on BigQuery a later page knows it is the last, on DuckDB a full last page links to an empty one).',
     schema: STRING,
   },
 };
