@@ -14,6 +14,7 @@ import {
   startBigQueryStandIn,
 } from "./support/bigquery-standin.ts";
 import {
+  DAY,
   edgeLog,
   edgeMetadata,
   edgeRequests,
@@ -274,6 +275,37 @@ describe("what the client sends", () => {
     expect(standIn.queryCalls.map((call) => [call.body.query, call.body.labels])).toEqual([
       ["SELECT 1", { endpoint: "ping" }],
     ]);
+  });
+});
+
+describe("bytes processed", () => {
+  // A week of records, three a day, each day its own UTC partition.
+  const week = Array.from({ length: 21 }, (_, i) =>
+    edgeLog(shift(NOW, -BigInt(Math.floor(i / 3)) * DAY - BigInt(i % 3) * MINUTE)),
+  );
+  const bytes = async (condition: string, params: Record<string, string>) => {
+    standIn.tables = { edge_logs: week };
+    const sql = `SELECT COUNT(*) AS n FROM edge_logs AS t WHERE t.project = @project AND ${condition}`;
+    const run = { ...adHoc(sql), params: { project: PROJECT, ...params } };
+    return (await engine().run(run)).bytesProcessed ?? fail();
+  };
+  const pruned =
+    "t.timestamp > CAST(@start AS TIMESTAMP) AND t.timestamp <= CAST(@end AS TIMESTAMP)";
+
+  it("are the bytes of the days between the bounds a query binds in prunable form", async () => {
+    const today = await bytes(pruned, { start: "2026-11-21T00:00:00Z", end: NOW });
+    const sevenDays = await bytes(pruned, { start: shift(NOW, -7n * DAY), end: NOW });
+    expect(sevenDays / today).toBeGreaterThan(6.5);
+    expect(sevenDays / today).toBeLessThan(7.5);
+  });
+
+  it("are the whole table's for a bound BigQuery cannot prune by", async () => {
+    const whole = await bytes("TRUE", {});
+    const wrapped = "IFNULL(t.timestamp > CAST(NULLIF(@start, '') AS TIMESTAMP), TRUE)";
+    expect(await bytes(wrapped, { start: "2026-11-21T00:00:00Z" })).toBe(whole);
+    const either = `(${pruned} OR t.id = @start)`;
+    expect(await bytes(either, { start: "2026-11-21T00:00:00Z", end: NOW })).toBe(whole);
+    expect(whole).toBe(week.reduce((sum, row) => sum + Buffer.byteLength(JSON.stringify(row)), 0));
   });
 });
 
