@@ -30,7 +30,7 @@ import {
 } from "./support/fixtures.ts";
 import { freePort } from "./support/free-port.ts";
 import type { Row } from "./support/googlesql.ts";
-import { bigQuerySql } from "./support/queries.ts";
+import { bigQuerySql, windowed } from "./support/queries.ts";
 import { referenceEngine } from "./support/reference-engine.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
@@ -86,6 +86,7 @@ function engine(options: Partial<BigQueryEngineOptions> = {}) {
     dataset: "logs",
     location: "EU",
     apiEndpoint: standIn.url,
+    now: standIn.clock,
     jobTimeoutMs: 10_000,
     maximumBytesBilled: "1000000000",
     retry: FAST_RETRY,
@@ -111,7 +112,11 @@ describe("endpoint queries", () => {
     "%s gives the reference engine's rows",
     async (name, params) => {
       const sql = bigQuerySql(name);
-      const expected = await reference.query(sql, { tables: TABLES, params, now: NOW });
+      const expected = await reference.query(sql, {
+        tables: TABLES,
+        params: windowed(name, params, NOW),
+        now: NOW,
+      });
       expect(expected.rows.length).toBeGreaterThan(0);
 
       const result = await engine().run({ endpoint: name, sql, params, maxRows: 1000 });
@@ -242,6 +247,17 @@ describe("what the client sends", () => {
         parameterValue: { value: null },
       },
       { name: "cursor_id", parameterType: { type: "STRING" }, parameterValue: { value: null } },
+      // The window, from the engine's one reading of now: a day back (no tier), no end.
+      {
+        name: "window_start",
+        parameterType: { type: "STRING" },
+        parameterValue: { value: "2026-11-20T05:17:42.123456Z" },
+      },
+      {
+        name: "window_end",
+        parameterType: { type: "STRING" },
+        parameterValue: { value: "9999-12-31T23:59:59.999999Z" },
+      },
     ]);
     expect(query?.useLegacySql).toBe(false);
     expect(query?.defaultDataset).toEqual({ projectId: "test-project", datasetId: "logs" });

@@ -17,7 +17,7 @@ import type { Row as WireRow } from "../src/engines/engine.ts";
 import { formatTimestamp } from "../src/time.ts";
 import { replaceTables } from "./support/duckdb-tables.ts";
 import type { Row } from "./support/googlesql.ts";
-import { bigQuerySql } from "./support/queries.ts";
+import { bigQuerySql, windowed } from "./support/queries.ts";
 import { referenceEngine } from "./support/reference-engine.ts";
 
 const SECOND = 1_000_000n;
@@ -56,7 +56,7 @@ async function expectSameResults(
   for (const [endpoint, params] of cases) {
     const expected = await reference.query(bigQuerySql(endpoint), {
       tables,
-      params,
+      params: windowed(endpoint, params, formatTimestamp(nowMicros)),
       now: formatTimestamp(nowMicros),
     });
     const actual = await engine.run({ endpoint, sql: duckDbSql(endpoint), params, maxRows: 1000 });

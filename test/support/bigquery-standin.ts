@@ -165,6 +165,15 @@ export class BigQueryStandIn {
    * every source table. A query naming one fails as BigQuery's does, dry runs included.
    */
   missing: string[] = [];
+  /**
+   * The stand-in's clock in epoch µs, for the engine that queries it: the engine computes the
+   * windows it binds from "now", which here is `now`, as CURRENT_TIMESTAMP is.
+   */
+  readonly clock = (): bigint => {
+    const micros = parseIsoTimestamp(this.now);
+    if (micros === undefined) throw new Error(`the stand-in's now is no instant: ${this.now}`);
+    return micros;
+  };
   readonly requests: RecordedRequest[] = [];
   /** The jobs.query calls received, oldest first. */
   readonly queryCalls: AnsweredQuery[] = [];

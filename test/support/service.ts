@@ -48,6 +48,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     projectId: "test-project",
     dataset: "logs",
     apiEndpoint: standIn.url,
+    now: standIn.clock,
     jobTimeoutMs: 10_000,
     retry: { attempts: 2, initialDelayMs: 1, maxDelayMs: 1 },
     ...engineOptions,
