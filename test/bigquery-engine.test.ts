@@ -323,6 +323,22 @@ describe("bytes processed", () => {
     expect(await bytes(either, { start: "2026-11-21T00:00:00Z", end: NOW })).toBe(whole);
     expect(whole).toBe(week.reduce((sum, row) => sum + Buffer.byteLength(JSON.stringify(row)), 0));
   });
+
+  it("are none for a later page of a kept result, which is read, not queried", async () => {
+    standIn.tables = { edge_logs: week };
+    const sql = "SELECT t.id FROM edge_logs AS t WHERE t.project = @project ORDER BY t.id";
+    const first = await engine().run({
+      ...adHoc(sql, 5),
+      params: { project: PROJECT },
+      keepResult: true,
+    });
+    expect(first.bytesProcessed).toBeGreaterThan(0);
+    const { jobId, pageToken } = first.rest ?? fail();
+    const read = await fetch(
+      `${standIn.url}/bigquery/v2/projects/test-project/queries/${jobId}?pageToken=${pageToken}`,
+    );
+    expect(((await read.json()) as { totalBytesProcessed: string }).totalBytesProcessed).toBe("0");
+  });
 });
 
 describe("result size", () => {
