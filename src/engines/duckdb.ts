@@ -12,6 +12,7 @@ import {
   type DuckDBPreparedStatement,
   DuckDBTimestampTZValue,
 } from "@duckdb/node-api";
+import { withTimeWindow } from "../endpoints/window.ts";
 import { dateToMicros } from "../time.ts";
 import { toWireValue } from "./duckdb/wire.ts";
 import {
@@ -81,7 +82,9 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
     try {
       request.signal?.throwIfAborted();
       prepared = await connection.prepare(request.sql);
-      bindParams(prepared, request.params, clock());
+      // One reading of now for the query: `$now`, and the window it reads (as on BigQuery).
+      const now = clock();
+      bindParams(prepared, withTimeWindow(request.endpoint, request.params, now), now);
       const reader = await prepared.streamAndReadUntil(request.maxRows + 1);
       const names = reader.columnNames();
       const rows = reader.convertRows(toWireValue).slice(0, request.maxRows + 1);

@@ -28,7 +28,7 @@ export function bigQuerySql(endpoint: string): string {
  * variant such as seek/logs.all) at `now`: the service's own computation (src/endpoints/window.ts),
  * which the SQL tests prove together with the SQL against answers they compute themselves.
  */
-export function windowed(query: string, params: Params, now: string): Params {
+export function windowed(query: string, params: Params, now: string): SqlParams {
   const endpoint = query.slice(query.lastIndexOf("/") + 1);
   const micros = parseIsoTimestamp(now);
   if (micros === undefined) throw new Error(`not an instant: ${now}`);
