@@ -51,7 +51,7 @@ const earliest = (...instants: (bigint | undefined)[]) =>
  *   iso_timestamp_end and cursor_timestamp, or the last instant a TIMESTAMP holds;
  * - functions.invocation-stats: `window_start`, its first bucket (now − window, truncated to the
  *   bucket unit), and `last_bucket`, now truncated;
- * - usage.api-counts: `window_start`, now − window.
+ * - usage.api-counts: `window_start`, now − window (null for an unknown interval).
  * Other queries (ad-hoc, ping) are given their parameters unchanged.
  */
 export function withTimeWindow(endpoint: string, params: SqlParams, now: bigint): SqlParams {
@@ -74,7 +74,10 @@ export function withTimeWindow(endpoint: string, params: SqlParams, now: bigint)
       last_bucket: formatTimestamp(truncate(now, unit)),
     };
   }
-  const span = endpoint === "usage.api-counts" ? USAGE_SPANS[params.interval ?? ""] : undefined;
-  if (span !== undefined) return { ...params, window_start: formatTimestamp(now - span) };
+  if (endpoint === "usage.api-counts") {
+    // An interval it does not know (which validation refuses) gives no window: nothing matches.
+    const span = USAGE_SPANS[params.interval ?? ""];
+    return { ...params, window_start: span === undefined ? null : formatTimestamp(now - span) };
+  }
   return params;
 }
