@@ -20,8 +20,9 @@ WHERE t.project = $project
     string_split($method, ',')))
   AND ($path IS NULL OR len(list_filter(
     flatten(list_transform(t.metadata, m -> m.request)), q -> starts_with(q.path, $path))) > 0)
-  -- A substring, not a LIKE pattern: % _ and \ in it are plain characters.
-  AND ($search IS NULL OR contains(lower(t.event_message), lower($search)))
+  -- A substring, not a LIKE pattern: % _ and \ in it are plain characters. Lowered as BigQuery
+  -- lowers (queries/duckdb/macros.sql): İ and a final Σ lower differently in DuckDB's lower().
+  AND ($search IS NULL OR contains(bigquery_lower(t.event_message), bigquery_lower($search)))
   AND ($search_regex IS NULL OR regexp_matches(t.event_message, $search_regex))
   AND (t.timestamp < CAST($cursor_timestamp AS TIMESTAMPTZ)
     OR coalesce(t.id, '') < $cursor_id)
