@@ -1,6 +1,7 @@
 -- usage.api-counts in DuckDB: the same rows as queries/bigquery/usage.api-counts.sql, read from the
 -- tables derived at load (queries/duckdb/derived). window_start (now − the interval's window) is
--- bound by the engine, as on BigQuery (src/endpoints/window.ts). regexp_matches is RE2's partial match, as is BigQuery's REGEXP_CONTAINS.
+-- bound by the engine, as on BigQuery (src/endpoints/window.ts). regexp_matches is RE2's partial
+-- match, as is BigQuery's REGEXP_CONTAINS.
 -- The daily interval reads edge_request_hours for the whole hours of its window (requests counted
 -- per URL and hour), and edge_requests only for the part before the first whole hour.
 -- Buckets are epoch microseconds, floored by arithmetic: UTC units up to a day have fixed lengths.
