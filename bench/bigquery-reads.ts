@@ -58,6 +58,7 @@ execFileSync("sh", [
   beforeRoot,
 ]);
 symlinkSync(join(root, "node_modules"), join(beforeRoot, "node_modules"));
+process.on("exit", () => rmSync(beforeRoot, { recursive: true, force: true }));
 
 /** A tree's service: its app, and its BigQuery and DuckDB engines. */
 async function load(tree: string) {
@@ -285,7 +286,6 @@ const duckDb: [string, { records: number; seconds: number }][] = [];
 for (const [version, service] of versions) {
   duckDb.push([version, await duckDbExport(service, Number(args["duckdb-records"]))]);
 }
-rmSync(beforeRoot, { recursive: true, force: true });
 
 const hour = 3_600_000 / speedup / liveMs;
 const scans = (cost: Cost, oneScan: number) => (cost.bytes / oneScan).toFixed(1);
