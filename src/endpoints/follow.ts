@@ -49,8 +49,12 @@ export interface Follower {
    * opened (see Feed.poll), within its share of the engine.
    */
   credential: string;
-  /** Writes the next record, with its event id (where a reconnect resumes); false when the stream is gone. */
-  deliver(record: Row, cursor: string): boolean;
+  /**
+   * Writes the next record, with its event id (where a reconnect resumes), made when asked for:
+   * signing one costs more than sending the record, and an NDJSON stream needs only its last.
+   * False when the stream is gone.
+   */
+  deliver(record: Row, cursor: () => string): boolean;
   /** Resolves once the stream has room for more (its client read what it was sent) or is gone. */
   ready(): Promise<void>;
   /** Catching up failed; the stream should end with this error. */
@@ -525,7 +529,7 @@ class Subscription {
    * retention.
    */
   checkpoint(settled: bigint): string {
-    return this.place(this.sentAny ? this.horizon : later(this.horizon, { micros: settled }));
+    return this.place(this.sentAny ? this.horizon : later(this.horizon, { micros: settled }))();
   }
 
   /**
@@ -548,12 +552,12 @@ class Subscription {
   }
 
   /**
-   * This stream's place, at `horizon`, as an event id. It names at most MOST_DELIVERED records as
-   * delivered, the newest; past them its horizon moves up to the newest left out, so that a resume
-   * repeats nothing (a record arriving later than that many newer ones reaches the open stream,
-   * not one resumed from this id).
+   * This stream's place, at `horizon`, as the function that makes its event id. It names at most
+   * MOST_DELIVERED records as delivered, the newest; past them its horizon moves up to the newest
+   * left out, so that a resume repeats nothing (a record arriving later than that many newer ones
+   * reaches the open stream, not one resumed from this id).
    */
-  private place(horizon: Point): string {
+  private place(horizon: Point): () => string {
     let after = this.sent.prune(horizon);
     let bound = horizon;
     if (after.length > MOST_DELIVERED) {
@@ -561,11 +565,13 @@ class Subscription {
       bound = (after[after.length - MOST_DELIVERED - 1] as { point: Point }).point;
       after = after.slice(-MOST_DELIVERED);
     }
-    return this.hub.options.cursors.encodeStream({
-      horizon: bound,
-      newest: this.sent.newest,
-      delivered: after.map(({ key, point }) => ({ key, micros: point.micros })),
-    });
+    const { newest } = this.sent;
+    return () =>
+      this.hub.options.cursors.encodeStream({
+        horizon: bound,
+        newest,
+        delivered: after.map(({ key, point }) => ({ key, micros: point.micros })),
+      });
   }
 }
 

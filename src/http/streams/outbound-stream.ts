@@ -35,7 +35,7 @@ export class OutboundStream {
   /** Bytes written in this turn of the event loop, which the connection has had no chance to take. */
   private writtenThisTurn = 0;
   /** The event id of the last record written, or where the stream started: where a resume picks up. */
-  private position: string | undefined;
+  private position: (() => string) | undefined;
 
   constructor(reply: FastifyReply, events: boolean, limits: StreamLimits, ends: StreamEnds) {
     this.reply = reply;
@@ -55,16 +55,17 @@ export class OutboundStream {
   }
 
   /** Writes one record, with the event id a reconnect resumes from; false when nothing was written. */
-  record(record: unknown, cursor: string): boolean {
+  record(record: unknown, cursor: () => string): boolean {
     const json = JSON.stringify(record);
-    const written = this.write(this.events ? `id: ${cursor}\ndata: ${json}\n\n` : `${json}\n`);
+    // NDJSON carries no ids: only the last record's is made, if the stream ends with it.
+    const written = this.write(this.events ? `id: ${cursor()}\ndata: ${json}\n\n` : `${json}\n`);
     if (written) this.position = cursor;
     return written;
   }
 
   /** Where the stream starts (an event id): its end names it until a record moves it on. */
   startsAt(cursor: string): void {
-    this.position = cursor;
+    this.position = () => cursor;
   }
 
   /**
@@ -109,7 +110,7 @@ export class OutboundStream {
   ): void {
     if (this.ended) return;
     this.ends.set(reason, (this.ends.get(reason) ?? 0) + 1);
-    const cursor = options.cursor ?? this.position;
+    const cursor = options.cursor ?? this.position?.();
     const end = {
       reason,
       ...(cursor !== undefined && { cursor }),
