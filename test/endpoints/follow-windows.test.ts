@@ -239,3 +239,30 @@ describe("a settled run on DuckDB", () => {
     expect(runs[0]).toMatchObject({ trigger: "export", streamResult: true });
   });
 });
+
+describe("a settled run on DuckDB whose follower stops pulling", () => {
+  it("closes its streamed result, and reads on from after the last record when pulled again", async () => {
+    const duck = await createDuckDbEngine({ now: () => micros(NOW), streamIdleMs: 20 });
+    closers.push(() => duck.close());
+    const rows = Array.from({ length: 5000 }, (_, i) =>
+      edgeLog(shift(NOW, -BigInt(i + 2) * MINUTE), { id: `minutely-${i}` }),
+    );
+    await replaceTables(duck, { edge_logs: rows });
+    const runs: QueryRequest[] = [];
+    const hub = hubOn(recordingInto(runs)(duck));
+    const reader = pacedFollower();
+    hub.follow(LOGS, PARAMS, SETTLED_FROM, reader.follower, micros(NOW) - BigInt(LAG_MS) * 1000n);
+    // Into the second of DuckDB's 2048-row chunks, then the reader stalls.
+    reader.allow(2100);
+    await expect.poll(() => reader.delivered.length).toBe(2101);
+    await expect.poll(() => duck.openStreams()).toBe(0);
+    reader.allow(Number.POSITIVE_INFINITY);
+    await expect.poll(() => reader.result.cursor).toBeDefined();
+
+    expect(ids(reader.delivered)).toEqual(ids(inOrder(rows)));
+    // A machine slow enough to close it early too makes more queries, never other records.
+    const lastOfSecondChunk = reader.delivered[2 * 2048 - 1];
+    expect(runs.map((run) => run.params.after_id)).toContain(lastOfSecondChunk?.id);
+    expect(duck.openStreams()).toBe(0);
+  });
+});
