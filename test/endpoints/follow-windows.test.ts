@@ -158,6 +158,41 @@ describe("a settled run on BigQuery", () => {
     );
     expect(again).toMatchObject({ after_id: lastOfSecondPage.id });
   });
+  it("whose job's result is gone before a record was read queries its window again", async () => {
+    const { standIn, engine } = await standInEngine({
+      tables: { edge_logs: FIVE_DAYS },
+      now: NOW,
+      engine: { retry: { attempts: 1, initialDelayMs: 1, maxDelayMs: 1 } },
+    });
+    closers.push(() => standIn.close());
+    let runs = 0;
+    // A first answer with no rows but a rest, its job dropped before the rest is read.
+    const emptyFirst: QueryEngine = {
+      ...engine,
+      run: async (request) => {
+        const result = await engine.run(request);
+        if (runs++ > 0) return result;
+        standIn.expireJobs();
+        return { ...result, rows: [] };
+      },
+    };
+    const reader = pacedFollower();
+    reader.allow(Number.POSITIVE_INFINITY);
+    hubOn(emptyFirst).follow(
+      LOGS,
+      PARAMS,
+      SETTLED_FROM,
+      reader.follower,
+      micros(NOW) - BigInt(LAG_MS) * 1000n,
+    );
+    await expect.poll(() => reader.result.cursor).toBeDefined();
+
+    expect(ids(reader.delivered)).toEqual(ids(inOrder(FIVE_DAYS)));
+    expect(standIn.queryCalls).toHaveLength(2);
+    expect(standIn.queryCalls[1]?.body.queryParameters).toEqual(
+      standIn.queryCalls[0]?.body.queryParameters,
+    );
+  });
 });
 
 describe("a catch-up on BigQuery", () => {
