@@ -11,17 +11,17 @@ import { createBigQueryEngine } from "../src/engines/bigquery.ts";
 import { startBigQueryStandIn } from "../test/support/bigquery-standin.ts";
 import { edgeLog, MINUTE, PROJECT, shift } from "../test/support/fixtures.ts";
 import { GoogleSqlServer } from "../test/support/googlesql.ts";
-import { bigQuerySql } from "../test/support/queries.ts";
+import { bigQuerySql, windowed } from "../test/support/queries.ts";
 
 const ROUNDS = 300;
 const NOW = "2026-11-21T05:17:42.123456Z";
 const API_KEY = "bench-key-0123456789abcdef";
-const PARAMS = {
-  project: PROJECT,
-  project_tier: "PRO",
-  iso_timestamp_start: null,
-  iso_timestamp_end: null,
-};
+// The window the service's engine binds at NOW, which the client called directly binds too.
+const PARAMS = windowed(
+  "logs.all",
+  { project: PROJECT, project_tier: "PRO", iso_timestamp_start: null, iso_timestamp_end: null },
+  NOW,
+);
 
 const googleSql = await GoogleSqlServer.start();
 const standIn = await startBigQueryStandIn({
@@ -39,6 +39,7 @@ const engine = createBigQueryEngine({
   projectId,
   dataset: "logs",
   apiEndpoint: standIn.url,
+  now: standIn.clock,
   jobTimeoutMs: 30_000,
 });
 const app = await buildApp({ engine, apiKeys: [API_KEY] });

@@ -14,6 +14,7 @@ import {
   startBigQueryStandIn,
 } from "./support/bigquery-standin.ts";
 import {
+  DAY,
   edgeLog,
   edgeMetadata,
   edgeRequests,
@@ -29,7 +30,7 @@ import {
 } from "./support/fixtures.ts";
 import { freePort } from "./support/free-port.ts";
 import type { Row } from "./support/googlesql.ts";
-import { bigQuerySql } from "./support/queries.ts";
+import { bigQuerySql, windowed } from "./support/queries.ts";
 import { referenceEngine } from "./support/reference-engine.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
@@ -85,6 +86,7 @@ function engine(options: Partial<BigQueryEngineOptions> = {}) {
     dataset: "logs",
     location: "EU",
     apiEndpoint: standIn.url,
+    now: standIn.clock,
     jobTimeoutMs: 10_000,
     maximumBytesBilled: "1000000000",
     retry: FAST_RETRY,
@@ -110,7 +112,11 @@ describe("endpoint queries", () => {
     "%s gives the reference engine's rows",
     async (name, params) => {
       const sql = bigQuerySql(name);
-      const expected = await reference.query(sql, { tables: TABLES, params, now: NOW });
+      const expected = await reference.query(sql, {
+        tables: TABLES,
+        params: windowed(name, params, NOW),
+        now: NOW,
+      });
       expect(expected.rows.length).toBeGreaterThan(0);
 
       const result = await engine().run({ endpoint: name, sql, params, maxRows: 1000 });
@@ -241,6 +247,17 @@ describe("what the client sends", () => {
         parameterValue: { value: null },
       },
       { name: "cursor_id", parameterType: { type: "STRING" }, parameterValue: { value: null } },
+      // The window, from the engine's one reading of now: a day back (no tier), no end.
+      {
+        name: "window_start",
+        parameterType: { type: "STRING" },
+        parameterValue: { value: "2026-11-20T05:17:42.123456Z" },
+      },
+      {
+        name: "window_end",
+        parameterType: { type: "STRING" },
+        parameterValue: { value: "9999-12-31T23:59:59.999999Z" },
+      },
     ]);
     expect(query?.useLegacySql).toBe(false);
     expect(query?.defaultDataset).toEqual({ projectId: "test-project", datasetId: "logs" });
@@ -274,6 +291,53 @@ describe("what the client sends", () => {
     expect(standIn.queryCalls.map((call) => [call.body.query, call.body.labels])).toEqual([
       ["SELECT 1", { endpoint: "ping" }],
     ]);
+  });
+});
+
+describe("bytes processed", () => {
+  // A week of records, three a day, each day its own UTC partition.
+  const week = Array.from({ length: 21 }, (_, i) =>
+    edgeLog(shift(NOW, -BigInt(Math.floor(i / 3)) * DAY - BigInt(i % 3) * MINUTE)),
+  );
+  const bytes = async (condition: string, params: Record<string, string>) => {
+    standIn.tables = { edge_logs: week };
+    const sql = `SELECT COUNT(*) AS n FROM edge_logs AS t WHERE t.project = @project AND ${condition}`;
+    const run = { ...adHoc(sql), params: { project: PROJECT, ...params } };
+    return (await engine().run(run)).bytesProcessed ?? fail();
+  };
+  const pruned =
+    "t.timestamp > CAST(@start AS TIMESTAMP) AND t.timestamp <= CAST(@end AS TIMESTAMP)";
+
+  it("are the bytes of the days between the bounds a query binds in prunable form", async () => {
+    const today = await bytes(pruned, { start: "2026-11-21T00:00:00Z", end: NOW });
+    const sevenDays = await bytes(pruned, { start: shift(NOW, -7n * DAY), end: NOW });
+    expect(sevenDays / today).toBeGreaterThan(6.5);
+    expect(sevenDays / today).toBeLessThan(7.5);
+  });
+
+  it("are the whole table's for a bound BigQuery cannot prune by", async () => {
+    const whole = await bytes("TRUE", {});
+    const wrapped = "IFNULL(t.timestamp > CAST(NULLIF(@start, '') AS TIMESTAMP), TRUE)";
+    expect(await bytes(wrapped, { start: "2026-11-21T00:00:00Z" })).toBe(whole);
+    const either = `(${pruned} OR t.id = @start)`;
+    expect(await bytes(either, { start: "2026-11-21T00:00:00Z", end: NOW })).toBe(whole);
+    expect(whole).toBe(week.reduce((sum, row) => sum + Buffer.byteLength(JSON.stringify(row)), 0));
+  });
+
+  it("are none for a later page of a kept result, which is read, not queried", async () => {
+    standIn.tables = { edge_logs: week };
+    const sql = "SELECT t.id FROM edge_logs AS t WHERE t.project = @project ORDER BY t.id";
+    const first = await engine().run({
+      ...adHoc(sql, 5),
+      params: { project: PROJECT },
+      keepResult: true,
+    });
+    expect(first.bytesProcessed).toBeGreaterThan(0);
+    const { jobId, pageToken } = first.rest ?? fail();
+    const read = await fetch(
+      `${standIn.url}/bigquery/v2/projects/test-project/queries/${jobId}?pageToken=${pageToken}`,
+    );
+    expect(((await read.json()) as { totalBytesProcessed: string }).totalBytesProcessed).toBe("0");
   });
 });
 

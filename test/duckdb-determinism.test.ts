@@ -26,7 +26,8 @@ describe("DuckDB answers", () => {
       const answers = new Set<string>();
       for (let run = 0; run < RUNS; run++) {
         const sql = queries.get("functions.invocation-stats") as string;
-        const result = await engine.run({ endpoint: "stats", sql, params, maxRows: 1000 });
+        const request = { endpoint: "functions.invocation-stats", sql, params, maxRows: 1000 };
+        const result = await engine.run(request);
         answers.add(JSON.stringify(result.rows));
       }
       expect(answers.size).toBe(1);

@@ -1,25 +1,23 @@
 -- functions.invocation-stats: execution-time statistics of one project's function
 -- invocations per time bucket. The window is the series of truncated timestamps from
--- trunc(now - window) to trunc(now); a record counts in the bucket its truncated timestamp equals.
+-- trunc(now - window) to trunc(now) (window: 5 minutes, 15 minutes, 1 hour, 7 days or 1 day; bucket:
+-- a second, minute, minute, day or hour); a record counts in the bucket its truncated timestamp equals.
 -- Each metadata element of the project (and function, when given) is one invocation.
 WITH buckets AS (
+  -- window_start is the first bucket and last_bucket the last, which the service computes from one
+  -- reading of now and binds (src/endpoints/window.ts).
   SELECT bucket
   FROM UNNEST(CASE @interval
     WHEN '5min' THEN GENERATE_TIMESTAMP_ARRAY(
-      TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 5 MINUTE), SECOND),
-      TIMESTAMP_TRUNC(CURRENT_TIMESTAMP(), SECOND), INTERVAL 1 SECOND)
+      CAST(@window_start AS TIMESTAMP), CAST(@last_bucket AS TIMESTAMP), INTERVAL 1 SECOND)
     WHEN '15min' THEN GENERATE_TIMESTAMP_ARRAY(
-      TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 15 MINUTE), MINUTE),
-      TIMESTAMP_TRUNC(CURRENT_TIMESTAMP(), MINUTE), INTERVAL 1 MINUTE)
+      CAST(@window_start AS TIMESTAMP), CAST(@last_bucket AS TIMESTAMP), INTERVAL 1 MINUTE)
     WHEN '1hr' THEN GENERATE_TIMESTAMP_ARRAY(
-      TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 HOUR), MINUTE),
-      TIMESTAMP_TRUNC(CURRENT_TIMESTAMP(), MINUTE), INTERVAL 1 MINUTE)
+      CAST(@window_start AS TIMESTAMP), CAST(@last_bucket AS TIMESTAMP), INTERVAL 1 MINUTE)
     WHEN '7day' THEN GENERATE_TIMESTAMP_ARRAY(
-      TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY), DAY),
-      TIMESTAMP_TRUNC(CURRENT_TIMESTAMP(), DAY), INTERVAL 1 DAY)
+      CAST(@window_start AS TIMESTAMP), CAST(@last_bucket AS TIMESTAMP), INTERVAL 1 DAY)
     ELSE GENERATE_TIMESTAMP_ARRAY(
-      TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 DAY), HOUR),
-      TIMESTAMP_TRUNC(CURRENT_TIMESTAMP(), HOUR), INTERVAL 1 HOUR)
+      CAST(@window_start AS TIMESTAMP), CAST(@last_bucket AS TIMESTAMP), INTERVAL 1 HOUR)
   END) AS bucket
 ),
 
@@ -37,14 +35,8 @@ invocations AS (
     EXISTS (SELECT 1 FROM UNNEST(m.response) AS r WHERE r.status_code >= 400) AS failed
   FROM function_edge_logs AS t
   CROSS JOIN UNNEST(t.metadata) AS m
-  -- The first bucket again, as a constant expression: BigQuery prunes timestamp partitions with it.
-  WHERE t.timestamp >= CASE @interval
-      WHEN '5min' THEN TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 5 MINUTE), SECOND)
-      WHEN '15min' THEN TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 15 MINUTE), MINUTE)
-      WHEN '1hr' THEN TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 HOUR), MINUTE)
-      WHEN '7day' THEN TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY), DAY)
-      ELSE TIMESTAMP_TRUNC(TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 DAY), HOUR)
-    END
+  -- The first bucket, compared with the column alone: BigQuery prunes partitions by it.
+  WHERE t.timestamp >= CAST(@window_start AS TIMESTAMP)
     AND m.project_ref = @project
     AND (IFNULL(@function_id, '') = '' OR m.function_id = @function_id)
 ),

@@ -1,5 +1,6 @@
 -- logs.all: the newest edge request records of one project, within the retention of
--- its tier and the optional range (iso_timestamp_start, iso_timestamp_end]. Records sharing a
+-- its tier (1 day; 7 for PRO; 90 for PAYG and ENTERPRISE; counted back from now) and the optional
+-- range (iso_timestamp_start, iso_timestamp_end], bound as (window_start, window_end]. Records sharing a
 -- timestamp are ordered by id, so a page ends at a definite record: the cursor (cursor_timestamp,
 -- cursor_id) of the last record of a page makes the next page the records after it in this order.
 -- The filters (status, method, path, search, search_regex) only narrow; NULL is no filter. A record
@@ -13,20 +14,13 @@ SELECT
   t.metadata
 FROM edge_logs AS t
 WHERE t.project = @project
-  -- The window first, each bound a comparison of the column itself with parameters: the filters
-  -- below then read only the rows in the window, so their cost follows the window asked. An empty
-  -- or absent bound is no bound: the first or last instant a TIMESTAMP holds.
-  AND t.timestamp > GREATEST(
-    TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL CASE @project_tier
-      WHEN 'PRO' THEN 7
-      WHEN 'PAYG' THEN 90
-      WHEN 'ENTERPRISE' THEN 90
-      ELSE 1
-    END DAY),
-    IFNULL(CAST(NULLIF(@iso_timestamp_start, '') AS TIMESTAMP), TIMESTAMP '0001-01-01 00:00:00+00'))
-  AND t.timestamp <= LEAST(
-    IFNULL(CAST(NULLIF(@iso_timestamp_end, '') AS TIMESTAMP), TIMESTAMP '9999-12-31 23:59:59.999999+00'),
-    IFNULL(CAST(@cursor_timestamp AS TIMESTAMP), TIMESTAMP '9999-12-31 23:59:59.999999+00'))
+  -- The window first: bounds the service computes from one reading of now and binds
+  -- (src/endpoints/window.ts), each compared with the column itself in the top-level AND, the form
+  -- BigQuery prunes partitions by. window_start is the latest of the tier's retention edge and
+  -- iso_timestamp_start; window_end the earliest of iso_timestamp_end and the cursor's timestamp.
+  -- The filters below then read only the rows in the window, so their cost follows the window asked.
+  AND t.timestamp > CAST(@window_start AS TIMESTAMP)
+  AND t.timestamp <= CAST(@window_end AS TIMESTAMP)
   -- A class's x stands for any digit: 5xx is LIKE '5__', which a 3-digit code of 500-599 matches.
   AND (@status IS NULL OR EXISTS (
     SELECT 1

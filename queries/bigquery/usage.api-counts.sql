@@ -11,12 +11,10 @@ WITH requests AS (
   FROM edge_logs AS t
   CROSS JOIN UNNEST(t.metadata) AS m
   CROSS JOIN UNNEST(m.request) AS r
-  -- No upper bound (docs/api.md); an interval outside the table matches nothing.
-  WHERE t.timestamp >= CASE @interval
-      WHEN 'minutely' THEN TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 60 MINUTE)
-      WHEN 'hourly' THEN TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 HOUR)
-      WHEN 'daily' THEN TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
-    END
+  -- From now minus the interval's window (60 minutes, 1 hour, 7 days), which the service computes
+  -- from one reading of now and binds (src/endpoints/window.ts): the column compared with it alone
+  -- is the form BigQuery prunes partitions by. No upper bound (docs/api.md).
+  WHERE t.timestamp >= CAST(@window_start AS TIMESTAMP)
     AND REGEXP_CONTAINS(r.url, @project)
 )
 

@@ -1,6 +1,7 @@
 -- functions.invocation-stats in DuckDB: the same rows as queries/bigquery/functions.invocation-stats.sql,
--- read from the tables derived at load (queries/duckdb/derived). $now is the query's
--- CURRENT_TIMESTAMP, bound by the engine. The bucket series trunc(now - window) ... trunc(now) is a
+-- read from the tables derived at load (queries/duckdb/derived). The engine binds the first bucket
+-- (window_start) and the last (last_bucket) as on BigQuery (src/endpoints/window.ts), and $now, from
+-- the same reading of now. The bucket series trunc(now - window) ... trunc(now) is a
 -- time range here: a record's truncated timestamp is an element exactly when
 -- first <= timestamp < trunc(now) + one bucket.
 -- Second and minute buckets (windows of an hour at most) are computed from the invocations
@@ -10,8 +11,8 @@
 -- Buckets are epoch microseconds, truncated by arithmetic: UTC units up to a day have fixed lengths.
 WITH series AS (
   SELECT
-    date_trunc(unit, $now - span) AS first,
-    date_trunc(unit, $now) + to_microseconds(step_us) AS stop,
+    CAST($window_start AS TIMESTAMPTZ) AS first,
+    CAST($last_bucket AS TIMESTAMPTZ) + to_microseconds(step_us) AS stop,
     step_us,
     unit IN ('hour', 'day') AS by_hour
   FROM (
@@ -23,13 +24,6 @@ WITH series AS (
         WHEN '7day' THEN 'day'
         ELSE 'hour'
       END AS unit,
-      CASE $interval
-        WHEN '5min' THEN INTERVAL 5 MINUTE
-        WHEN '15min' THEN INTERVAL 15 MINUTE
-        WHEN '1hr' THEN INTERVAL 1 HOUR
-        WHEN '7day' THEN INTERVAL 7 DAY
-        ELSE INTERVAL 1 DAY
-      END AS span,
       CASE unit
         WHEN 'second' THEN 1000000
         WHEN 'minute' THEN 60000000

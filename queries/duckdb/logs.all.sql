@@ -1,5 +1,6 @@
--- logs.all in DuckDB: the same rows as queries/bigquery/logs.all.sql. $now is the query's
--- CURRENT_TIMESTAMP, bound by the engine; bounds cast to TIMESTAMPTZ so a zone offset counts.
+-- logs.all in DuckDB: the same rows as queries/bigquery/logs.all.sql, whose window
+-- (window_start, window_end] the engine binds as it does on BigQuery (src/endpoints/window.ts), from
+-- its one reading of now; bounds cast to TIMESTAMPTZ so a zone offset counts.
 SELECT
   t.id,
   t.timestamp,
@@ -9,17 +10,8 @@ FROM edge_logs AS t
 WHERE t.project = $project
   -- The window first, each bound a comparison of the column itself, which the scan applies: the
   -- filters below then read only the rows in the window, so their cost follows the window asked.
-  AND t.timestamp > greatest(
-    $now - to_days(CASE $project_tier
-      WHEN 'PRO' THEN 7
-      WHEN 'PAYG' THEN 90
-      WHEN 'ENTERPRISE' THEN 90
-      ELSE 1
-    END),
-    coalesce(CAST(nullif($iso_timestamp_start, '') AS TIMESTAMPTZ), '-infinity'))
-  AND t.timestamp <= least(
-    coalesce(CAST(nullif($iso_timestamp_end, '') AS TIMESTAMPTZ), 'infinity'),
-    coalesce(CAST($cursor_timestamp AS TIMESTAMPTZ), 'infinity'))
+  AND t.timestamp > CAST($window_start AS TIMESTAMPTZ)
+  AND t.timestamp <= CAST($window_end AS TIMESTAMPTZ)
   -- A class's x stands for any digit: 5xx is LIKE '5__', which a 3-digit code of 500-599 matches.
   -- So a response matches when the list holds its code or its class: one lookup per response, not
   -- a LIKE per term (a 20-term list took twice as long that way).

@@ -1,6 +1,7 @@
 -- usage.api-counts in DuckDB: the same rows as queries/bigquery/usage.api-counts.sql, read from the
--- tables derived at load (queries/duckdb/derived). $now is the query's CURRENT_TIMESTAMP, bound by
--- the engine. regexp_matches is RE2's partial match, as is BigQuery's REGEXP_CONTAINS.
+-- tables derived at load (queries/duckdb/derived). window_start (now − the interval's window) is
+-- bound by the engine, as on BigQuery (src/endpoints/window.ts). regexp_matches is RE2's partial
+-- match, as is BigQuery's REGEXP_CONTAINS.
 -- The daily interval reads edge_request_hours for the whole hours of its window (requests counted
 -- per URL and hour), and edge_requests only for the part before the first whole hour.
 -- Buckets are epoch microseconds, floored by arithmetic: UTC units up to a day have fixed lengths.
@@ -9,19 +10,15 @@ WITH requests AS MATERIALIZED (
   SELECT epoch_us(t.timestamp) AS us, t.url, t.rest, t.storage, t.auth, t.realtime, 1 AS requests
   FROM edge_requests AS t
   -- No upper bound (docs/api.md); an interval outside the table matches nothing.
-  WHERE t.timestamp >= $now - CASE $interval
-      WHEN 'minutely' THEN INTERVAL 60 MINUTE
-      WHEN 'hourly' THEN INTERVAL 1 HOUR
-      WHEN 'daily' THEN INTERVAL 7 DAY
-    END
+  WHERE t.timestamp >= CAST($window_start AS TIMESTAMPTZ)
     -- daily: the first whole hour at or after the window's start, where edge_request_hours take over.
     AND ($interval <> 'daily'
-      OR t.timestamp < date_trunc('hour', $now - INTERVAL 7 DAY - INTERVAL 1 MICROSECOND) + INTERVAL 1 HOUR)
+      OR t.timestamp < date_trunc('hour', CAST($window_start AS TIMESTAMPTZ) - INTERVAL 1 MICROSECOND) + INTERVAL 1 HOUR)
   UNION ALL
   SELECT epoch_us(h.hour), h.url, h.rest, h.storage, h.auth, h.realtime, h.requests
   FROM edge_request_hours AS h
   WHERE $interval = 'daily'
-    AND h.hour >= date_trunc('hour', $now - INTERVAL 7 DAY - INTERVAL 1 MICROSECOND) + INTERVAL 1 HOUR
+    AND h.hour >= date_trunc('hour', CAST($window_start AS TIMESTAMPTZ) - INTERVAL 1 MICROSECOND) + INTERVAL 1 HOUR
 ),
 
 -- The regex runs once per distinct URL: a pattern bound as a parameter is compiled for every row

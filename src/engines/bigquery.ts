@@ -5,8 +5,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { BigQuery, type BigQueryOptions, common, type Job } from "@google-cloud/bigquery";
 import { PassThroughClient } from "google-auth-library";
+import { withTimeWindow } from "../endpoints/window.ts";
 import { sourceTables } from "../schema.ts";
 import { labelValue } from "../telemetry/attribution.ts";
+import { dateToMicros } from "../time.ts";
 import { decodeRows, type RestField, type RestRow } from "./bigquery-rows.ts";
 import {
   EngineError,
@@ -43,6 +45,11 @@ export interface BigQueryEngineOptions {
   retry?: RetryPolicy;
   /** Overrides the credentials; by default ADC, or none with apiEndpoint. */
   authClient?: BigQueryOptions["authClient"];
+  /**
+   * "now" in epoch microseconds, read once per query: the window the query reads is computed from
+   * it and bound (endpoints/window.ts); the SQL reads no clock of its own. Default: the system clock.
+   */
+  now?: () => bigint;
 }
 
 export interface BigQueryEngine extends QueryEngine {
@@ -55,6 +62,7 @@ export interface BigQueryEngine extends QueryEngine {
 
 export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEngine {
   const retry = options.retry ?? DEFAULT_RETRY;
+  const clock = options.now ?? (() => dateToMicros(new Date()));
   const client = new BigQuery({
     projectId: options.projectId,
     apiEndpoint: options.apiEndpoint,
@@ -181,8 +189,10 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEn
     }
   }
 
-  async function run(request: QueryRequest): Promise<QueryResult> {
-    const deadline = request.deadline ?? Date.now() + options.jobTimeoutMs;
+  async function run(asked: QueryRequest): Promise<QueryResult> {
+    const deadline = asked.deadline ?? Date.now() + options.jobTimeoutMs;
+    // One reading of now for the query and its retries: its window is bound as parameters.
+    const request = { ...asked, params: withTimeWindow(asked.endpoint, asked.params, clock()) };
     const page = await withRetries(
       deadline,
       request.signal,

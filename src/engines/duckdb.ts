@@ -12,6 +12,7 @@ import {
   type DuckDBPreparedStatement,
   DuckDBTimestampTZValue,
 } from "@duckdb/node-api";
+import { withTimeWindow } from "../endpoints/window.ts";
 import { dateToMicros } from "../time.ts";
 import { toWireValue } from "./duckdb/wire.ts";
 import {
@@ -100,7 +101,9 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
     try {
       request.signal?.throwIfAborted();
       prepared = await connection.prepare(request.sql);
-      bindParams(prepared, request.params, clock());
+      // One reading of now for the query: `$now`, and the window it reads (as on BigQuery).
+      const now = clock();
+      bindParams(prepared, withTimeWindow(request.endpoint, request.params, now), now);
       if (request.streamResult) {
         const chunks = (await prepared.stream()).yieldConvertedRowObjects(toWireValue);
         // The first chunk waits for the query's heavy part (its filter and sort): within the

@@ -1,7 +1,8 @@
 // A catch-up and a settled run read their window with one query and page through its result as the
-// follower takes records: on BigQuery (the official client over HTTP to the stand-in) one job, its
-// result pages read only when the follower has room, and a result gone mid-read read again from
-// after the last record delivered; on DuckDB one query, its streamed chunks pulled the same way.
+// follower takes records: on BigQuery (the official client over HTTP to the stand-in) one job,
+// billed the days of its window and not the whole table, its result pages read only when the
+// follower has room, and a result gone mid-read read again from after the last record delivered;
+// on DuckDB one query, its streamed chunks pulled the same way.
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { catalog, declaredParams } from "../../src/endpoints/catalog.ts";
@@ -31,7 +32,12 @@ const PARAMS = {
 const FIVE_DAYS = Array.from({ length: 5 * 24 }, (_, i) =>
   edgeLog(shift(NOW, -BigInt(i + 1) * HOUR), { id: `hourly-${i}` }),
 );
+/** Three months of older history, two records a day: a table a settled run must not scan whole. */
+const HISTORY = Array.from({ length: 2 * 90 }, (_, i) =>
+  edgeLog(shift(NOW, -8n * DAY - BigInt(i) * 12n * HOUR), { id: `old-${i}` }),
+);
 const SETTLED_FROM = startingAt(micros(NOW) - 6n * DAY);
+const SETTLED_UNTIL = micros(NOW) - BigInt(LAG_MS) * 1000n;
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -102,24 +108,37 @@ function pacedFollower() {
 const ids = (rows: readonly { id?: unknown }[]) => rows.map((row) => row.id);
 
 describe("a settled run on BigQuery", () => {
-  it("over five days is one job, each record once and in order, its end saying the bytes", async () => {
-    const { standIn, hub } = await bigQuery(FIVE_DAYS);
+  it("over five days is one job, each record once and in order, billed one scan of its window", async () => {
+    const table = [...FIVE_DAYS, ...HISTORY];
+    const { standIn, hub } = await bigQuery(table);
     const reader = pacedFollower();
     reader.allow(Number.POSITIVE_INFINITY);
-    hub.follow(LOGS, PARAMS, SETTLED_FROM, reader.follower, micros(NOW) - BigInt(LAG_MS) * 1000n);
+    hub.follow(LOGS, PARAMS, SETTLED_FROM, reader.follower, SETTLED_UNTIL);
     await expect.poll(() => reader.result.cursor).toBeDefined();
 
     expect(ids(reader.delivered)).toEqual(ids(inOrder(FIVE_DAYS)));
     expect(standIn.queryCalls).toHaveLength(1);
     expect(standIn.queryCalls[0]?.body.labels).toMatchObject({ trigger: "export" });
     expect(standIn.pageReads).toHaveLength(Math.ceil(FIVE_DAYS.length / PAGE_ROWS) - 1);
-    expect(reader.result.bytesProcessed).toBeGreaterThan(0);
+    // One scan of the window costs the rows of the UTC days it touches (the stand-in's byte model
+    // of a day-partitioned table); the whole table would cost the history's too.
+    const bytes = (rows: TableRow[]) =>
+      rows.reduce((sum, row) => sum + Buffer.byteLength(JSON.stringify(row)), 0);
+    const dayOf = (instant: bigint) => instant / DAY;
+    const windowDays = table.filter((row) => {
+      const day = dayOf(micros(String(row.timestamp)));
+      return day >= dayOf(SETTLED_FROM.newest) && day <= dayOf(SETTLED_UNTIL);
+    });
+    const scan = bytes(windowDays);
+    expect(bytes(table)).toBeGreaterThan(1.2 * scan);
+    expect(reader.result.bytesProcessed).toBeGreaterThanOrEqual(scan);
+    expect(reader.result.bytesProcessed).toBeLessThanOrEqual(1.2 * scan);
   });
 
   it("reads the next result page only when the follower has taken the last one's records", async () => {
     const { standIn, hub } = await bigQuery(FIVE_DAYS);
     const reader = pacedFollower();
-    hub.follow(LOGS, PARAMS, SETTLED_FROM, reader.follower, micros(NOW) - BigInt(LAG_MS) * 1000n);
+    hub.follow(LOGS, PARAMS, SETTLED_FROM, reader.follower, SETTLED_UNTIL);
     await expect.poll(() => reader.delivered.length).toBe(1);
     // Time for a reader that reads ahead to give itself away.
     await sleep(100);
@@ -140,7 +159,7 @@ describe("a settled run on BigQuery", () => {
   it("whose job's result is gone mid-read queries again from after the last record delivered", async () => {
     const { standIn, hub } = await bigQuery(FIVE_DAYS);
     const reader = pacedFollower();
-    hub.follow(LOGS, PARAMS, SETTLED_FROM, reader.follower, micros(NOW) - BigInt(LAG_MS) * 1000n);
+    hub.follow(LOGS, PARAMS, SETTLED_FROM, reader.follower, SETTLED_UNTIL);
     reader.allow(PAGE_ROWS + 10);
     await expect.poll(() => reader.delivered.length).toBe(PAGE_ROWS + 11);
     standIn.expireJobs();
@@ -259,7 +278,7 @@ describe("a settled run on DuckDB", () => {
     });
     const hub = hubOn(engine);
     const reader = pacedFollower();
-    hub.follow(LOGS, PARAMS, SETTLED_FROM, reader.follower, micros(NOW) - BigInt(LAG_MS) * 1000n);
+    hub.follow(LOGS, PARAMS, SETTLED_FROM, reader.follower, SETTLED_UNTIL);
     reader.allow(100);
     await expect.poll(() => reader.delivered.length).toBe(101);
     expect(pulled).toBe(0);

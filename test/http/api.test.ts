@@ -12,6 +12,7 @@ import { loadQueries } from "../../src/endpoints/queries.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
 import { createLogger } from "../../src/logger.ts";
 import {
+  DAY,
   edgeLog,
   edgeMetadata,
   edgeRequests,
@@ -155,6 +156,9 @@ describe("the three endpoints", () => {
       // No cursor: the position of the next page binds as two nulls.
       string("cursor_timestamp", null),
       string("cursor_id", null),
+      // The window the SQL prunes by: PRO's 7 days back from now, and no end.
+      string("window_start", shift(NOW, -7n * DAY)),
+      string("window_end", "9999-12-31T23:59:59.999999Z"),
     ]);
   });
 

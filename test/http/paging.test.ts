@@ -224,6 +224,7 @@ describe("a page walk on BigQuery", () => {
       projectId: "test-project",
       dataset: "logs",
       apiEndpoint: standIn.url,
+      now: standIn.clock,
       jobTimeoutMs: 10_000,
     });
     const app = await buildApp({ engine, apiKeys: [API_KEY], cursorSecret: SECRET, deployment });

@@ -17,7 +17,7 @@ import {
 } from "../support/fixtures.ts";
 import type { Column, Params, Row } from "../support/googlesql.ts";
 import { jsonSchemaValidator, schemaErrors } from "../support/json-schema.ts";
-import { bigQueryEndpoints, bigQuerySql } from "../support/queries.ts";
+import { bigQueryEndpoints, bigQuerySql, windowed } from "../support/queries.ts";
 import { referenceEngine } from "../support/reference-engine.ts";
 
 type TypeProto = Column["type"];
@@ -172,7 +172,7 @@ describe.each(catalog.map((endpoint): [string, EndpointDefinition] => [endpoint.
       if (!fixture) throw new Error(`no NULL fixture for ${name}`);
       const { rows } = await engine.query(bigQuerySql(name), {
         tables: { [fixture.table]: fixture.rows },
-        params: fixture.params,
+        params: windowed(name, fixture.params, NOW),
         now: NOW,
       });
       expect(rows.length).toBeGreaterThan(0);

@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { type SchemaField, sourceTables } from "../../src/schema.ts";
 import { parseIsoTimestamp } from "../../src/time.ts";
 import { type Column, GoogleSql, type Row, referencedParams } from "./googlesql.ts";
+import { type PartitionedScan, scansOf } from "./time-bounds.ts";
 
 export type StandInFault = { times?: number } & (
   | { kind: "invalidQuery" | "notFound" | "backendError" }
@@ -86,7 +87,9 @@ interface ApiFailure {
   message: string;
 }
 
-type Outcome = { columns: Column[]; rows: Row[] } | { failure: ApiFailure };
+/** A query's answer and the bytes the byte model bills it. */
+type Answer = { columns: Column[]; rows: Row[]; bytesProcessed: number };
+type Outcome = Answer | { failure: ApiFailure };
 
 interface Job {
   reference: { projectId: string; jobId: string; location: string };
@@ -162,6 +165,15 @@ export class BigQueryStandIn {
    * every source table. A query naming one fails as BigQuery's does, dry runs included.
    */
   missing: string[] = [];
+  /**
+   * The stand-in's clock in epoch µs, for the engine that queries it: the engine computes the
+   * windows it binds from "now", which here is `now`, as CURRENT_TIMESTAMP is.
+   */
+  readonly clock = (): bigint => {
+    const micros = parseIsoTimestamp(this.now);
+    if (micros === undefined) throw new Error(`the stand-in's now is no instant: ${this.now}`);
+    return micros;
+  };
   readonly requests: RecordedRequest[] = [];
   /** The jobs.query calls received, oldest first. */
   readonly queryCalls: AnsweredQuery[] = [];
@@ -375,10 +387,40 @@ export class BigQueryStandIn {
     const missing = referencedParams(query).find((name) => !(name in params));
     if (missing) return invalidQuery(`Query parameter '${missing}' not found`);
     try {
-      return await this.engine.query(query, { tables: this.tables, params, now: this.now });
+      const answer = await this.engine.query(query, { tables: this.tables, params, now: this.now });
+      const scans = await scansOf(this.engine, query);
+      return { ...answer, bytesProcessed: this.bytesScanned(scans, params) };
     } catch (error) {
       return { failure: harnessFailure(error) };
     }
+  }
+
+  /**
+   * The bytes BigQuery bills a query, modelled on day-partitioned source tables: each scan reads the
+   * UTC days between the bounds its filter puts on `timestamp` in prunable form (time-bounds.ts),
+   * bound by the parameters' values, or every day the table holds when it has no such bound. A
+   * day's bytes are its rows' JSON size.
+   */
+  private bytesScanned(scans: PartitionedScan[], params: Record<string, string | null>): number {
+    let bytes = 0;
+    for (const { table, bounds } of scans) {
+      const edge = (side: "lower" | "upper") =>
+        bounds
+          .filter((b) => b.side === side)
+          .map((b) => parseIsoTimestamp(params[b.param] ?? ""))
+          .filter((micros) => micros !== undefined)
+          .map((micros) => micros / DAY_MICROS);
+      const [lowers, uppers] = [edge("lower"), edge("upper")];
+      const first = lowers.length > 0 ? lowers.reduce((a, b) => (a > b ? a : b)) : undefined;
+      const last = uppers.length > 0 ? uppers.reduce((a, b) => (a < b ? a : b)) : undefined;
+      for (const row of this.tables[table] ?? []) {
+        const day = (parseIsoTimestamp(String(row.timestamp)) ?? 0n) / DAY_MICROS;
+        if ((first === undefined || day >= first) && (last === undefined || day <= last)) {
+          bytes += Buffer.byteLength(JSON.stringify(row));
+        }
+      }
+    }
+    return bytes;
   }
 
   private async results(jobId: string, query: URLSearchParams, res: ServerResponse): Promise<void> {
@@ -419,7 +461,7 @@ export class BigQueryStandIn {
   }
 
   /** The rows of one page and the answer's metadata, as jobs.query and getQueryResults give them. */
-  private page(outcome: { columns: Column[]; rows: Row[] }, query: URLSearchParams) {
+  private page(outcome: Answer, query: URLSearchParams) {
     const start = Number(query.get("pageToken") ?? query.get("startIndex") ?? 0);
     const pageSize = Number(query.get("maxResults") ?? outcome.rows.length);
     const end = Math.min(start + pageSize, outcome.rows.length);
@@ -434,12 +476,15 @@ export class BigQueryStandIn {
       totalRows: String(outcome.rows.length),
       ...(page.length > 0 && { rows: page }),
       ...(end < outcome.rows.length && { pageToken: String(end) }),
-      totalBytesProcessed: String(Buffer.byteLength(JSON.stringify(this.tables))),
+      // A later page of a kept result is read, not queried: it bills nothing.
+      totalBytesProcessed: query.has("pageToken") ? "0" : String(outcome.bytesProcessed),
       jobComplete: true,
       cacheHit: false,
     };
   }
 }
+
+const DAY_MICROS = 86_400_000_000n;
 
 /** A stand-in listening on a free loopback port; `close()` it after the test. */
 export async function startBigQueryStandIn(options: StandInOptions): Promise<BigQueryStandIn> {

@@ -223,6 +223,8 @@ function datetimeMicros(bits: bigint, nanos: number): bigint {
 // The client
 
 export type Row = Record<string, unknown>;
+/** A node of the analyzer's resolved tree, as decoded from its protos. */
+export type ResolvedNode = Record<string, unknown>;
 export type Params = Record<string, string | null | undefined>;
 
 export interface Column {
@@ -393,16 +395,26 @@ export class GoogleSql {
 
   /** Validates a query against the catalog (BigQuery's APPROX_QUANTILES included) and returns its output columns. */
   async analyze(sql: string): Promise<Column[]> {
+    const scan = (await this.resolve(sql)).resolved_query_stmt_node as
+      | { output_column_list?: { name: string; column: { type: TypeProto } }[] }
+      | undefined;
+    return (scan?.output_column_list ?? []).map(
+      (c: { name: string; column: { type: TypeProto } }) => ({ name: c.name, type: c.column.type }),
+    );
+  }
+
+  /**
+   * The analyzer's resolved tree of a query (AnyResolvedStatementProto, as proto-loader decodes it):
+   * its structure, whatever the text's layout. Throws GoogleSqlError when the query is invalid.
+   */
+  async resolve(sql: string): Promise<ResolvedNode> {
     const now = "1970-01-01T00:00:00Z";
     const response = await this.call("Analyze", {
       sql_statement: sql,
       options: await this.analyzerOptions(referencedParams(sql), now),
       simple_catalog: await this.catalog(now),
     });
-    const scan = response.resolved_statement?.resolved_query_stmt_node;
-    return (scan?.output_column_list ?? []).map(
-      (c: { name: string; column: { type: TypeProto } }) => ({ name: c.name, type: c.column.type }),
-    );
+    return response.resolved_statement ?? {};
   }
 
   private tableContent(tables: Record<string, Row[]>) {

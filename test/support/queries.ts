@@ -2,6 +2,9 @@
 // run on the reference engine.
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import type { SqlParams } from "../../src/endpoints/params.ts";
+import { withTimeWindow } from "../../src/endpoints/window.ts";
+import { parseIsoTimestamp } from "../../src/time.ts";
 import type { Params, QueryResult, Row } from "./googlesql.ts";
 import { referenceEngine } from "./reference-engine.ts";
 
@@ -21,6 +24,18 @@ export function bigQuerySql(endpoint: string): string {
 }
 
 /**
+ * `params` with the time window the BigQuery engine binds for `query` (an endpoint name, or a
+ * variant such as window/logs.all) at `now`: the service's own computation (src/endpoints/window.ts),
+ * which the SQL tests prove together with the SQL against answers they compute themselves.
+ */
+export function windowed(query: string, params: Params, now: string): SqlParams {
+  const endpoint = query.slice(query.lastIndexOf("/") + 1);
+  const micros = parseIsoTimestamp(now);
+  if (micros === undefined) throw new Error(`not an instant: ${now}`);
+  return withTimeWindow(endpoint, params as SqlParams, micros);
+}
+
+/**
  * Runs one endpoint's BigQuery SQL on the reference engine over rows of one table, with default
  * params the caller may override, at a pinned `now`. Closes its client after the test file.
  */
@@ -28,5 +43,9 @@ export function endpointQuery(endpoint: string, table: string, defaults: Params,
   const engine = referenceEngine();
   const sql = bigQuerySql(endpoint);
   return (rows: Row[], params: Params = {}): Promise<QueryResult> =>
-    engine.query(sql, { tables: { [table]: rows }, params: { ...defaults, ...params }, now });
+    engine.query(sql, {
+      tables: { [table]: rows },
+      params: windowed(endpoint, { ...defaults, ...params }, now),
+      now,
+    });
 }

@@ -49,6 +49,7 @@ export async function standInEngine(
     projectId: "test-project",
     dataset: "logs",
     apiEndpoint: standIn.url,
+    now: standIn.clock,
     jobTimeoutMs: 10_000,
     retry: { attempts: 2, initialDelayMs: 1, maxDelayMs: 1 },
     ...options.engine,

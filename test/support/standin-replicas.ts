@@ -37,6 +37,7 @@ export async function replicasOnStandIn(options: {
     projectId: "test-project",
     dataset: "logs",
     apiEndpoint: standIn.url,
+    now: standIn.clock,
     jobTimeoutMs: 10_000,
   });
   closers.push(() => engine.close());

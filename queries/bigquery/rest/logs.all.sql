@@ -2,8 +2,8 @@
 -- through after the cursor (cursor_timestamp, cursor_id), in its order, with no LIMIT. The service
 -- runs it once for a walk's second page and reads the later pages from the job's kept result, which
 -- BigQuery serves without a new query or new bytes. Conditions as in logs.all.sql, which holds the
--- rules; the cursor is always given, so its bound stands on its own in the top-level AND, where it
--- narrows the partitions read.
+-- rules; the cursor is always given, so the window's end is at or before it and narrows the
+-- partitions read.
 SELECT
   t.id,
   t.timestamp,
@@ -11,15 +11,9 @@ SELECT
   t.metadata
 FROM edge_logs AS t
 WHERE t.project = @project
-  AND t.timestamp > TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL CASE @project_tier
-      WHEN 'PRO' THEN 7
-      WHEN 'PAYG' THEN 90
-      WHEN 'ENTERPRISE' THEN 90
-      ELSE 1
-    END DAY)
-  -- An empty or absent bound compares as NULL, which IFNULL turns into "no bound".
-  AND IFNULL(t.timestamp > CAST(NULLIF(@iso_timestamp_start, '') AS TIMESTAMP), TRUE)
-  AND IFNULL(t.timestamp <= CAST(NULLIF(@iso_timestamp_end, '') AS TIMESTAMP), TRUE)
+  -- The window, as in logs.all.sql: window_end is at or before the cursor's timestamp.
+  AND t.timestamp > CAST(@window_start AS TIMESTAMP)
+  AND t.timestamp <= CAST(@window_end AS TIMESTAMP)
   -- A class's x stands for any digit: 5xx is LIKE '5__', which a 3-digit code of 500-599 matches.
   AND (@status IS NULL OR EXISTS (
     SELECT 1
@@ -36,7 +30,6 @@ WHERE t.project = @project
   -- A substring, not a LIKE pattern: % _ and \ in it are plain characters.
   AND (@search IS NULL OR STRPOS(LOWER(t.event_message), LOWER(@search)) > 0)
   AND (@search_regex IS NULL OR REGEXP_CONTAINS(t.event_message, @search_regex))
-  AND t.timestamp <= CAST(@cursor_timestamp AS TIMESTAMP)
   -- After the cursor in this order: an older record, or one at its instant with a lower id. A NULL
   -- id sorts as '' (last among equal timestamps).
   AND (t.timestamp < CAST(@cursor_timestamp AS TIMESTAMP)

@@ -11,19 +11,10 @@ SELECT
   t.metadata
 FROM edge_logs AS t
 WHERE t.project = @project
-  -- The window first, each bound a comparison of the column itself with parameters: the filters
-  -- below then read only the rows in the window, so their cost follows the window asked. An empty
-  -- or absent bound is no bound: the first or last instant a TIMESTAMP holds.
-  AND t.timestamp > GREATEST(
-    TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL CASE @project_tier
-      WHEN 'PRO' THEN 7
-      WHEN 'PAYG' THEN 90
-      WHEN 'ENTERPRISE' THEN 90
-      ELSE 1
-    END DAY),
-    IFNULL(CAST(NULLIF(@iso_timestamp_start, '') AS TIMESTAMP), TIMESTAMP '0001-01-01 00:00:00+00'))
-  AND t.timestamp >= IFNULL(CAST(@after_timestamp AS TIMESTAMP), TIMESTAMP '0001-01-01 00:00:00+00')
-  AND t.timestamp <= IFNULL(CAST(NULLIF(@iso_timestamp_end, '') AS TIMESTAMP), TIMESTAMP '9999-12-31 23:59:59.999999+00')
+  -- The window, as in logs.all.sql; a resumed stream's window starts at its position's instant
+  -- (window_start is then no earlier than 1 µs before after_timestamp).
+  AND t.timestamp > CAST(@window_start AS TIMESTAMP)
+  AND t.timestamp <= CAST(@window_end AS TIMESTAMP)
   -- A class's x stands for any digit: 5xx is LIKE '5__', which a 3-digit code of 500-599 matches.
   AND (@status IS NULL OR EXISTS (
     SELECT 1

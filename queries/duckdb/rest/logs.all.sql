@@ -1,5 +1,5 @@
 -- The rest of a page walk of logs.all in DuckDB: the same rows as
--- queries/bigquery/rest/logs.all.sql. $now is the query's CURRENT_TIMESTAMP, bound by the engine.
+-- queries/bigquery/rest/logs.all.sql, with the window the engine binds (src/endpoints/window.ts).
 SELECT
   t.id,
   t.timestamp,
@@ -7,14 +7,8 @@ SELECT
   t.metadata
 FROM edge_logs AS t
 WHERE t.project = $project
-  AND t.timestamp > $now - to_days(CASE $project_tier
-      WHEN 'PRO' THEN 7
-      WHEN 'PAYG' THEN 90
-      WHEN 'ENTERPRISE' THEN 90
-      ELSE 1
-    END)
-  AND coalesce(t.timestamp > CAST(nullif($iso_timestamp_start, '') AS TIMESTAMPTZ), TRUE)
-  AND coalesce(t.timestamp <= CAST(nullif($iso_timestamp_end, '') AS TIMESTAMPTZ), TRUE)
+  AND t.timestamp > CAST($window_start AS TIMESTAMPTZ)
+  AND t.timestamp <= CAST($window_end AS TIMESTAMPTZ)
   -- A class's x stands for any digit: 5xx is LIKE '5__', which a 3-digit code of 500-599 matches.
   -- Lists are searched with lambdas rather than unnested: one pass over each record's elements.
   AND ($status IS NULL OR len(list_filter(
@@ -26,10 +20,10 @@ WHERE t.project = $project
     string_split($method, ',')))
   AND ($path IS NULL OR len(list_filter(
     flatten(list_transform(t.metadata, m -> m.request)), q -> starts_with(q.path, $path))) > 0)
-  -- A substring, not a LIKE pattern: % _ and \ in it are plain characters.
-  AND ($search IS NULL OR contains(lower(t.event_message), lower($search)))
+  -- A substring, not a LIKE pattern: % _ and \ in it are plain characters. Lowered as BigQuery
+  -- lowers (queries/duckdb/macros.sql): İ and a final Σ lower differently in DuckDB's lower().
+  AND ($search IS NULL OR contains(bigquery_lower(t.event_message), bigquery_lower($search)))
   AND ($search_regex IS NULL OR regexp_matches(t.event_message, $search_regex))
-  AND t.timestamp <= CAST($cursor_timestamp AS TIMESTAMPTZ)
   AND (t.timestamp < CAST($cursor_timestamp AS TIMESTAMPTZ)
     OR coalesce(t.id, '') < $cursor_id)
 ORDER BY t.timestamp DESC, coalesce(t.id, '') DESC

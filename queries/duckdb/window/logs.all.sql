@@ -9,16 +9,9 @@ FROM edge_logs AS t
 WHERE t.project = $project
   -- The window first, each bound a comparison of the column itself, which the scan applies: the
   -- filters below then read only the rows in the window, so their cost follows the window asked.
-  AND t.timestamp > greatest(
-    $now - to_days(CASE $project_tier
-      WHEN 'PRO' THEN 7
-      WHEN 'PAYG' THEN 90
-      WHEN 'ENTERPRISE' THEN 90
-      ELSE 1
-    END),
-    coalesce(CAST(nullif($iso_timestamp_start, '') AS TIMESTAMPTZ), '-infinity'))
-  AND t.timestamp >= coalesce(CAST($after_timestamp AS TIMESTAMPTZ), '-infinity')
-  AND t.timestamp <= coalesce(CAST(nullif($iso_timestamp_end, '') AS TIMESTAMPTZ), 'infinity')
+  -- A resumed stream's window starts at its position's instant.
+  AND t.timestamp > CAST($window_start AS TIMESTAMPTZ)
+  AND t.timestamp <= CAST($window_end AS TIMESTAMPTZ)
   -- A class's x stands for any digit: 5xx is LIKE '5__', which a 3-digit code of 500-599 matches.
   -- So a response matches when the list holds its code or its class: one lookup per response, not
   -- a LIKE per term (a 20-term list took twice as long that way).
