@@ -142,7 +142,7 @@ export function createRunner(deps: {
     if (kept?.walk === walk && readPage) {
       try {
         // A read of a kept result runs no query: it bills no bytes.
-        const read = () => whole(readPage.call(engine, kept.place, request));
+        const read = () => whole(readPage.call(engine, kept.place, { ...request, walk: params }));
         return {
           found: await measured(async () => ({ bytesProcessed: 0, ...(await read()) })),
           walk,

@@ -1,8 +1,10 @@
 // One window of history read with one query, however many records it holds: the SQL has no LIMIT,
 // and its result is read a chunk at a time as the reader pulls — BigQuery's result pages of the job
-// (which run no query and bill no bytes), DuckDB's streamed result. A reader that pulls slowly holds
-// one chunk, never the window. Should BigQuery drop the job's result before the reader is done (it
-// keeps one about a day), the query runs again from after the last row handed out.
+// (which run no query and bill no bytes), DuckDB's streamed result. On BigQuery a reader that pulls
+// slowly holds one page, never the window; on DuckDB the open result holds a connection, its
+// transaction and the sorted window, so the engine closes one nobody pulls from for a few seconds.
+// Should the result be gone before the reader is done (BigQuery keeps one about a day, DuckDB closed
+// an idle one), the query runs again from after the last row handed out, or from the start.
 import {
   type QueryEngine,
   type QueryRequest,
@@ -26,11 +28,14 @@ export async function* readWindow(
   after: (row: Row) => SqlParams,
   cost: ReadCost,
 ): AsyncGenerator<Row[], void, undefined> {
-  let params = request.params;
+  let last: Row | undefined;
+  let goneUnread = false;
   for (;;) {
+    const params = last === undefined ? request.params : after(last);
     const first = await engine.run({ ...request, params, keepResult: true, streamResult: true });
     cost.bytesProcessed += first.bytesProcessed ?? 0;
-    let last = first.rows.at(-1);
+    const lastBefore = last;
+    last = first.rows.at(-1) ?? last;
     try {
       if (first.rows.length > 0) yield first.rows;
       if (first.more) {
@@ -50,10 +55,11 @@ export async function* readWindow(
       if (!first.truncated || first.rest) return;
     } catch (error) {
       if (!(error instanceof ResultGoneError)) throw error;
+      // Twice gone before a row was read: an engine that keeps nothing, not one to query forever.
+      if (last === lastBefore && goneUnread) throw error;
+      goneUnread = last === lastBefore;
     } finally {
       await first.more?.return();
     }
-    if (last === undefined) return;
-    params = after(last);
   }
 }

@@ -8,7 +8,7 @@ import { PassThroughClient } from "google-auth-library";
 import { withTimeWindow } from "../endpoints/window.ts";
 import { sourceTables } from "../schema.ts";
 import { labelValue } from "../telemetry/attribution.ts";
-import { dateToMicros } from "../time.ts";
+import { dateToMicros, parseIsoTimestamp } from "../time.ts";
 import { decodeRows, type RestField, type RestRow } from "./bigquery-rows.ts";
 import {
   EngineError,
@@ -18,6 +18,7 @@ import {
   type QueryResult,
   ResultGoneError,
   type ResultPlace,
+  type Row,
 } from "./engine.ts";
 
 /** Whole-query retries of rate-limit and backend failures; see docs/engines.md, "Timeouts and retries". */
@@ -221,12 +222,26 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEn
           : engineError(failure, jobId, attempts, options.jobTimeoutMs),
     );
     // The job's bytes were billed once, by its query: a page read processes none.
-    const { fields, rows, pageToken } = page;
+    const { fields, pageToken } = page;
+    const rows = decodeRows(fields, page.rows);
+    const held = request.walk ? rows.filter(heldBy(request.endpoint, request.walk)) : rows;
+    const more = Boolean(pageToken) && held.length === rows.length;
     return {
-      rows: decodeRows(fields, rows),
-      truncated: Boolean(pageToken),
+      rows: held,
+      truncated: more,
       jobId: place.jobId,
-      ...(pageToken && { rest: { ...place, pageToken } }),
+      ...(more && { rest: { ...place, pageToken: pageToken as string } }),
+    };
+  }
+
+  /** Whether a walk's row is still in its window now: after the window's start (retention's edge). */
+  function heldBy(endpoint: string, params: QueryRequest["params"]): (row: Row) => boolean {
+    const start = withTimeWindow(endpoint, params, clock()).window_start;
+    const edge = start ? parseIsoTimestamp(start) : undefined;
+    if (edge === undefined) return () => true;
+    return (row) => {
+      const at = parseIsoTimestamp(String(row.timestamp));
+      return at === undefined || at > edge;
     };
   }
 

@@ -20,6 +20,7 @@ import {
   type QueryEngine,
   type QueryRequest,
   type QueryResult,
+  ResultGoneError,
   type Row,
   type StreamedRows,
 } from "./engine.ts";
@@ -33,12 +34,27 @@ export interface DuckDbEngineOptions {
   timeoutMs?: number;
   /** DuckDB's memory limit (`DUCKDB_MEMORY_LIMIT`, e.g. `4GB`); beyond it, work spills to disk. */
   memoryLimit?: string;
+  /**
+   * A streamed result nobody pulls from for this long is closed (its next pull throws
+   * ResultGoneError); default STREAM_IDLE_MS.
+   */
+  streamIdleMs?: number;
 }
+
+/**
+ * How long a streamed result may wait for its reader. An open one holds a connection, a
+ * transaction (CHECKPOINT fails, the WAL grows) and the sorted window in memory, outside the
+ * admission gate's count: a client that keeps its socket open but stops reading must not hold them
+ * for longer. The reader that comes back queries again from after its last row.
+ */
+export const STREAM_IDLE_MS = 5_000;
 
 export interface DuckDbEngine extends QueryEngine {
   readonly dialect: "duckdb";
   /** A new connection to this engine's database (time zone UTC), e.g. to load tables; close it after use. */
   connect(): Promise<DuckDBConnection>;
+  /** Streamed results still open, each holding a connection (STREAM_IDLE_MS bounds how long). */
+  openStreams(): number;
 }
 
 /** The name `$now` binds to in every query. */
@@ -66,6 +82,7 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
   const clock = options.now ?? (() => dateToMicros(new Date()));
 
   const connect = () => instance.connect();
+  const streams = { open: 0 };
 
   async function run(request: QueryRequest): Promise<QueryResult> {
     const connection = await connect();
@@ -92,7 +109,13 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
         // The first chunk waits for the query's heavy part (its filter and sort): within the
         // deadline; the rest is read from its result as pulled, the connection held until then.
         const first = await chunks.next();
-        const more = restOf(chunks as AsyncIterableIterator<Row[]>, connection, prepared);
+        const more = restOf(
+          chunks as AsyncIterableIterator<Row[]>,
+          connection,
+          prepared,
+          options.streamIdleMs ?? STREAM_IDLE_MS,
+          streams,
+        );
         prepared = undefined;
         streaming = true;
         return { rows: first.done ? [] : (first.value as Row[]), truncated: false, more };
@@ -129,6 +152,7 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
     dialect: "duckdb",
     run,
     connect,
+    openStreams: () => streams.open,
     async ping() {
       const connection = await connect();
       try {
@@ -145,28 +169,51 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
 
 /**
  * A streamed result's chunks after the first. Its connection closes when they end, fail or are
- * returned, even unread (a generator's own cleanup would not run then).
+ * returned, even unread (a generator's own cleanup would not run then), or when nobody pulls the
+ * next chunk within `idleMs`: that pull then throws ResultGoneError.
  */
 function restOf(
   chunks: AsyncIterableIterator<Row[]>,
   connection: DuckDBConnection,
   prepared: DuckDBPreparedStatement,
+  idleMs: number,
+  streams: { open: number },
 ): StreamedRows {
   let open = true;
+  streams.open++;
+  let idle: NodeJS.Timeout | undefined;
   const finished = { done: true, value: undefined } as const;
   const close = () => {
+    clearTimeout(idle);
     if (!open) return finished;
     open = false;
+    streams.open--;
     prepared.destroySync();
     connection.closeSync();
     return finished;
   };
+  let closedIdle = false;
+  const awaitPull = () => {
+    idle = setTimeout(() => {
+      closedIdle = true;
+      close();
+    }, idleMs);
+    idle.unref();
+  };
+  awaitPull();
   return {
     async next() {
+      clearTimeout(idle);
+      if (closedIdle) {
+        throw new ResultGoneError(`The streamed result waited ${idleMs} ms unread and was closed.`);
+      }
       try {
         for (let chunk = await chunks.next(); open; chunk = await chunks.next()) {
           if (chunk.done) return close();
-          if (chunk.value.length > 0) return chunk;
+          if (chunk.value.length > 0) {
+            awaitPull();
+            return chunk;
+          }
         }
         return finished;
       } catch (error) {

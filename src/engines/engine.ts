@@ -73,7 +73,14 @@ export interface StreamedRows extends AsyncIterableIterator<Row[]> {
 export type PageRequest = Pick<
   QueryRequest,
   "endpoint" | "maxRows" | "trigger" | "credential" | "deadline" | "signal"
->;
+> & {
+  /**
+   * A page walk's parameters (its rows newest first). The window they name starts later as time
+   * passes (the tier's retention edge) while the result is kept, about a day: a page read drops the
+   * rows its window no longer holds at the read's "now", and the walk ends there (no `rest`).
+   */
+  walk?: QueryRequest["params"];
+};
 
 export type Dialect = "bigquery" | "duckdb";
 

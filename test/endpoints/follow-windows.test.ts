@@ -177,6 +177,41 @@ describe("a settled run on BigQuery", () => {
     );
     expect(again).toMatchObject({ after_id: lastOfSecondPage.id });
   });
+  it("whose job's result is gone before a record was read queries its window again", async () => {
+    const { standIn, engine } = await standInEngine({
+      tables: { edge_logs: FIVE_DAYS },
+      now: NOW,
+      engine: { retry: { attempts: 1, initialDelayMs: 1, maxDelayMs: 1 } },
+    });
+    closers.push(() => standIn.close());
+    let runs = 0;
+    // A first answer with no rows but a rest, its job dropped before the rest is read.
+    const emptyFirst: QueryEngine = {
+      ...engine,
+      run: async (request) => {
+        const result = await engine.run(request);
+        if (runs++ > 0) return result;
+        standIn.expireJobs();
+        return { ...result, rows: [] };
+      },
+    };
+    const reader = pacedFollower();
+    reader.allow(Number.POSITIVE_INFINITY);
+    hubOn(emptyFirst).follow(
+      LOGS,
+      PARAMS,
+      SETTLED_FROM,
+      reader.follower,
+      micros(NOW) - BigInt(LAG_MS) * 1000n,
+    );
+    await expect.poll(() => reader.result.cursor).toBeDefined();
+
+    expect(ids(reader.delivered)).toEqual(ids(inOrder(FIVE_DAYS)));
+    expect(standIn.queryCalls).toHaveLength(2);
+    expect(standIn.queryCalls[1]?.body.queryParameters).toEqual(
+      standIn.queryCalls[0]?.body.queryParameters,
+    );
+  });
 });
 
 describe("a catch-up on BigQuery", () => {
@@ -256,5 +291,32 @@ describe("a settled run on DuckDB", () => {
     expect(ids(reader.delivered)).toEqual(ids(inOrder(rows)));
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({ trigger: "export", streamResult: true });
+  });
+});
+
+describe("a settled run on DuckDB whose follower stops pulling", () => {
+  it("closes its streamed result, and reads on from after the last record when pulled again", async () => {
+    const duck = await createDuckDbEngine({ now: () => micros(NOW), streamIdleMs: 20 });
+    closers.push(() => duck.close());
+    const rows = Array.from({ length: 5000 }, (_, i) =>
+      edgeLog(shift(NOW, -BigInt(i + 2) * MINUTE), { id: `minutely-${i}` }),
+    );
+    await replaceTables(duck, { edge_logs: rows });
+    const runs: QueryRequest[] = [];
+    const hub = hubOn(recordingInto(runs)(duck));
+    const reader = pacedFollower();
+    hub.follow(LOGS, PARAMS, SETTLED_FROM, reader.follower, micros(NOW) - BigInt(LAG_MS) * 1000n);
+    // Into the second of DuckDB's 2048-row chunks, then the reader stalls.
+    reader.allow(2100);
+    await expect.poll(() => reader.delivered.length).toBe(2101);
+    await expect.poll(() => duck.openStreams()).toBe(0);
+    reader.allow(Number.POSITIVE_INFINITY);
+    await expect.poll(() => reader.result.cursor).toBeDefined();
+
+    expect(ids(reader.delivered)).toEqual(ids(inOrder(rows)));
+    // A machine slow enough to close it early too makes more queries, never other records.
+    const lastOfSecondChunk = reader.delivered[2 * 2048 - 1];
+    expect(runs.map((run) => run.params.after_id)).toContain(lastOfSecondChunk?.id);
+    expect(duck.openStreams()).toBe(0);
   });
 });

@@ -261,6 +261,18 @@ describe("a page walk on BigQuery", () => {
     expect(pages[3]?.bytes).toBeGreaterThan(0);
   });
 
+  it("ends a walk read on a day later where the retention edge has moved into it", async () => {
+    const { get, standIn } = await start();
+    // Pages 1 and 2, then the clock moves on nearly a day: FREE's day starts 50 s before SHARED.
+    const later = shift(SHARED, DAY - 50n * SECOND);
+    const pages = await pageThrough(get, base, (page) => {
+      if (page === 2) standIn.now = later;
+      return get;
+    });
+    expectWholeWindow(pages, expectedIds(PROJECT, shift(later, -DAY)));
+    expect(standIn.queryCalls).toHaveLength(2);
+  });
+
   it("is served across replicas that share the secret; another deployment reads by position", async () => {
     const { get, standIn } = await start();
     const replica = await another(standIn, "test-project.logs");
