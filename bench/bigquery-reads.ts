@@ -30,7 +30,7 @@ import { GoogleSqlServer, type Row } from "../test/support/googlesql.ts";
 const API_KEY = "bench-key-0123456789abcdef";
 const NOW = "2026-11-21T05:17:42.123456Z";
 /** The last commit of main before issue 35's work. */
-const LAST_BEFORE_ISSUE_35 = "c4c2304be766f6d094456304e9962dce64f955ab";
+const LAST_BEFORE_ISSUE_35 = "6d0c8d012a6dcecf3be6e1866e1833ae0d8556dd";
 /** The service's defaults, which --speedup divides for the live hour. */
 const INTERVAL_MS = 5_000;
 const LAG_MS = 60_000;
