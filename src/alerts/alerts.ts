@@ -356,13 +356,11 @@ export class Alerts {
 /** Whether the credential may call the rule's endpoint with its parameters, its scope fixing nothing else. */
 function mayCall(credential: Credential, rule: AlertRule): boolean {
   const written: RawQuery = rule.rawParams;
-  try {
-    const authorized = authorize(credential, rule.endpoint, written);
-    const names = new Set([...Object.keys(written), ...Object.keys(authorized)]);
-    return [...names].every((name) => authorized[name] === written[name]);
-  } catch {
-    return false;
-  }
+  const decision = authorize(credential, rule.endpoint, written);
+  if ("refused" in decision) return false;
+  const authorized = decision.granted;
+  const names = new Set([...Object.keys(written), ...Object.keys(authorized)]);
+  return [...names].every((name) => authorized[name] === written[name]);
 }
 
 function listing(rule: AlertRule, state: RuleState): AlertListing {

@@ -3,29 +3,45 @@
 // the request either omits it (the fixed value is then used) or gives exactly that value. The first
 // scope, in the credential's order, that allows the request supplies the values. Applied before
 // validation and before the cache key, so the engine and the cache only ever see in-scope values.
+// The rule answers with a decision, not an error: the HTTP layer maps a refusal to its 403, and the
+// alerts read it as "may not call".
 import { declaredParams, type EndpointDefinition } from "../endpoints/catalog.ts";
-import { HttpError } from "../http/errors.ts";
 import type { Credential, Scope } from "./credential.ts";
 
 export type RawQuery = Readonly<Record<string, unknown>>;
 
-/** The query string the endpoint is run with: the caller's, with the fixed params filled in; or 403. */
+/** Why the scopes refuse a request; `param` is the fixed param it gave another value for, if that is why. */
+export interface ScopeRefusal {
+  readonly code: "forbidden";
+  readonly message: string;
+  readonly param?: string;
+}
+
+/** The query string the endpoint is run with, or why the credential may not run it. */
+export type ScopeDecision = { readonly granted: RawQuery } | { readonly refused: ScopeRefusal };
+
+/** The caller's query string with the fixed params filled in, or a refusal. */
 export function authorize(
   credential: Credential,
   endpoint: EndpointDefinition,
   query: RawQuery,
-): RawQuery {
+): ScopeDecision {
   const found = allowing(credential, endpoint, query);
   // A scope that fixes nothing (full access, the common case) passes the query through as it is.
-  if ("fixed" in found) return isEmpty(found.fixed) ? query : { ...query, ...found.fixed };
+  if ("fixed" in found) {
+    return { granted: isEmpty(found.fixed) ? query : { ...query, ...found.fixed } };
+  }
   const { conflict } = found;
-  throw new HttpError(
-    403,
-    "forbidden",
-    conflict === undefined
-      ? `This credential may not call ${endpoint.name}.`
-      : `This credential may call ${endpoint.name} only with its fixed ${conflict}: omit ${conflict} or send the value GET /api/endpoints lists.`,
-  );
+  return {
+    refused:
+      conflict === undefined
+        ? { code: "forbidden", message: `This credential may not call ${endpoint.name}.` }
+        : {
+            code: "forbidden",
+            message: `This credential may call ${endpoint.name} only with its fixed ${conflict}: omit ${conflict} or send the value GET /api/endpoints lists.`,
+            param: conflict,
+          },
+  };
 }
 
 /** The params the scope that allows this request fixes: none when no scope allows it. */

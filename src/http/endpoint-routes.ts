@@ -16,7 +16,7 @@ import type { CursorCodec } from "../endpoints/cursor.ts";
 import { NO_PARAMS, parseParams, type SqlParams, withWindowStart } from "../endpoints/params.ts";
 import type { Answer, RunEndpoint } from "../endpoints/runner.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
-import { HttpError, sendError } from "./errors.ts";
+import { granted, HttpError, sendError } from "./errors.ts";
 import type { Format } from "./formats/format.ts";
 import { acceptedFormat, MEDIA_TYPES, splitFormatSuffix } from "./formats/negotiate.ts";
 import { sendAnswer } from "./reply.ts";
@@ -73,7 +73,7 @@ export async function endpointRoutes(
       request.queryLog.endpoint = endpoint.name;
       annotateRequestSpan(request, endpoint.name);
       const raw = request.query as RawQuery;
-      const query = authorize(request.credential, endpoint, raw);
+      const query = granted(authorize(request.credential, endpoint, raw));
       const validated = validParams(endpoint, query);
       // Only logs.all takes `since`; the scope is looked at again only for a page that carries
       // the window `since` resolved to.

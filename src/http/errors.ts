@@ -6,6 +6,7 @@ import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { NotCachedError } from "../cache/result-cache.ts";
+import type { RawQuery, ScopeDecision } from "../credentials/scope-rule.ts";
 import { InvalidParamsError } from "../endpoints/params.ts";
 import { AdmissionError } from "../engines/admission.ts";
 import { EngineError } from "../engines/engine.ts";
@@ -68,6 +69,15 @@ export class HttpError extends Error {
     this.code = code;
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
+}
+
+/** The query string the scope rule granted; its refusal is thrown as a 403 in the envelope. */
+export function granted(decision: ScopeDecision): RawQuery {
+  if ("refused" in decision) {
+    const { code, message } = decision.refused;
+    throw new HttpError(ERROR_CODES[code][0], code, message);
+  }
+  return decision.granted;
 }
 
 export const BADLY_ENCODED_URL = "The URL is not validly percent-encoded.";

@@ -16,7 +16,7 @@ import {
 import { retentionDays } from "../endpoints/retention.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
-import { HttpError, sendError } from "./errors.ts";
+import { granted, HttpError, sendError } from "./errors.ts";
 import { type ReservePlace, sendStream } from "./streams/stream-places.ts";
 
 export interface FollowRouteOptions {
@@ -48,7 +48,7 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       // A resume goes on where the stream was, whatever start the URL gives (EventSource reconnects
       // to the URL it opened, `since` and all); only a start the key's scope fixes still bounds it.
       const asked = resume ? withoutStart(raw) : raw;
-      const authorized = authorize(request.credential, endpoint, asked);
+      const authorized = granted(authorize(request.credential, endpoint, asked));
       refusePinnedEnd(authorized);
       const now = hub.now();
       // `since` starts the stream as iso_timestamp_start would.

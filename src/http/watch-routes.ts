@@ -10,7 +10,7 @@ import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
 import { parseParams } from "../endpoints/params.ts";
 import type { RunEndpoint, WatchEndpoint } from "../endpoints/runner.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
-import { HttpError, sendError } from "./errors.ts";
+import { granted, HttpError, sendError } from "./errors.ts";
 import { cacheStatus } from "./reply.ts";
 import { type ReservePlace, sendStream } from "./streams/stream-places.ts";
 
@@ -39,7 +39,7 @@ export async function watchRoutes(app: FastifyInstance, options: WatchRouteOptio
       const { credential } = request;
       const params = parseParams(
         endpoint.params,
-        authorize(credential, endpoint, request.query as RawQuery),
+        granted(authorize(credential, endpoint, request.query as RawQuery)),
       );
       if (!new Negotiator(request).mediaType([EVENT_STREAM])) {
         return sendError(
