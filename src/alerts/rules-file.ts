@@ -6,12 +6,8 @@ import { createHash } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import { z } from "zod";
 import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
-import {
-  InvalidParamsError,
-  parseParams,
-  type SqlParams,
-  withWindowStart,
-} from "../endpoints/params.ts";
+import { InvalidParamsError, parseParams, withWindowStart } from "../endpoints/params.ts";
+import type { SqlParams } from "../endpoints/sql-params.ts";
 import { jsonErrorPlace } from "../json-syntax.ts";
 import { SettingsFileError } from "../watched-file.ts";
 import { type Comparison, parseComparison } from "./conditions.ts";

@@ -49,26 +49,15 @@
 import { LRUCache } from "lru-cache";
 import { UNAVAILABLE } from "../redis/link.ts";
 import { cacheEntryId } from "./cache-key.ts";
+import type { CacheLogger } from "./cache-logger.ts";
 import { ConcurrencyLimit } from "./concurrency-limit.ts";
 import { strongEtag } from "./etag.ts";
+import type { Payload, Rendition } from "./payload.ts";
 import type { SharedResults, SharedValue } from "./shared-results.ts";
 
 export interface CachePolicy {
   ttlSeconds: number;
   warmingSeconds: number;
-}
-
-/** What a loader produces: the serialized body and its response headers (Content-Type, X-Result-Truncated). */
-export interface Payload {
-  body: string;
-  headers: Record<string, string>;
-}
-
-/** Another representation of a value, made from the loaded payload. */
-export interface Rendition {
-  /** Tells an entry's renditions apart. */
-  name: string;
-  render(payload: Payload): Payload;
 }
 
 /** REFRESH: recomputed now because the caller asked for a fresher value than the one held. */
@@ -123,11 +112,6 @@ export interface CacheStats {
   forcedRefreshesRefused: number;
   entries: number;
   bytes: number;
-}
-
-/** The part of a pino logger the cache uses. */
-export interface CacheLogger {
-  warn(fields: Record<string, unknown>, message: string): void;
 }
 
 export interface ResultCacheOptions {

@@ -23,8 +23,9 @@ import { EngineError } from "../engines/engine.ts";
 import { type RedisLink, UNAVAILABLE } from "../redis/link.ts";
 import { defineScripts, EXTEND_IF_HELD } from "../redis/scripts.ts";
 import { cacheEntryId } from "./cache-key.ts";
+import type { CacheLogger } from "./cache-logger.ts";
 import { strongEtag } from "./etag.ts";
-import type { CacheLogger, Payload } from "./result-cache.ts";
+import type { Payload } from "./payload.ts";
 
 /** A value as every replica sees it. */
 export interface SharedValue {

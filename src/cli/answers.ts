@@ -2,7 +2,7 @@
 // page of an endpoint, the endpoint listing. An answer that is not JSON, or not of its shape, is the
 // service's failure, said in one line (exit 5), not a TypeError deep in the command that read it.
 import { z } from "zod";
-import { CliError, EXIT } from "./client.ts";
+import { CliError, EXIT } from "./cli-error.ts";
 import { shown } from "./terminal.ts";
 
 /** A log record (a line of NDJSON, an event's data): any object, written as it is. */

@@ -1,35 +1,9 @@
 // The service as the command-line client sees it: a base URL and a key, GET requests with the key
 // in a header, waits on 429 and 503 as Retry-After says, and every failure as a CliError that says
 // what went wrong and with which exit code. Only HTTP: nothing of the server is imported.
+import { CliError, EXIT } from "./cli-error.ts";
 import { text } from "./streams.ts";
 import { shown } from "./terminal.ts";
-
-/** Exit codes, one per kind of failure, so that a script can tell them apart. */
-export const EXIT = {
-  ok: 0,
-  /** Anything unforeseen. */
-  failed: 1,
-  /** The command line, or a parameter the service refused (400). */
-  usage: 2,
-  /** No key, or a key the service refused (401, 403). */
-  auth: 3,
-  /** No such endpoint (404). */
-  notFound: 4,
-  /** The service failed or would not answer in time (5xx, 429 past the retries). */
-  server: 5,
-  /** The service could not be reached. */
-  network: 6,
-} as const;
-
-export class CliError extends Error {
-  readonly exitCode: number;
-
-  constructor(message: string, exitCode: number) {
-    super(message);
-    this.name = "CliError";
-    this.exitCode = exitCode;
-  }
-}
 
 export interface Connection {
   /** The service's origin, e.g. http://127.0.0.1:3000. */

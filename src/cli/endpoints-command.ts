@@ -2,7 +2,8 @@
 // control characters escaped, or the service's JSON as it sent it with --format json. Either is
 // written only once the whole listing is read and of the shape it should be.
 import { answerOf, listingSchema } from "./answers.ts";
-import { type Connection, EXIT, get } from "./client.ts";
+import { EXIT } from "./cli-error.ts";
+import { type Connection, get } from "./client.ts";
 import { formatOf, type Options } from "./options.ts";
 import { text } from "./streams.ts";
 import { shown } from "./terminal.ts";

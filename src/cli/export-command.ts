@@ -19,7 +19,8 @@ import {
 } from "node:fs";
 import { resolve } from "node:path";
 import { endSchema, shapeOf } from "./answers.ts";
-import { CliError, type Connection, EXIT, get } from "./client.ts";
+import { CliError, EXIT } from "./cli-error.ts";
+import { type Connection, get } from "./client.ts";
 import { formatOf, logsParams, type Options, required } from "./options.ts";
 import {
   csvForStdout,

@@ -1,7 +1,8 @@
 // log-query: the service's command-line client. `main` reads the command line and the
 // environment, runs one command, and answers its exit code; failures are one line on stderr.
 import { readFileSync } from "node:fs";
-import { CliError, type Connection, EXIT } from "./client.ts";
+import { CliError, EXIT } from "./cli-error.ts";
+import type { Connection } from "./client.ts";
 import { listEndpoints } from "./endpoints-command.ts";
 import { runExport } from "./export-command.ts";
 import { COMMAND_HELP, type Options, parse, USAGE } from "./options.ts";

@@ -1,7 +1,7 @@
 // The options every log-query command reads, its usage text, and the helpers the commands share
 // to read them: a required option, a --format, logs.all's filters.
 import { parseArgs } from "node:util";
-import { CliError, EXIT } from "./client.ts";
+import { CliError, EXIT } from "./cli-error.ts";
 
 /** What each exit code means, in a few words; the commands' help lists those they can end with. */
 const EXIT_MEANINGS: Record<number, string> = {

@@ -3,7 +3,8 @@
 // one CSV table. JSON and NDJSON are written as the service sent them once each page (each line)
 // is read as JSON; CSV as sent into a pipe or file, its control characters escaped on a terminal.
 import { answerOf, pageSchema, recordSchema } from "./answers.ts";
-import { CliError, type Connection, EXIT, get } from "./client.ts";
+import { CliError, EXIT } from "./cli-error.ts";
+import { type Connection, get } from "./client.ts";
 import { formatOf, type Options, USAGE } from "./options.ts";
 import { csvForStdout, writeStdout } from "./output.ts";
 import { text } from "./streams.ts";

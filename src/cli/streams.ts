@@ -2,7 +2,7 @@
 // eventsource-parser. What is held is bounded: a server that sends a line, an event or a whole
 // answer longer than any the service sends is not one to trust, and ends the command.
 import { createParser, type EventSourceMessage } from "eventsource-parser";
-import { CliError, EXIT } from "./client.ts";
+import { CliError, EXIT } from "./cli-error.ts";
 
 /** The body's text, chunk by chunk, as it arrives; a connection that breaks is a network error. */
 async function* chunks(response: Response): AsyncGenerator<string> {

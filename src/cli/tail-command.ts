@@ -3,15 +3,8 @@
 // with Last-Event-ID (after a wait that doubles, or Retry-After), so no record is lost or printed
 // twice; an end that says the key is gone stops it.
 import { answerOf, endSchema } from "./answers.ts";
-import {
-  CliError,
-  type Connection,
-  EXIT,
-  errorOf,
-  request,
-  retryDelayMs,
-  sleep,
-} from "./client.ts";
+import { CliError, EXIT } from "./cli-error.ts";
+import { type Connection, errorOf, request, retryDelayMs, sleep } from "./client.ts";
 import { formatOf, logsParams, type Options } from "./options.ts";
 import { formatRecord, recordOf, writeStdout } from "./output.ts";
 import { events } from "./streams.ts";

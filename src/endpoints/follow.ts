@@ -24,7 +24,7 @@ import {
   type StreamPosition,
   startingAt,
 } from "./cursor.ts";
-import type { SqlParams } from "./params.ts";
+import type { SqlParams } from "./sql-params.ts";
 import { type ReadCost, readWindow } from "./window-read.ts";
 
 export interface FollowOptions {

@@ -4,9 +4,7 @@ import { z } from "zod";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import { type CursorCodec, KEPT_PAGE_PARAM, keptPageText, type RecordPosition } from "./cursor.ts";
 import { re2PatternProblem } from "./re2-pattern.ts";
-
-/** Validated parameters as the SQL binds them: every declared name, null when absent. */
-export type SqlParams = Record<string, string | null>;
+import type { SqlParams } from "./sql-params.ts";
 
 export type ParamsSchema = z.ZodType<SqlParams, Record<string, unknown>>;
 

@@ -1,12 +1,11 @@
 // Runs an endpoint: through the result cache when its policy says so, else straight on the engine.
 import { cacheEntryId, cacheKey } from "../cache/cache-key.ts";
+import type { Payload, Rendition } from "../cache/payload.ts";
 import {
   type CacheAnswer,
   type CachePolicy,
   type Demand,
   NotCachedError,
-  type Payload,
-  type Rendition,
   type ResultCache,
   type ValueListener,
 } from "../cache/result-cache.ts";
@@ -19,7 +18,7 @@ import {
 import { inSpan, isTracing } from "../telemetry/tracing.ts";
 import type { EndpointDefinition } from "./catalog.ts";
 import { type CursorCodec, KEPT_PAGE_PARAM, keptPageOf } from "./cursor.ts";
-import type { SqlParams } from "./params.ts";
+import type { SqlParams } from "./sql-params.ts";
 
 /** What the engine did for this request, for the request log; absent when the cache answered. */
 export interface Execution {

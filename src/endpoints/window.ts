@@ -5,8 +5,8 @@
 // reading of "now" per query, and the SQL reads no clock of its own, so every instant a query
 // compares with comes from that one reading: the rules stay exact whoever's clock it is.
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
-import type { SqlParams } from "./params.ts";
 import { retentionDays } from "./retention.ts";
+import type { SqlParams } from "./sql-params.ts";
 
 const SECOND = 1_000_000n;
 const MINUTE = 60n * SECOND;

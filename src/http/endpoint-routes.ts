@@ -13,8 +13,9 @@ import {
   findEndpoint,
 } from "../endpoints/catalog.ts";
 import type { CursorCodec } from "../endpoints/cursor.ts";
-import { NO_PARAMS, parseParams, type SqlParams, withWindowStart } from "../endpoints/params.ts";
+import { NO_PARAMS, parseParams, withWindowStart } from "../endpoints/params.ts";
 import type { Answer, RunEndpoint } from "../endpoints/runner.ts";
+import type { SqlParams } from "../endpoints/sql-params.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { granted, HttpError, sendError } from "./errors.ts";
 import type { Format } from "./formats/format.ts";

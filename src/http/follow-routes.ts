@@ -7,13 +7,9 @@ import { authorize, type RawQuery } from "../credentials/scope-rule.ts";
 import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
 import { type CursorCodec, type StreamPosition, startingAt } from "../endpoints/cursor.ts";
 import type { FollowHub } from "../endpoints/follow.ts";
-import {
-  InvalidParamsError,
-  parseParams,
-  type SqlParams,
-  withWindowStart,
-} from "../endpoints/params.ts";
+import { InvalidParamsError, parseParams, withWindowStart } from "../endpoints/params.ts";
 import { retentionDays } from "../endpoints/retention.ts";
+import type { SqlParams } from "../endpoints/sql-params.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import { granted, HttpError, sendError } from "./errors.ts";

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { CacheAnswer, CacheStatus, Payload } from "../cache/result-cache.ts";
+import type { Payload } from "../cache/payload.ts";
+import type { CacheAnswer, CacheStatus } from "../cache/result-cache.ts";
 import type { Answer, Execution } from "../endpoints/runner.ts";
 
 /**

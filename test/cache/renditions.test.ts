@@ -1,10 +1,9 @@
 // Renditions of a cached value (another format of it): made once per value, kept in the entry's bytes,
 // each with its own strong ETag; on a fake clock, as in result-cache.test.ts.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { Payload, Rendition } from "../../src/cache/payload.ts";
 import {
   type CachePolicy,
-  type Payload,
-  type Rendition,
   ResultCache,
   type ResultCacheOptions,
 } from "../../src/cache/result-cache.ts";

@@ -2,10 +2,10 @@
 // (its timers) together, so advancing time both ages values and fires warming.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { cacheEntryId } from "../../src/cache/cache-key.ts";
+import type { CacheLogger } from "../../src/cache/cache-logger.ts";
+import type { Payload } from "../../src/cache/payload.ts";
 import {
-  type CacheLogger,
   type CachePolicy,
-  type Payload,
   ResultCache,
   type ResultCacheOptions,
 } from "../../src/cache/result-cache.ts";

@@ -4,12 +4,8 @@
 import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { strongEtag } from "../../src/cache/etag.ts";
-import {
-  type CachePolicy,
-  type CacheStatus,
-  type Payload,
-  ResultCache,
-} from "../../src/cache/result-cache.ts";
+import type { Payload } from "../../src/cache/payload.ts";
+import { type CachePolicy, type CacheStatus, ResultCache } from "../../src/cache/result-cache.ts";
 import { SharedResults, type SharedResultsOptions } from "../../src/cache/shared-results.ts";
 import { RedisLink } from "../../src/redis/link.ts";
 import { redisServer } from "../support/redis-server.ts";

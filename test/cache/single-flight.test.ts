@@ -3,7 +3,8 @@
 // show whether they share it). The counter wraps the engine call, as an engine decorator would.
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from "vitest";
-import { type CachePolicy, type Payload, ResultCache } from "../../src/cache/result-cache.ts";
+import type { Payload } from "../../src/cache/payload.ts";
+import { type CachePolicy, ResultCache } from "../../src/cache/result-cache.ts";
 
 const DASHBOARD: CachePolicy = { ttlSeconds: 900, warmingSeconds: 300 };
 

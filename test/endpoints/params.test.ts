@@ -1,12 +1,8 @@
 import { DuckDBInstance } from "@duckdb/node-api";
 import { describe, expect, it } from "vitest";
 import { catalog, findEndpoint } from "../../src/endpoints/catalog.ts";
-import {
-  InvalidParamsError,
-  parseParams,
-  type SqlParams,
-  withWindowStart,
-} from "../../src/endpoints/params.ts";
+import { InvalidParamsError, parseParams, withWindowStart } from "../../src/endpoints/params.ts";
+import type { SqlParams } from "../../src/endpoints/sql-params.ts";
 
 function endpoint(name: string) {
   const found = findEndpoint(name);

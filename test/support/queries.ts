@@ -2,7 +2,7 @@
 // run on the reference engine.
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { SqlParams } from "../../src/endpoints/params.ts";
+import type { SqlParams } from "../../src/endpoints/sql-params.ts";
 import { withTimeWindow } from "../../src/endpoints/window.ts";
 import { parseIsoTimestamp } from "../../src/time.ts";
 import type { Params, QueryResult, Row } from "./googlesql.ts";

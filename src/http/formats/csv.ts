@@ -1,5 +1,5 @@
 import { stringify } from "csv-stringify/sync";
-import { rowsFormat } from "./format.ts";
+import { rowsFormat } from "./rows-format.ts";
 
 /**
  * CSV (RFC 4180: CRLF line ends, quotes doubled): a header row of the endpoint's declared columns

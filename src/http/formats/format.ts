@@ -1,8 +1,5 @@
-// What a representation of an endpoint's result is, and how one is made from the JSON the runner
-// and the cache hold.
-import type { Payload, Rendition } from "../../cache/result-cache.ts";
-import type { Row } from "../../engines/engine.ts";
-import { resultRows } from "./json.ts";
+// What a representation of an endpoint's result is.
+import type { Rendition } from "../../cache/payload.ts";
 
 export interface Format {
   /** As sent; its media type (before the `;`) is what Accept is matched against. */
@@ -11,32 +8,4 @@ export interface Format {
   suffix: string;
   /** How it is made from the JSON payload of an endpoint with these columns; absent for JSON. */
   renditionFor?: (columns: readonly string[]) => Rendition;
-}
-
-/**
- * A format whose body is made from the result's rows and the endpoint's declared columns (a CSV
- * header needs them when there is no row); the other headers (X-Result-Truncated) carry over.
- */
-export function rowsFormat(
-  suffix: string,
-  contentType: string,
-  body: (rows: Row[], columns: readonly string[]) => string,
-): Format {
-  // One rendition per column list: the catalog's lists are few and live as long as the process.
-  const renditions = new Map<readonly string[], Rendition>();
-  const renditionFor = (columns: readonly string[]) => {
-    let rendition = renditions.get(columns);
-    if (!rendition) {
-      const render = (payload: Payload): Payload => ({
-        body: body(resultRows(payload), columns),
-        // Content-Type is among the headers a strong ETag hashes, so equal bodies of two formats
-        // (an empty result) still get distinct ETags.
-        headers: { ...payload.headers, "content-type": contentType },
-      });
-      rendition = { name: suffix, render };
-      renditions.set(columns, rendition);
-    }
-    return rendition;
-  };
-  return { contentType, suffix, renditionFor };
 }

@@ -1,6 +1,6 @@
 // The default representation, `{"result":[...]}`: what the runner makes and the cache stores, and
 // what every other format is rendered from.
-import type { Payload } from "../../cache/result-cache.ts";
+import type { Payload } from "../../cache/payload.ts";
 import type { QueryResult, Row } from "../../engines/engine.ts";
 import type { Format } from "./format.ts";
 

@@ -1,4 +1,4 @@
-import { rowsFormat } from "./format.ts";
+import { rowsFormat } from "./rows-format.ts";
 
 /** NDJSON: each row as the JSON object it is in `result`, one a line, each line ending in `\n`. */
 export const ndjson = rowsFormat("ndjson", "application/x-ndjson; charset=utf-8", (rows) =>
