@@ -1,0 +1,62 @@
+// No import circles in src/: a module that needs another's types or helpers and is needed by it
+// back means the two share something that belongs in a module of its own. A regex over the import
+// lines is enough here, since every module names its imports as relative paths in string literals.
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const SRC = resolve(import.meta.dirname, "../src");
+
+// `import … from "./x"`, `export … from "./x"` (type-only ones too), `import "./x"`, `import("./x")`.
+const RELATIVE_IMPORT = /(?:\bfrom|\bimport)\s*\(?\s*"(\.{1,2}\/[^"]+)"/g;
+
+function importGraph(): Map<string, string[]> {
+  const modules = readdirSync(SRC, { recursive: true, encoding: "utf8" })
+    .filter((file) => /\.(ts|js)$/.test(file))
+    .map((file) => join(SRC, file));
+  const known = new Set(modules);
+  const graph = new Map<string, string[]>();
+  for (const module of modules) {
+    const source = readFileSync(module, "utf8");
+    const targets = [...source.matchAll(RELATIVE_IMPORT)]
+      .map((match) => resolve(dirname(module), match[1] as string))
+      .filter((target) => known.has(target));
+    graph.set(module, [...new Set(targets)]);
+  }
+  return graph;
+}
+
+/** Each circle once, as `a.ts → b.ts → a.ts`, found by a depth-first walk's edges back into its path. */
+function circles(graph: Map<string, string[]>): string[] {
+  const found = new Set<string>();
+  const done = new Set<string>();
+  const path: string[] = [];
+  const visit = (module: string) => {
+    path.push(module);
+    for (const target of graph.get(module) ?? []) {
+      const at = path.indexOf(target);
+      if (at >= 0) {
+        const circle = path.slice(at);
+        // Start at the least name, so that the same circle reached from elsewhere reads the same.
+        const first = circle.indexOf([...circle].sort()[0] as string);
+        const turned = [...circle.slice(first), ...circle.slice(0, first)];
+        found.add([...turned, turned[0]].map((file) => relative(SRC, file as string)).join(" → "));
+      } else if (!done.has(target)) {
+        visit(target);
+      }
+    }
+    path.pop();
+    done.add(module);
+  };
+  for (const module of graph.keys()) if (!done.has(module)) visit(module);
+  return [...found].sort();
+}
+
+describe("the modules under src/", () => {
+  it("import one another without a circle", () => {
+    const graph = importGraph();
+    // The walk sees the imports at all: the app's entry reaches the result cache.
+    expect(graph.get(join(SRC, "app.ts"))).toContain(join(SRC, "cache/result-cache.ts"));
+    expect(circles(graph)).toEqual([]);
+  });
+});
