@@ -4,7 +4,7 @@ import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { catalog } from "../../src/endpoints/catalog.ts";
-import { type BigQueryEngine, createBigQueryEngine } from "../../src/engines/bigquery.ts";
+import type { BigQueryEngine } from "../../src/engines/bigquery.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { BigQueryStandIn } from "../support/bigquery-standin.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
@@ -20,7 +20,7 @@ import {
   shift,
 } from "../support/fixtures.ts";
 import type { Row } from "../support/googlesql.ts";
-import { API_KEY, startService } from "../support/service.ts";
+import { API_KEY, engineOn, startService } from "../support/service.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 const LOGS = catalog.find((endpoint) => endpoint.name === "logs.all");
@@ -220,13 +220,7 @@ describe("a page walk on BigQuery", () => {
     startService({ tables: TABLES, now: NOW, cursorSecret: SECRET, deployment });
   /** Another app on `standIn` with the secret: a replica, or another deployment's service. */
   const another = async (standIn: BigQueryStandIn, deployment: string): Promise<Get> => {
-    const engine = createBigQueryEngine({
-      projectId: "test-project",
-      dataset: "logs",
-      apiEndpoint: standIn.url,
-      now: standIn.clock,
-      jobTimeoutMs: 10_000,
-    });
+    const engine = engineOn(standIn);
     const app = await buildApp({ engine, apiKeys: [API_KEY], cursorSecret: SECRET, deployment });
     replicas.push({ app, engine });
     return (url) => app.inject({ url, headers: { "x-api-key": API_KEY } });

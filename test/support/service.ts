@@ -45,16 +45,23 @@ export async function standInEngine(
     tables: options.tables,
     now: options.now,
   });
-  const engine = createBigQueryEngine({
+  const engine = engineOn(standIn, {
+    retry: { attempts: 2, initialDelayMs: 1, maxDelayMs: 1 },
+    ...options.engine,
+  });
+  return { standIn, engine };
+}
+
+/** The service's BigQuery engine on `standIn`, its windows bound from the stand-in's clock. */
+export function engineOn(standIn: BigQueryStandIn, options: Partial<BigQueryEngineOptions> = {}) {
+  return createBigQueryEngine({
     projectId: "test-project",
     dataset: "logs",
     apiEndpoint: standIn.url,
     now: standIn.clock,
     jobTimeoutMs: 10_000,
-    retry: { attempts: 2, initialDelayMs: 1, maxDelayMs: 1 },
-    ...options.engine,
+    ...options,
   });
-  return { standIn, engine };
 }
 
 /** Starts a service for the current test; it is closed after the test. */

@@ -4,12 +4,11 @@
 import type { FastifyInstance } from "fastify";
 import { afterEach, expect, inject } from "vitest";
 import { type AppDeps, buildApp } from "../../src/app.ts";
-import { createBigQueryEngine } from "../../src/engines/bigquery.ts";
 import { RedisLink } from "../../src/redis/link.ts";
 import { startBigQueryStandIn } from "./bigquery-standin.ts";
 import { countingEngine } from "./cached-service.ts";
 import type { Row } from "./googlesql.ts";
-import { API_KEY } from "./service.ts";
+import { API_KEY, engineOn } from "./service.ts";
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -33,13 +32,7 @@ export async function replicasOnStandIn(options: {
     now: options.now,
   });
   closers.push(() => standIn.close());
-  const engine = createBigQueryEngine({
-    projectId: "test-project",
-    dataset: "logs",
-    apiEndpoint: standIn.url,
-    now: standIn.clock,
-    jobTimeoutMs: 10_000,
-  });
+  const engine = engineOn(standIn);
   closers.push(() => engine.close());
   const counting = countingEngine();
   const prefix = `replicas-${process.pid}-${++namespaces}:`;
