@@ -260,12 +260,14 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     });
   }
 
-  const { readPage } = engine;
+  const { readPage, inspect } = engine;
   return {
     dialect: engine.dialect,
     run,
     // Reading a kept result's page runs no query: it takes no slot.
     ...(readPage && { readPage: readPage.bind(engine) }),
+    // Checking SQL runs nothing: it takes no slot.
+    ...(inspect && { inspect: inspect.bind(engine) }),
     ping: () => engine.ping(),
     close: () => engine.close(),
     stats: () => ({ running: running.size, queued, refused: { ...refused } }),

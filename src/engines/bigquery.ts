@@ -19,6 +19,7 @@ import {
   ResultGoneError,
   type ResultPlace,
   type Row,
+  type StatementShape,
 } from "./engine.ts";
 
 /** Whole-query retries of rate-limit and backend failures; see docs/engines.md, "Timeouts and retries". */
@@ -136,6 +137,47 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEn
         error ? reject(error) : resolve(response as JobsQueryResponse),
       );
     });
+  }
+
+  /**
+   * jobs.insert's dry run, which plans the SQL, bills nothing and names the statement's kind
+   * (jobs.query's dry run does not). Every parameter the SQL names is declared, as the service binds
+   * it: STRING.
+   */
+  async function inspect(sql: string): Promise<StatementShape> {
+    const params = referencedParams(sql);
+    const body = {
+      configuration: {
+        dryRun: true,
+        query: {
+          query: sql,
+          useLegacySql: false,
+          parameterMode: "NAMED",
+          queryParameters: params.map((name) => ({
+            name,
+            parameterType: { type: "STRING" },
+            parameterValue: { value: null },
+          })),
+          defaultDataset: { projectId: options.projectId, datasetId: options.dataset },
+        },
+      },
+      jobReference: { projectId: options.projectId, location: options.location },
+    };
+    const job = await withRetries(
+      Date.now() + options.jobTimeoutMs,
+      undefined,
+      () =>
+        new Promise<DryRunJob>((resolve, reject) =>
+          client.request({ method: "POST", uri: "/jobs", json: body }, (error, response) =>
+            error ? reject(error) : resolve(response as DryRunJob),
+          ),
+        ),
+      (failure) =>
+        new EngineError("engine_error", "BigQuery's dry run refused the SQL.", {
+          cause: failure.text,
+        }),
+    );
+    return { kind: job.statistics?.query?.statementType ?? "OTHER", params };
   }
 
   /**
@@ -266,6 +308,7 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEn
     dialect: "bigquery",
     run,
     readPage,
+    inspect,
     async ping() {
       await run({ endpoint: "ping", sql: "SELECT 1", params: {}, maxRows: 1 });
     },
@@ -318,6 +361,26 @@ interface DryRunRequest {
   dryRun: true;
   defaultDataset: { projectId: string; datasetId: string };
   location?: string;
+}
+
+/** The part of a dry-run job (jobs.insert's answer) the service reads. */
+interface DryRunJob {
+  statistics?: { query?: { statementType?: string } };
+}
+
+/**
+ * The @names a GoogleSQL text refers to, lower case (BigQuery's names are case-insensitive),
+ * outside comments, strings and quoted names; `@@` system variables are not parameters.
+ */
+export function referencedParams(sql: string): string[] {
+  const code = sql.replace(
+    /--[^\n]*|#[^\n]*|\/\*[\s\S]*?\*\/|'''[\s\S]*?'''|"""[\s\S]*?"""|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`/g,
+    " ",
+  );
+  const names = [...code.matchAll(/(?<![@\w])@([A-Za-z_]\w*)/g)].map((m) =>
+    (m[1] as string).toLowerCase(),
+  );
+  return [...new Set(names)].sort();
 }
 
 /** The parts of jobs.query's and jobs.getQueryResults' answers the service reads. */

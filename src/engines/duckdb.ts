@@ -11,6 +11,7 @@ import {
   DuckDBInstance,
   type DuckDBPreparedStatement,
   DuckDBTimestampTZValue,
+  StatementType,
 } from "@duckdb/node-api";
 import { withTimeWindow } from "../endpoints/window.ts";
 import { dateToMicros } from "../time.ts";
@@ -22,6 +23,7 @@ import {
   type QueryResult,
   ResultGoneError,
   type Row,
+  type StatementShape,
   type StreamedRows,
 } from "./engine.ts";
 
@@ -148,9 +150,34 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
     }
   }
 
+  /** DuckDB's parser counts the statements, its planner names the kind and the parameters. */
+  async function inspect(sql: string): Promise<StatementShape> {
+    const connection = await connect();
+    try {
+      const statements = await connection.extractStatements(sql);
+      if (statements.count !== 1) return { kind: "SCRIPT", params: [] };
+      const prepared = await statements.prepare(0);
+      try {
+        const names = Array.from({ length: prepared.parameterCount }, (_, i) =>
+          prepared.parameterName(i + 1).toLowerCase(),
+        );
+        const kind = StatementType[prepared.statementType] ?? "OTHER";
+        return { kind, params: [...new Set(names)].sort() };
+      } finally {
+        prepared.destroySync();
+      }
+    } catch (error) {
+      const cause = error instanceof Error ? error.message : String(error);
+      throw new EngineError("engine_error", "DuckDB cannot plan the SQL.", { cause });
+    } finally {
+      connection.closeSync();
+    }
+  }
+
   return {
     dialect: "duckdb",
     run,
+    inspect,
     connect,
     openStreams: () => streams.open,
     async ping() {

@@ -84,6 +84,17 @@ export type PageRequest = Pick<
 
 export type Dialect = "bigquery" | "duckdb";
 
+/** What an engine's own parser makes of one SQL text, without running it. */
+export interface StatementShape {
+  /**
+   * The statement's kind in BigQuery's dry-run names (JobStatistics2.statementType): SELECT for a
+   * read-only query, SCRIPT for more than one statement, INSERT, DELETE, DROP_TABLE... otherwise.
+   */
+  kind: string;
+  /** The named parameters the SQL refers to, lower case, sorted. */
+  params: string[];
+}
+
 export interface QueryEngine {
   readonly dialect: Dialect;
   run(request: QueryRequest): Promise<QueryResult>;
@@ -93,6 +104,12 @@ export interface QueryEngine {
    * the rows after them wait.
    */
   readPage?(place: ResultPlace, request: PageRequest): Promise<QueryResult>;
+  /**
+   * What `sql` is, by the engine's own parser and planner, without running it (BigQuery's dry run
+   * bills nothing): an operator's endpoint SQL is checked with it before it is served. Throws
+   * EngineError, its `detail.cause` the engine's words, when the engine cannot plan the SQL.
+   */
+  inspect?(sql: string): Promise<StatementShape>;
   /** Resolves when the engine answers a trivial query (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

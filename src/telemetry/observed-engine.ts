@@ -71,12 +71,14 @@ export function observeEngine(engine: QueryEngine): ObservedEngine {
     }
   }
 
-  const { readPage } = engine;
+  const { readPage, inspect } = engine;
   return {
     dialect: engine.dialect,
     run,
     // A page of a kept result is no query and processes no bytes: nothing to count.
     ...(readPage && { readPage: readPage.bind(engine) }),
+    // Checking SQL runs nothing and bills nothing: nothing to count.
+    ...(inspect && { inspect: inspect.bind(engine) }),
     ping: () => engine.ping(),
     close: () => engine.close(),
     usage: () => usage.values(),

@@ -1,15 +1,17 @@
 // A local stand-in for the part of the BigQuery v2 REST API the service uses to run a query: jobs.query
 // with optional job creation, answered complete in its reply or with a job to poll through
 // jobs.getQueryResults, a result larger than one page kept in its job and read page by page (until
-// expireJobs, as BigQuery drops a result after about a day), and jobs.query's dry run (startup's check). It executes the SQL on the
-// GoogleSQL reference harness over fixture tables with a pinned clock, records every request so tests
-// can assert what the client sent, and injects faults on request. Wire shapes follow the BigQuery
-// v2 REST API's answers to those two calls.
+// expireJobs, as BigQuery drops a result after about a day), jobs.query's dry run (startup's check)
+// and jobs.insert's (the check of an endpoint's SQL). It executes the SQL on the GoogleSQL reference
+// harness over fixture tables with a pinned clock, records every request so tests can assert what
+// the client sent, and injects faults on request. Wire shapes follow the BigQuery v2 REST API's
+// answers to those calls.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { referencedParams } from "../../src/engines/bigquery.ts";
 import { type SchemaField, sourceTables } from "../../src/schema.ts";
 import { parseIsoTimestamp } from "../../src/time.ts";
-import { type Column, GoogleSql, type Row, referencedParams } from "./googlesql.ts";
+import { type Column, GoogleSql, type Row } from "./googlesql.ts";
 import { type PartitionedScan, scansOf } from "./time-bounds.ts";
 
 export type StandInFault = { times?: number } & (
@@ -64,6 +66,15 @@ export interface QueryCall {
   maximumBytesBilled?: string;
   maxResults?: number;
   formatOptions?: { useInt64Timestamp?: boolean };
+}
+
+/** The parts of a jobs.insert body (REST Job) the stand-in reads: a query job's dry run. */
+export interface JobInsertCall {
+  configuration: {
+    dryRun?: boolean;
+    query: Pick<QueryCall, "query" | "useLegacySql" | "parameterMode" | "queryParameters">;
+  };
+  jobReference?: { projectId?: string; location?: string };
 }
 
 /** A jobs.query call and what identified its answer. */
@@ -155,6 +166,7 @@ const LABEL_KEY = /^[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}$/u;
 
 // With BIGQUERY_EMULATOR_HOST the client leaves out the /bigquery/v2 prefix.
 const ROUTE = /^(?:\/bigquery\/v2)?\/projects\/([^/]+)\/queries(?:\/([^/]+))?$/;
+const JOBS_ROUTE = /^(?:\/bigquery\/v2)?\/projects\/([^/]+)\/jobs$/;
 
 export class BigQueryStandIn {
   /** Mutable between queries: the next job reads the current fixtures and clock. */
@@ -252,6 +264,11 @@ export class BigQueryStandIn {
       return this.query(projectId, body, req, res);
     }
     if (jobId && req.method === "GET") return this.results(jobId, url.searchParams, res);
+    const jobsProject = JOBS_ROUTE.exec(url.pathname)?.[1];
+    const insert = body as JobInsertCall | undefined;
+    if (jobsProject && req.method === "POST" && insert?.configuration?.dryRun) {
+      return this.dryRunJob(jobsProject, insert, res);
+    }
     sendFailure(res, {
       status: 404,
       reason: "notFound",
@@ -361,6 +378,38 @@ export class BigQueryStandIn {
       totalBytesProcessed: "0",
       jobComplete: true,
       cacheHit: false,
+    });
+  }
+
+  /**
+   * jobs.insert's dry run: the job BigQuery would run, planned and not run, its statistics naming
+   * the statement's kind (SELECT for a query, SCRIPT for several statements). As on BigQuery, a
+   * parameter the SQL names and the call does not declare fails the job.
+   */
+  private async dryRunJob(projectId: string, call: JobInsertCall, res: ServerResponse) {
+    const { query, queryParameters = [] } = call.configuration.query;
+    const declared = new Set(queryParameters.map((p) => p.name?.toLowerCase()));
+    const undeclared = referencedParams(query).find((name) => !declared.has(name));
+    if (undeclared !== undefined) {
+      return sendFailure(res, {
+        status: 400,
+        reason: "invalidQuery",
+        message: `Query parameter '${undeclared}' not found`,
+      });
+    }
+    let statementType: string;
+    try {
+      statementType = await this.engine.statementType(query);
+    } catch (error) {
+      return sendFailure(res, harnessFailure(error));
+    }
+    const location = call.jobReference?.location ?? "US";
+    send(res, 200, {
+      kind: "bigquery#job",
+      jobReference: { projectId, location },
+      configuration: call.configuration,
+      status: { state: "DONE" },
+      statistics: { totalBytesProcessed: "0", query: { statementType, totalBytesProcessed: "0" } },
     });
   }
 

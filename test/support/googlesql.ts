@@ -6,6 +6,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import { referencedParams } from "../../src/engines/bigquery.ts";
 import { type SchemaField, sourceTables } from "../../src/schema.ts";
 import { formatDatetime, formatTimestamp, parseIsoTimestamp } from "../../src/time.ts";
 import { freePort } from "./free-port.ts";
@@ -336,11 +337,17 @@ function shimFunctions(now: string) {
   ];
 }
 
-/** `@name` parameters referenced by a SQL text (comments and string literals skipped). */
-export function referencedParams(sql: string): string[] {
-  const code = sql.replace(/--[^\n]*|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"/g, "");
-  return [...new Set([...code.matchAll(/@(\w+)/g)].map((m) => (m[1] as string).toLowerCase()))];
-}
+/** The analyzer's resolved statement nodes, by the name BigQuery's dry run gives their kind. */
+const STATEMENT_TYPES: Readonly<Record<string, string>> = {
+  resolved_query_stmt_node: "SELECT",
+  resolved_insert_stmt_node: "INSERT",
+  resolved_update_stmt_node: "UPDATE",
+  resolved_delete_stmt_node: "DELETE",
+  resolved_merge_stmt_node: "MERGE",
+  resolved_truncate_stmt_node: "TRUNCATE_TABLE",
+  resolved_drop_stmt_node: "DROP_TABLE",
+  resolved_create_statement_node: "CREATE_TABLE",
+};
 
 // biome-ignore lint/suspicious/noExplicitAny: the service is typed by its .proto at run time.
 type Service = any;
@@ -415,6 +422,38 @@ export class GoogleSql {
       simple_catalog: await this.catalog(now),
     });
     return response.resolved_statement ?? {};
+  }
+
+  /**
+   * The kind of statement `sql` is, as BigQuery's dry run names it (JobStatistics2.statementType):
+   * SELECT for a query, DELETE, DROP_TABLE and so on for the rest, SCRIPT for more than one
+   * statement. Throws GoogleSqlError when the text is not valid GoogleSQL.
+   */
+  async statementType(sql: string): Promise<string> {
+    const now = "1970-01-01T00:00:00Z";
+    const options = await this.analyzerOptions(referencedParams(sql), now);
+    try {
+      const response = await this.call("Analyze", {
+        sql_statement: sql,
+        options: {
+          ...options,
+          language_options: { ...options.language_options, supported_statement_kinds: [] },
+        },
+        simple_catalog: await this.catalog(now),
+      });
+      const node = Object.keys(response.resolved_statement ?? {}).find((key) => key !== "node");
+      return STATEMENT_TYPES[node ?? ""] ?? "OTHER";
+    } catch (error) {
+      // The analyzer takes one statement; BigQuery runs several as a script.
+      if (error instanceof GoogleSqlError && /Expected end of input but got/.test(error.message)) {
+        return "SCRIPT";
+      }
+      const unsupported = /^Statement not supported: (\w+?)(?:Statement|Stmt)\b/.exec(
+        (error as Error).message,
+      );
+      if (unsupported?.[1]) return unsupported[1].replace(/(?<=.)([A-Z])/g, "_$1").toUpperCase();
+      throw error;
+    }
   }
 
   private tableContent(tables: Record<string, Row[]>) {
