@@ -69,6 +69,7 @@ const RUN_BY_TESTS: [RegExp, string][] = [
   [/^(export )?(JWT_SECRET|TOKEN)=/, "test/start.test.ts, which calls with the token they make"],
   [/^npm install --dry-run /, "this file, which checks what their comments say"],
   [/^(npm link|log-query |export LOG_QUERY_KEY=)/, "test/cli.test.ts, against npm start's service"],
+  [/^npm run test:endpoints$/, "test/endpoints/cases.test.ts, which checks that every case passes"],
 ];
 
 const NO_DOCKER = "no Docker engine where the tests run";

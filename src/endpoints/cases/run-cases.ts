@@ -1,0 +1,145 @@
+// Runs one endpoint folder's test cases through the service itself: for each set of fixture files,
+// an embedded engine holding those rows and the app over it; each case's query string is sent as a
+// GET with the case's instant as now, and the answer compared with what the case expects.
+import { basename, join, relative, resolve } from "node:path";
+import type { LightMyRequestResponse } from "fastify";
+import { buildApp } from "../../app.ts";
+import { parseIsoTimestamp } from "../../time.ts";
+import { findEndpoint } from "../catalog.ts";
+import { caseEngine, fixturePath, SHARED_FIXTURES } from "./case-engine.ts";
+import { type EndpointCase, readCaseFile } from "./case-file.ts";
+import { rowsDiff } from "./rows-diff.ts";
+
+/** The file of an endpoint's cases, in its folder. */
+export const CASES_FILE = "cases.yaml";
+
+export interface CaseOutcome {
+  /** The cases file. */
+  file: string;
+  /** The case's name; absent for a problem of the whole file. */
+  name?: string;
+  /** What went wrong, a line each; empty when the case passed. */
+  problems: string[];
+}
+
+/** The one credential of the app the cases run in; it exists only in that app. */
+const KEY = "endpoint-cases-0123456789abcdef";
+
+/** The outcome of each case of the folder's cases file, in the file's order. */
+export async function runEndpointCases(folder: string): Promise<CaseOutcome[]> {
+  const file = join(folder, CASES_FILE);
+  const read = readCaseFile(file);
+  if ("problems" in read) return [{ file, problems: read.problems }];
+  const name = basename(resolve(folder));
+  if (!findEndpoint(name)) {
+    return [{ file, problems: [`${file}: no endpoint is named ${name}, the name of its folder`] }];
+  }
+  const outcomes: CaseOutcome[] = [];
+  // Cases over the same files share one engine: loading is the slow part of a case.
+  const byFixtures = new Map<string, { fixtures: Record<string, string>; cases: number[] }>();
+  read.cases.forEach((entry, index) => {
+    const fixtures: Record<string, string> = {};
+    const missing: string[] = [];
+    for (const [table, path] of Object.entries(entry.fixtures)) {
+      const found = path === undefined ? undefined : fixturePath(folder, path);
+      if (found) fixtures[table] = found;
+      else
+        missing.push(
+          `fixtures.${table}: no file ${path} in ${folder} nor in ${relative(process.cwd(), SHARED_FIXTURES)}`,
+        );
+    }
+    outcomes[index] = { file, name: entry.name, problems: missing };
+    if (missing.length > 0) return;
+    const key = JSON.stringify(Object.entries(fixtures).sort());
+    const group = byFixtures.get(key) ?? { fixtures, cases: [] };
+    group.cases.push(index);
+    byFixtures.set(key, group);
+  });
+  for (const { fixtures, cases } of byFixtures.values()) {
+    const problems = await runOverFixtures(
+      name,
+      fixtures,
+      cases.map((index) => read.cases[index] as EndpointCase),
+    );
+    cases.forEach((index, i) => {
+      (outcomes[index] as CaseOutcome).problems = problems[i] ?? [];
+    });
+  }
+  return outcomes;
+}
+
+/** Each case's problems, the cases run in one app over an engine holding `fixtures`. */
+async function runOverFixtures(
+  endpoint: string,
+  fixtures: Record<string, string>,
+  cases: EndpointCase[],
+): Promise<string[][]> {
+  let now = 0n;
+  const clock = () => now;
+  let engine: Awaited<ReturnType<typeof caseEngine>>;
+  try {
+    engine = await caseEngine(fixtures, clock);
+  } catch (error) {
+    const problem = `fixtures: ${error instanceof Error ? error.message : String(error)}`;
+    return cases.map(() => [problem]);
+  }
+  // The app's clock too: it resolves `since` and where streams start.
+  const app = await buildApp({ engine, apiKeys: [KEY], follow: { clock } });
+  try {
+    const problems: string[][] = [];
+    for (const entry of cases) {
+      now = parseIsoTimestamp(entry.now) as bigint;
+      const response = await app.inject({
+        method: "GET",
+        url: `/api/endpoints/${encodeURIComponent(endpoint)}?${new URLSearchParams(entry.params)}`,
+        headers: { "x-api-key": KEY },
+      });
+      problems.push(compared(entry.expect, response));
+    }
+    return problems;
+  } finally {
+    await app.close();
+    await engine.close();
+  }
+}
+
+interface Answer {
+  result?: unknown;
+  error?: { code?: string; message?: string; details?: { param?: string; message?: string }[] };
+}
+
+/** How the answer differs from what the case expects, a line each. */
+function compared(expected: EndpointCase["expect"], response: LightMyRequestResponse): string[] {
+  const answer = bodyOf(response);
+  if (response.statusCode !== expected.status) {
+    return [`status: expected ${expected.status}, got ${response.statusCode}${said(answer)}`];
+  }
+  const rows = Array.isArray(answer.result) ? answer.result : undefined;
+  if (expected.error !== undefined && answer.error?.code !== expected.error) {
+    return [`error: expected ${expected.error}, got ${answer.error?.code ?? "no error"}`];
+  }
+  if (expected.count !== undefined && rows?.length !== expected.count) {
+    return [`count: expected ${expected.count}, got ${rows?.length ?? "no result"}`];
+  }
+  if (expected.rows !== undefined)
+    return rows ? rowsDiff(expected.rows, rows) : ["rows: the answer holds no result"];
+  return [];
+}
+
+/** What an error answer says: its code, and each parameter's problem or else its message. */
+function said({ error }: Answer): string {
+  if (!error) return "";
+  const details = Array.isArray(error.details)
+    ? error.details.map((detail) => `${detail.param}: ${detail.message}`).join("; ")
+    : "";
+  return ` (${error.code}: ${details || error.message})`;
+}
+
+function bodyOf(response: LightMyRequestResponse): Answer {
+  try {
+    const body: unknown = response.json();
+    return typeof body === "object" && body !== null ? (body as Answer) : {};
+  } catch {
+    return {};
+  }
+}

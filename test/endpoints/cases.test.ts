@@ -1,0 +1,209 @@
+// The endpoints' test cases (endpoints/<name>/cases.yaml) pass, run as an operator runs them:
+// `npm run test:endpoints`, as docs/endpoints.md writes it. A failing case is reported with its file,
+// its name and what differs, and fails the command; so does a bad cases file, one line per problem
+// naming the file and the field. endpoints/cases.schema.json is the format's zod schema: this file
+// writes it (`npx vitest run test/endpoints/cases.test.ts -u`), and fails in CI when it is stale.
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { caseFileSchema, readCaseFile } from "../../src/endpoints/cases/case-file.ts";
+import { rowsDiff } from "../../src/endpoints/cases/rows-diff.ts";
+import { codeBlocks, runShell, shellCommands } from "../support/doc-commands.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const BUILT_IN = join(ROOT, "endpoints");
+
+/** Writes `files` (path → text) under a new temporary folder, and returns the folder. */
+function folderOf(files: Record<string, string>): string {
+  const folder = mkdtempSync(join(tmpdir(), "endpoint-cases-"));
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(join(folder, path, ".."), { recursive: true });
+    writeFileSync(join(folder, path), text);
+  }
+  return folder;
+}
+
+describe("npm run test:endpoints", () => {
+  it("passes every case of the built-in endpoints, run as the docs write it", async () => {
+    const [command] = shellCommands().filter(({ file }) => file === "docs/endpoints.md");
+    expect(command?.text).toBe("npm run test:endpoints");
+    const { code, stdout, stderr } = await runShell(command?.text as string, { ENDPOINTS_DIR: "" });
+    expect(code, `${stdout}\n${stderr}`).toBe(0);
+    const folders = readdirSync(BUILT_IN, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && entry.name !== "fixtures")
+      .map((entry) => entry.name);
+    expect(folders.sort()).toEqual(["functions.invocation-stats", "logs.all", "usage.api-counts"]);
+    const expected = folders.flatMap((name) => {
+      const read = readCaseFile(join(BUILT_IN, name, "cases.yaml"));
+      if (!("cases" in read)) throw new Error(read.problems.join("\n"));
+      return read.cases.map((entry) => `ok    endpoints/${name}/cases.yaml › ${entry.name}`);
+    });
+    const passed = stdout.split("\n").filter((line) => line.startsWith("ok "));
+    expect(passed.sort()).toEqual(expected.sort());
+  }, 120_000);
+
+  it("names the file, the case and what differs for each failure, and exits non-zero", async () => {
+    const folder = folderOf({
+      // The shared endpoints/fixtures/edge_logs.ndjson: beta's one request in the last hour is a
+      // /rest one at 11:55, alpha's are /rest, /auth, /rest and /auth and /storage, /realtime.
+      "usage.api-counts/cases.yaml": `
+- name: right
+  now: "2026-01-15T12:00:00Z"
+  fixtures: { edge_logs: edge_logs.ndjson }
+  params: { project: beta, interval: hourly }
+  expect: { status: 200, rows: [{ timestamp: "2026-01-15T11:00:00", total_rest_requests: 1, total_storage_requests: 0, total_auth_requests: 0, total_realtime_requests: 0 }] }
+- name: a wrong field
+  now: "2026-01-15T12:00:00Z"
+  fixtures: { edge_logs: edge_logs.ndjson }
+  params: { project: alpha, interval: hourly }
+  expect: { status: 200, rows: [{ timestamp: "2026-01-15T11:00:00", total_rest_requests: 2, total_storage_requests: 1, total_auth_requests: 3, total_realtime_requests: 1 }] }
+- name: a row too many
+  now: "2026-01-15T12:00:00Z"
+  fixtures: { edge_logs: edge_logs.ndjson }
+  params: { project: beta, interval: hourly }
+  expect: { status: 200, rows: [] }
+- name: a wrong count
+  now: "2026-01-15T12:00:00Z"
+  fixtures: { edge_logs: edge_logs.ndjson }
+  params: { project: alpha, interval: minutely }
+  expect: { status: 200, count: 3 }
+- name: a wrong status
+  now: "2026-01-15T12:00:00Z"
+  params: { project: alpha, interval: weekly }
+  expect: { status: 200, count: 0 }
+- name: a wrong error
+  now: "2026-01-15T12:00:00Z"
+  params: { project: alpha, interval: weekly }
+  expect: { status: 400, error: endpoint_not_found }
+- name: a fixture nowhere
+  now: "2026-01-15T12:00:00Z"
+  fixtures: { edge_logs: nowhere.ndjson }
+  params: { project: alpha, interval: hourly }
+  expect: { status: 200, count: 0 }
+`,
+      "functions.invocation-stats/cases.yaml": `
+- name: a bad fixture file
+  now: "2026-01-15T12:00:00Z"
+  fixtures: { function_edge_logs: rows.ndjson }
+  params: { project: alpha, interval: 1hr }
+  expect: { status: 200, count: 0 }
+`,
+      "functions.invocation-stats/rows.ndjson":
+        '{"id":"f1","timestamp":"2026-01-15T11:10:00Z"}\n{"id":\n',
+      "logs.all/cases.yaml": `
+- name: twice
+  now: yesterday
+  expect: { status: 200, count: 1, rows: [] }
+- name: twice
+  now: "2026-01-15T12:00:00Z"
+  expect: { status: two hundred }
+`,
+      "no.such-endpoint/cases.yaml": `
+- name: any
+  now: "2026-01-15T12:00:00Z"
+  expect: { status: 200 }
+`,
+    });
+    const at = (name: string) => relative(ROOT, join(folder, name, "cases.yaml"));
+    const folders = [
+      "usage.api-counts",
+      "functions.invocation-stats",
+      "logs.all",
+      "no.such-endpoint",
+    ];
+    const { code, stdout, stderr } = await runShell(
+      `npm run test:endpoints -- ${folders.map((name) => join(folder, name)).join(" ")}`,
+      {},
+    );
+    expect(code, `${stdout}\n${stderr}`).toBe(1);
+    expect(stdout).toContain(`ok    ${at("usage.api-counts")} › right\n`);
+    const usage = at("usage.api-counts");
+    expect(stderr).toContain(
+      [
+        `FAIL  ${usage} › a wrong field`,
+        "        row 1: total_auth_requests: expected 3, got 2",
+        `FAIL  ${usage} › a row too many`,
+        "        expected 0 rows, got 1",
+        `        row 1: not expected: {"timestamp":"2026-01-15T11:00:00","total_rest_requests":1,"total_storage_requests":0,"total_auth_requests":0,"total_realtime_requests":0}`,
+        `FAIL  ${usage} › a wrong count`,
+        "        count: expected 3, got 4",
+        `FAIL  ${usage} › a wrong status`,
+      ].join("\n"),
+    );
+    expect(stderr).toMatch(/^ {8}status: expected 200, got 400 \(invalid_params: interval: .*\)$/m);
+    expect(stderr).toContain(
+      `FAIL  ${usage} › a wrong error\n        error: expected endpoint_not_found, got invalid_params\n`,
+    );
+    expect(stderr).toMatch(
+      /FAIL {2}.* › a fixture nowhere\n {8}fixtures\.edge_logs: no file nowhere\.ndjson in /,
+    );
+    // The operator's file and line, not the copy the loader read.
+    const invocations = relative(ROOT, join(folder, "functions.invocation-stats/rows.ndjson"));
+    expect(stderr).toMatch(
+      new RegExp(
+        `› a bad fixture file\\n {8}fixtures: .*${invocations.replaceAll(".", "\\.")}, line 2: `,
+      ),
+    );
+    const logs = at("logs.all");
+    expect(stderr).toContain(
+      [
+        `${logs}: case 1 "twice": now: must be an ISO 8601 instant with a zone, e.g. 2026-01-15T12:00:00Z`,
+        `${logs}: case 1 "twice": expect: give at most one of rows, count and error`,
+      ].join("\n"),
+    );
+    expect(stderr).toMatch(new RegExp(`^${logs}: case 2 "twice": expect\\.status: .*number`, "m"));
+    expect(stderr).toContain(
+      `${at("no.such-endpoint")}: no endpoint is named no.such-endpoint, the name of its folder`,
+    );
+    expect(stdout).toContain("4 endpoint folders: 1 cases passed, 7 failed, 2 other problems");
+  }, 120_000);
+});
+
+describe("a failing case's diff", () => {
+  it("names the rows missing or not expected and the fields that differ, in a few lines", () => {
+    expect(rowsDiff([{ a: 1, b: [2] }], [{ b: [2], a: 1 }])).toEqual([]);
+    expect(rowsDiff([{ a: 1, b: 2 }, { a: 3 }], [{ a: 1, b: 5, c: 0 }])).toEqual([
+      "expected 2 rows, got 1",
+      "row 1: b: expected 2, got 5",
+      "row 1: c: expected no such field, got 0",
+      'row 2: missing; expected {"a":3}',
+    ]);
+    const many = rowsDiff(
+      [],
+      Array.from({ length: 20 }, (_, i) => ({ i, text: "x".repeat(500) })),
+    );
+    expect(many).toHaveLength(9);
+    expect(many.at(-1)).toBe("… and 13 more lines");
+    expect(many[1]?.length).toBeLessThan(200);
+  });
+});
+
+describe("the cases format", () => {
+  it("is published as endpoints/cases.schema.json, the JSON Schema of its zod schema", async () => {
+    const schema = z.toJSONSchema(caseFileSchema, { io: "input" });
+    await expect(`${JSON.stringify(schema, null, 2)}\n`).toMatchFileSnapshot(
+      "../../endpoints/cases.schema.json",
+    );
+  });
+
+  it("names a case that has the name of another", () => {
+    const folder = folderOf({
+      "cases.yaml": '- { name: a, now: "2026-01-15T12:00:00Z", expect: { status: 200 } }\n'.repeat(
+        2,
+      ),
+    });
+    const file = join(folder, "cases.yaml");
+    expect(readCaseFile(file)).toEqual({
+      problems: [`${file}: case 2 "a": name: another case is named "a"`],
+    });
+  });
+
+  it("reads the example docs/endpoints.md shows", () => {
+    const [example] = codeBlocks("docs/endpoints.md").filter((block) => block.lang === "yaml");
+    const folder = folderOf({ "cases.yaml": example?.text ?? "" });
+    expect(readCaseFile(join(folder, "cases.yaml"))).toHaveProperty("cases");
+  });
+});
