@@ -34,7 +34,8 @@ import { isSerializedResult, serializeResult } from "./http/formats/json.ts";
 import { healthRoutes } from "./http/health-routes.ts";
 import { loadShedding, type PressureLimits } from "./http/load-shedding.ts";
 import { metrics, serviceRegistry } from "./http/metrics.ts";
-import { apiReference, openApiRoute } from "./http/openapi/routes.ts";
+import { describedRoutes } from "./http/openapi/described-routes.ts";
+import { apiReference, openApiGeneration, openApiRoute } from "./http/openapi/routes.ts";
 import { parseQueryString, refuseBadlyEncodedQuery } from "./http/query-string.ts";
 import { perKeyRateLimit } from "./http/rate-limit.ts";
 import { requestLog } from "./http/request-log.ts";
@@ -256,6 +257,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.decorate("metricsRegistry", registry);
   await app.register(errorEnvelope);
+  await app.register(describedRoutes);
+  await app.register(openApiGeneration);
   await app.register(requestLog);
   if (deps.pressure) await app.register(loadShedding, deps.pressure);
   await app.register(requestShape);

@@ -20,6 +20,8 @@ import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { granted, HttpError, sendError } from "./errors.ts";
 import type { Format } from "./formats/format.ts";
 import { acceptedFormat, MEDIA_TYPES, splitFormatSuffix } from "./formats/negotiate.ts";
+import { QUERY_SCHEMA } from "./openapi/endpoint-schemas.ts";
+import { LISTING_SCHEMA } from "./openapi/service-schemas.ts";
 import { sendAnswer } from "./reply.ts";
 
 export async function endpointRoutes(
@@ -53,7 +55,7 @@ export async function endpointRoutes(
     }
     return listing;
   };
-  app.get("/api/endpoints", async (request, reply) => {
+  app.get("/api/endpoints", { schema: LISTING_SCHEMA }, async (request, reply) => {
     parseParams(NO_PARAMS, request.query);
     return reply.type("application/json; charset=utf-8").send(listingFor(request.credential));
   });
@@ -69,7 +71,7 @@ export async function endpointRoutes(
       },
     });
     // Not async: a cached hit is answered in the turn it arrived in (see runner.ts).
-    app.get<{ Params: { nameOrId: string } }>(path, (request, reply) => {
+    app.get<{ Params: { nameOrId: string } }>(path, { schema: QUERY_SCHEMA }, (request, reply) => {
       const { endpoint, format: named } = target(request.params.nameOrId);
       request.queryLog.endpoint = endpoint.name;
       annotateRequestSpan(request, endpoint.name);

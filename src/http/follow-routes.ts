@@ -13,6 +13,7 @@ import type { SqlParams } from "../endpoints/sql-params.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import { granted, HttpError, sendError } from "./errors.ts";
+import { FOLLOW_SCHEMA } from "./openapi/endpoint-schemas.ts";
 import { type ReservePlace, sendStream } from "./streams/stream-places.ts";
 
 export interface FollowRouteOptions {
@@ -34,70 +35,77 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
   });
 
   for (const path of ["/api/endpoints/:nameOrId/follow", "/api/endpoints/query/:nameOrId/follow"]) {
-    app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
-      const endpoint = followable(request.params.nameOrId);
-      request.queryLog.endpoint = endpoint.name;
-      annotateRequestSpan(request, endpoint.name);
-      const { after, until, ...raw } = request.query as RawQuery;
-      refuseNotFollowed(raw);
-      const resume = resumption(request, after, hub.options.cursors);
-      // A resume goes on where the stream was, whatever start the URL gives (EventSource reconnects
-      // to the URL it opened, `since` and all); only a start the key's scope fixes still bounds it.
-      const asked = resume ? withoutStart(raw) : raw;
-      const authorized = granted(authorize(request.credential, endpoint, asked));
-      refusePinnedEnd(authorized);
-      const now = hub.now();
-      // `since` starts the stream as iso_timestamp_start would.
-      const params = withWindowStart(parseParams(endpoint.params, authorized), now);
-      const settled = settledMode(until);
-      const from = startingPoint(params, resume);
-      // A settled run ends with records that can no longer be overtaken by a late one.
-      const settledUntil = settled ? now - hub.lag : undefined;
-      if (settled && from?.resumed) refuseDroppedRecords(from.horizon.micros, params, now);
-      const contentType = new Negotiator(request).mediaType([EVENT_STREAM, NDJSON]);
-      if (!contentType) {
-        return sendError(
-          reply,
-          406,
-          "not_acceptable",
-          `Accept names none of the formats a follow stream has: ${EVENT_STREAM}, ${NDJSON}.`,
-          { available: [EVENT_STREAM, NDJSON] },
-        );
-      }
-      const place = await reserve(request);
-      const stream = place.open(reply, contentType === EVENT_STREAM);
-      // Where it starts, as an event id: a client that reconnects before any record came resumes
-      // there, with nothing skipped and no start of its own to compute (or to clash with a scope).
-      // It comes with data, which clients built on eventsource-parser need to keep an id, in an event
-      // not named `open`, which EventSource would hand its own onopen.
-      const start = from ?? startingAt(now);
-      stream.startsAt(hub.options.cursors.encodeStream(start));
-      if (stream.events) {
-        stream.event(
-          "start",
-          hub.options.cursors.encodeStream(start),
-          JSON.stringify({ from: formatTimestamp(start.horizon.micros), resumed: !!from?.resumed }),
-        );
-      }
-      const stop = hub.follow(
-        endpoint,
-        params,
-        from,
-        {
-          credential: request.credential.name,
-          deliver: (record, cursor) => stream.record(record, cursor),
-          ready: () => stream.ready(),
-          fail: (error) => {
-            request.log.error({ err: error }, "follow stream could not catch up");
-            stream.end("error");
+    app.get<{ Params: { nameOrId: string } }>(
+      path,
+      { schema: FOLLOW_SCHEMA },
+      async (request, reply) => {
+        const endpoint = followable(request.params.nameOrId);
+        request.queryLog.endpoint = endpoint.name;
+        annotateRequestSpan(request, endpoint.name);
+        const { after, until, ...raw } = request.query as RawQuery;
+        refuseNotFollowed(raw);
+        const resume = resumption(request, after, hub.options.cursors);
+        // A resume goes on where the stream was, whatever start the URL gives (EventSource reconnects
+        // to the URL it opened, `since` and all); only a start the key's scope fixes still bounds it.
+        const asked = resume ? withoutStart(raw) : raw;
+        const authorized = granted(authorize(request.credential, endpoint, asked));
+        refusePinnedEnd(authorized);
+        const now = hub.now();
+        // `since` starts the stream as iso_timestamp_start would.
+        const params = withWindowStart(parseParams(endpoint.params, authorized), now);
+        const settled = settledMode(until);
+        const from = startingPoint(params, resume);
+        // A settled run ends with records that can no longer be overtaken by a late one.
+        const settledUntil = settled ? now - hub.lag : undefined;
+        if (settled && from?.resumed) refuseDroppedRecords(from.horizon.micros, params, now);
+        const contentType = new Negotiator(request).mediaType([EVENT_STREAM, NDJSON]);
+        if (!contentType) {
+          return sendError(
+            reply,
+            406,
+            "not_acceptable",
+            `Accept names none of the formats a follow stream has: ${EVENT_STREAM}, ${NDJSON}.`,
+            { available: [EVENT_STREAM, NDJSON] },
+          );
+        }
+        const place = await reserve(request);
+        const stream = place.open(reply, contentType === EVENT_STREAM);
+        // Where it starts, as an event id: a client that reconnects before any record came resumes
+        // there, with nothing skipped and no start of its own to compute (or to clash with a scope).
+        // It comes with data, which clients built on eventsource-parser need to keep an id, in an event
+        // not named `open`, which EventSource would hand its own onopen.
+        const start = from ?? startingAt(now);
+        stream.startsAt(hub.options.cursors.encodeStream(start));
+        if (stream.events) {
+          stream.event(
+            "start",
+            hub.options.cursors.encodeStream(start),
+            JSON.stringify({
+              from: formatTimestamp(start.horizon.micros),
+              resumed: !!from?.resumed,
+            }),
+          );
+        }
+        const stop = hub.follow(
+          endpoint,
+          params,
+          from,
+          {
+            credential: request.credential.name,
+            deliver: (record, cursor) => stream.record(record, cursor),
+            ready: () => stream.ready(),
+            fail: (error) => {
+              request.log.error({ err: error }, "follow stream could not catch up");
+              stream.end("error");
+            },
+            settled: (cursor, cost) => stream.end("settled", { cursor, ...cost }),
           },
-          settled: (cursor, cost) => stream.end("settled", { cursor, ...cost }),
-        },
-        settledUntil,
-      );
-      stream.body.once("close", stop);
-      return sendStream(reply, stream, contentType);
-    });
+          settledUntil,
+        );
+        stream.body.once("close", stop);
+        return sendStream(reply, stream, contentType);
+      },
+    );
   }
 }
 

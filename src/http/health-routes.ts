@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { QueryEngine } from "../engines/engine.ts";
 import { sendError } from "./errors.ts";
 import { SPARED_FROM_SHEDDING } from "./load-shedding.ts";
+import { HEALTH_SCHEMA, READY_SCHEMA } from "./openapi/service-schemas.ts";
 
 const READY_TIMEOUT_MS = 5_000;
 // /ready needs no key, and on BigQuery each check is a job: one check serves every probe for a while.
@@ -17,22 +18,28 @@ export async function healthRoutes(app: FastifyInstance, { engine }: { engine: Q
     return lastCheck.done;
   };
 
-  app.get("/health", { config: SPARED_FROM_SHEDDING }, async () => ({ status: "ok" }));
+  app.get("/health", { config: SPARED_FROM_SHEDDING, schema: HEALTH_SCHEMA }, async () => ({
+    status: "ok",
+  }));
 
-  app.get("/ready", { config: SPARED_FROM_SHEDDING }, async (request, reply) => {
-    try {
-      await readiness();
-      return { status: "ready", engine: engine.dialect };
-    } catch (error) {
-      request.log.warn({ err: error }, "readiness check failed");
-      return sendError(
-        reply,
-        503,
-        "not_ready",
-        `The ${engine.dialect} engine did not answer a trivial query.`,
-      );
-    }
-  });
+  app.get(
+    "/ready",
+    { config: SPARED_FROM_SHEDDING, schema: READY_SCHEMA },
+    async (request, reply) => {
+      try {
+        await readiness();
+        return { status: "ready", engine: engine.dialect };
+      } catch (error) {
+        request.log.warn({ err: error }, "readiness check failed");
+        return sendError(
+          reply,
+          503,
+          "not_ready",
+          `The ${engine.dialect} engine did not answer a trivial query.`,
+        );
+      }
+    },
+  );
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

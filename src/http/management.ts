@@ -6,6 +6,7 @@ import type { Registry } from "prom-client";
 import type { QueryEngine } from "../engines/engine.ts";
 import { errorEnvelope } from "./errors.ts";
 import { healthRoutes } from "./health-routes.ts";
+import { describedRoutes } from "./openapi/described-routes.ts";
 
 export async function buildManagementApp(deps: {
   engine: QueryEngine;
@@ -19,6 +20,7 @@ export async function buildManagementApp(deps: {
     bodyLimit: 1024,
   });
   await app.register(errorEnvelope);
+  await app.register(describedRoutes);
   // Every answer, errors included, carries its request id, as on the main listener.
   app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);

@@ -16,6 +16,7 @@ import type { EngineUsage } from "../telemetry/observed-engine.ts";
 import type { ConnectionStats } from "./connection-cap.ts";
 import { DurationHistogram } from "./duration-histogram.ts";
 import { HttpError } from "./errors.ts";
+import { METRICS_SCHEMA } from "./openapi/service-schemas.ts";
 import type { StreamEnds } from "./streams/outbound-stream.ts";
 import type { WatchStats } from "./watch-routes.ts";
 
@@ -119,17 +120,21 @@ export const metrics = fp(async (app: FastifyInstance, { registry }: { registry:
   });
 
   // A scraper reads this every few seconds with a key that may also query: not from the same budget.
-  app.get("/metrics", { config: { rateLimit: false } }, async (request, reply) => {
-    // Counts across every endpoint and tenant: for credentials that may read every one of them.
-    if (!hasFullAccess(request.credential)) {
-      throw new HttpError(
-        403,
-        "forbidden",
-        "Reading /metrics needs a credential with a * scope that fixes no parameter.",
-      );
-    }
-    return reply.type(registry.contentType).send(await registry.metrics());
-  });
+  app.get(
+    "/metrics",
+    { config: { rateLimit: false }, schema: METRICS_SCHEMA },
+    async (request, reply) => {
+      // Counts across every endpoint and tenant: for credentials that may read every one of them.
+      if (!hasFullAccess(request.credential)) {
+        throw new HttpError(
+          403,
+          "forbidden",
+          "Reading /metrics needs a credential with a * scope that fixes no parameter.",
+        );
+      }
+      return reply.type(registry.contentType).send(await registry.metrics());
+    },
+  );
 });
 
 function registerCacheMetrics(registry: Registry, cache: ResultCache): void {

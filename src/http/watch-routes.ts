@@ -11,6 +11,7 @@ import { parseParams } from "../endpoints/params.ts";
 import type { RunEndpoint, WatchEndpoint } from "../endpoints/runner.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { granted, HttpError, sendError } from "./errors.ts";
+import { WATCH_SCHEMA } from "./openapi/endpoint-schemas.ts";
 import { cacheStatus } from "./reply.ts";
 import { type ReservePlace, sendStream } from "./streams/stream-places.ts";
 
@@ -32,65 +33,71 @@ const EVENT_STREAM = "text/event-stream";
 export async function watchRoutes(app: FastifyInstance, options: WatchRouteOptions) {
   const { run, watch, reserve, stats } = options;
   for (const path of ["/api/endpoints/:nameOrId/watch", "/api/endpoints/query/:nameOrId/watch"]) {
-    app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
-      const endpoint = watchable(request.params.nameOrId);
-      request.queryLog.endpoint = endpoint.name;
-      annotateRequestSpan(request, endpoint.name);
-      const { credential } = request;
-      const params = parseParams(
-        endpoint.params,
-        granted(authorize(credential, endpoint, request.query as RawQuery)),
-      );
-      if (!new Negotiator(request).mediaType([EVENT_STREAM])) {
-        return sendError(
-          reply,
-          406,
-          "not_acceptable",
-          `Accept does not take ${EVENT_STREAM}, the only format a watch has.`,
-          { available: [EVENT_STREAM] },
+    app.get<{ Params: { nameOrId: string } }>(
+      path,
+      { schema: WATCH_SCHEMA },
+      async (request, reply) => {
+        const endpoint = watchable(request.params.nameOrId);
+        request.queryLog.endpoint = endpoint.name;
+        annotateRequestSpan(request, endpoint.name);
+        const { credential } = request;
+        const params = parseParams(
+          endpoint.params,
+          granted(authorize(credential, endpoint, request.query as RawQuery)),
         );
-      }
-      const place = await reserve(request);
-      // Told from before the first answer, so that no value stored meanwhile is missed.
-      let told: CacheAnswer | undefined;
-      let send = (answer: CacheAnswer) => {
-        told = answer;
-      };
-      const unwatch = watch(endpoint, params, (answer) => send(answer));
-      let first: CacheAnswer;
-      try {
-        // A cached endpoint's answer always says how it was cached.
-        const { payload, cache } = await run(endpoint, params, credential.name);
-        first = { ...(cache as Omit<CacheAnswer, "payload">), payload };
-      } catch (error) {
-        // Answered in the error envelope: no stream was opened.
-        unwatch();
-        place.release();
-        throw error;
-      }
-      const stream = place.open(reply, true);
-      stats.open++;
-      stream.body.once("close", () => {
-        unwatch();
-        stats.open--;
-      });
-      // A reconnect that holds the current value is sent nothing until it changes; a value older
-      // than one sent (told while the first answer was on its way) is not sent at all.
-      let sentEtag = lastEventId(request.headers["last-event-id"]);
-      let sentComputedAt = Number.NEGATIVE_INFINITY;
-      send = (answer) => {
-        if (answer.computedAt < sentComputedAt) return;
-        sentComputedAt = answer.computedAt;
-        if (answer.etag === sentEtag) return;
-        sentEtag = answer.etag;
-        if (stream.event("result", answer.etag, answer.payload.body, freshness(answer, endpoint))) {
-          stats.eventsSent++;
+        if (!new Negotiator(request).mediaType([EVENT_STREAM])) {
+          return sendError(
+            reply,
+            406,
+            "not_acceptable",
+            `Accept does not take ${EVENT_STREAM}, the only format a watch has.`,
+            { available: [EVENT_STREAM] },
+          );
         }
-      };
-      send(first);
-      if (told) send(told);
-      return sendStream(reply, stream, EVENT_STREAM);
-    });
+        const place = await reserve(request);
+        // Told from before the first answer, so that no value stored meanwhile is missed.
+        let told: CacheAnswer | undefined;
+        let send = (answer: CacheAnswer) => {
+          told = answer;
+        };
+        const unwatch = watch(endpoint, params, (answer) => send(answer));
+        let first: CacheAnswer;
+        try {
+          // A cached endpoint's answer always says how it was cached.
+          const { payload, cache } = await run(endpoint, params, credential.name);
+          first = { ...(cache as Omit<CacheAnswer, "payload">), payload };
+        } catch (error) {
+          // Answered in the error envelope: no stream was opened.
+          unwatch();
+          place.release();
+          throw error;
+        }
+        const stream = place.open(reply, true);
+        stats.open++;
+        stream.body.once("close", () => {
+          unwatch();
+          stats.open--;
+        });
+        // A reconnect that holds the current value is sent nothing until it changes; a value older
+        // than one sent (told while the first answer was on its way) is not sent at all.
+        let sentEtag = lastEventId(request.headers["last-event-id"]);
+        let sentComputedAt = Number.NEGATIVE_INFINITY;
+        send = (answer) => {
+          if (answer.computedAt < sentComputedAt) return;
+          sentComputedAt = answer.computedAt;
+          if (answer.etag === sentEtag) return;
+          sentEtag = answer.etag;
+          if (
+            stream.event("result", answer.etag, answer.payload.body, freshness(answer, endpoint))
+          ) {
+            stats.eventsSent++;
+          }
+        };
+        send(first);
+        if (told) send(told);
+        return sendStream(reply, stream, EVENT_STREAM);
+      },
+    );
   }
 }
 

@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
 import { catalog } from "../../src/endpoints/catalog.ts";
-import type { OpenApiDocument } from "../../src/http/openapi/document.ts";
+import type { OpenApiDocument } from "../../src/http/openapi/catalog-paths.ts";
 import { type Answer, contractOf } from "../support/contract.ts";
 import { demoApp } from "../support/demo-app.ts";
 import { temporaryFile } from "../support/temporary-file.ts";

@@ -4,9 +4,9 @@
 // declares none), the JSON body against its schema and each declared header's value.
 import { Ajv2020 } from "ajv/dist/2020.js";
 import formats from "ajv-formats";
+import type { FastifyInstance } from "fastify";
 import { type Document, OpenAPIBackend, SetMatchType } from "openapi-backend";
-import { catalog } from "../../src/endpoints/catalog.ts";
-import { type OpenApiDocument, openApiDocument } from "../../src/http/openapi/document.ts";
+import type { OpenApiDocument } from "../../src/http/openapi/catalog-paths.ts";
 
 /** An answer as a test holds it: from `inject`, or a fetch's status, headers and text. */
 export interface Answer {
@@ -101,19 +101,24 @@ export async function contractOf(document: OpenApiDocument): Promise<Contract> {
   };
 }
 
-let served: Promise<Contract> | undefined;
+/** The checks made, by the document they hold answers to: most services a test starts have one. */
+const served = new Map<string, Promise<Contract>>();
 
 /**
- * The check against the document /openapi.json serves without a credential (every endpoint, built
- * once per test file), that passes an answer on a path the document does not list: 404s, /docs.
+ * The check against the document `app` serves without a credential (every endpoint), that passes
+ * an answer on a path the document does not list: 404s, /docs.
  */
-export function servedContract(): Promise<Contract> {
-  served ??= (async () => {
-    const callable = catalog.map((endpoint) => ({ endpoint, fixed: {} }));
-    const document = openApiDocument({ callable, metrics: true });
-    const check = await contractOf(document);
-    return (url, answer) =>
-      (url.split("?")[0] as string) in document.paths ? check(url, answer) : [];
-  })();
-  return served;
+export function servedContract(app: FastifyInstance): Promise<Contract> {
+  const document = app.openApiDocuments.everything();
+  const key = JSON.stringify(document);
+  let contract = served.get(key);
+  if (contract === undefined) {
+    contract = contractOf(document).then(
+      (check): Contract =>
+        (url, answer) =>
+          (url.split("?")[0] as string) in document.paths ? check(url, answer) : [],
+    );
+    served.set(key, contract);
+  }
+  return contract;
 }

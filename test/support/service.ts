@@ -89,7 +89,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         url,
         headers: hasKey(headers) ? headers : { "x-api-key": API_KEY, ...headers },
       });
-      if (held) expect((await servedContract())(url, answer), `GET ${url}`).toEqual([]);
+      if (held) expect((await servedContract(app))(url, answer), `GET ${url}`).toEqual([]);
       return answer;
     },
   };

@@ -1,34 +1,137 @@
-// GET /openapi.json, the OpenAPI document, and GET /docs, Swagger UI over it. Without a credential
-// the document describes every endpoint (the catalog is public: docs/api.md lists it); with one, only
-// what that credential may call, with the values its scopes fix. /docs and its assets are served
-// from node_modules, so the page works offline, and need no credential: what anyone may fetch is
-// counted per client address instead, and sent compressed.
+// GET /openapi.json, the OpenAPI document, and GET /docs, Swagger UI over it. The document is
+// generated from the routes' schemas by @fastify/swagger, each endpoint made its own paths from the
+// catalog (catalog-paths.ts). Without a credential it describes every endpoint (the catalog is
+// public: docs/api.md lists it); with one, only what that credential may call, with the values its
+// scopes fix. /docs and its assets are served from node_modules, so the page works offline, and
+// need no credential: what anyone may fetch is counted per client address instead, and sent
+// compressed.
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import swagger, { type StaticDocumentSpec } from "@fastify/swagger";
+import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance, preHandlerHookHandler } from "fastify";
+import fp from "fastify-plugin";
 import { LRUCache } from "lru-cache";
+import packageJson from "../../../package.json" with { type: "json" };
 import { sha256Hex } from "../../credentials/authenticate.ts";
 import type { Credential } from "../../credentials/credential.ts";
 import { grantedParams, hasFullAccess } from "../../credentials/scope-rule.ts";
-import { catalog } from "../../endpoints/catalog.ts";
+import { catalog, type EndpointDefinition } from "../../endpoints/catalog.ts";
 import type { AnonymousLimit } from "../anonymous-limit.ts";
 import { FixedBody } from "../fixed-body.ts";
-import { type Described, openApiDocument } from "./document.ts";
+import { type OpenApiDocument, withCatalogPaths } from "./catalog-paths.ts";
+import { pruned, withSharedComponents } from "./components.ts";
+import { credentialView, type Grant } from "./credential-view.ts";
+import { CATALOG_TAG, SERVICE_TAG } from "./service-schemas.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
-const EVERYTHING: Described = {
-  callable: catalog.map((endpoint) => ({ endpoint, fixed: {} })),
-  metrics: true,
-};
+declare module "fastify" {
+  interface FastifyInstance {
+    /** The documents /openapi.json and /docs serve. */
+    openApiDocuments: ReturnType<typeof documents>;
+  }
+}
+
+/**
+ * Before any route: @fastify/swagger, collecting each route that declares a schema with a tag (the
+ * others, such as the pages and their assets, are not part of the API).
+ */
+export const openApiGeneration = fp(async (app: FastifyInstance) => {
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "Log & usage query service",
+        version: packageJson.version,
+        description:
+          "Saved, read-only analytics queries over request and function logs. Every call but the " +
+          "probes needs a credential: an API key as `X-API-KEY`, or an API key or signed access " +
+          "token as `Authorization: Bearer`. `GET /openapi.json` without a credential describes " +
+          "every endpoint; with one, only those it may call, with the parameters its scopes fix.",
+      },
+      security: [{ apiKey: [] }, { bearer: [] }],
+      tags: [CATALOG_TAG, SERVICE_TAG],
+      components: {
+        securitySchemes: {
+          apiKey: { type: "apiKey", in: "header", name: "X-API-KEY", description: "An API key." },
+          bearer: {
+            type: "http",
+            scheme: "bearer",
+            description: "An API key, or a signed access token (JWT) from your backend.",
+          },
+        },
+      },
+    },
+    hideUntagged: true,
+    // OpenAPI 3.1 schemas are JSON Schema: `const` is as good as a one-value enum.
+    convertConstToEnum: false,
+    // A shared schema is named in the document by its $id.
+    refResolver: { buildLocalReference: (schema) => String(schema.$id) },
+    transformObject: (generated) =>
+      withSharedComponents(
+        (generated as { openapiObject: unknown }).openapiObject as OpenApiDocument,
+      ) as never,
+  });
+  app.decorate(
+    "openApiDocuments",
+    documents(app, () => catalog),
+  );
+});
+
+/**
+ * The document of every endpoint of the catalog, and each credential's view of it; made anew when
+ * the catalog is another. The routes' document is generated once: routes never change.
+ */
+function documents(app: FastifyInstance, entries: () => readonly EndpointDefinition[]) {
+  let made:
+    | {
+        entries: readonly EndpointDefinition[];
+        everything: OpenApiDocument;
+        body: FixedBody;
+        // By what the credential may call rather than by credential: tokens are new objects every request.
+        views: LRUCache<string, FixedBody>;
+      }
+    | undefined;
+  const current = () => {
+    if (made?.entries !== entries()) {
+      const generated = app.swagger() as unknown as OpenApiDocument;
+      const everything = pruned(withCatalogPaths(generated, entries()));
+      made = {
+        entries: entries(),
+        everything,
+        body: new FixedBody(JSON.stringify(everything), JSON_TYPE),
+        views: new LRUCache({ max: 1_000 }),
+      };
+    }
+    return made;
+  };
+  return {
+    everything: () => current().everything,
+    /** What `credential` may see; null: everything. */
+    bodyFor(credential: Credential | null): FixedBody {
+      const { everything, body, views } = current();
+      if (!credential) return body;
+      const grant = grantOf(credential, entries());
+      const key = JSON.stringify([
+        grant.metrics,
+        grant.callable.map(({ endpoint, fixed }) => [endpoint.name, fixed]),
+      ]);
+      let view = views.get(key);
+      if (view === undefined) {
+        view = new FixedBody(JSON.stringify(credentialView(everything, grant)), JSON_TYPE);
+        views.set(key, view);
+      }
+      return view;
+    },
+  };
+}
 
 /** What `credential` may call, with its fixed params. */
-function describedFor(credential: Credential): Described {
+function grantOf(credential: Credential, entries: readonly EndpointDefinition[]): Grant {
   return {
-    callable: catalog.flatMap((endpoint) => {
+    callable: entries.flatMap((endpoint) => {
       const fixed = grantedParams(credential, endpoint);
       return fixed ? [{ endpoint, fixed }] : [];
     }),
@@ -38,22 +141,6 @@ function describedFor(credential: Credential): Described {
 
 /** GET /openapi.json, in the credential scope: a credential is optional there, but checked when sent. */
 export async function openApiRoute(app: FastifyInstance, { limit }: { limit: AnonymousLimit }) {
-  const everything = new FixedBody(JSON.stringify(openApiDocument(EVERYTHING)), JSON_TYPE);
-  // By what the credential may call rather than by credential: tokens are new objects every request.
-  const documents = new LRUCache<string, FixedBody>({ max: 1_000 });
-  const documentFor = (credential: Credential) => {
-    const described = describedFor(credential);
-    const grant = JSON.stringify([
-      described.metrics,
-      described.callable.map(({ endpoint, fixed }) => [endpoint.name, fixed]),
-    ]);
-    let document = documents.get(grant);
-    if (document === undefined) {
-      document = new FixedBody(JSON.stringify(openApiDocument(described)), JSON_TYPE);
-      documents.set(grant, document);
-    }
-    return document;
-  };
   // An anonymous caller is counted per address; like /metrics, one with a credential is not charged
   // for reading what tools and the docs page read.
   const config = { credentialOptional: true, rateLimit: false } as const;
@@ -68,7 +155,7 @@ export async function openApiRoute(app: FastifyInstance, { limit }: { limit: Ano
     reply
       .header("cache-control", credential ? "private, max-age=60" : "public, max-age=60")
       .header("vary", "X-API-KEY, Authorization");
-    return (credential ? documentFor(credential) : everything).send(request, reply);
+    return app.openApiDocuments.bodyFor(credential).send(request, reply);
   });
 }
 
@@ -117,10 +204,10 @@ export async function apiReference(app: FastifyInstance, { limit }: { limit: Ano
   app.addHook("onRequest", limit);
   swaggerUiAssets ??= readSwaggerUiAssets();
   const { version, bodies } = await swaggerUiAssets;
-  // The plugin's types know OpenAPI 2 and 3.0 only; it serves the object it is given as it is.
-  const document = openApiDocument(EVERYTHING) as unknown as StaticDocumentSpec["document"];
-  await app.register(swagger, { mode: "static", specification: { document } });
   await app.register(swaggerUi, {
+    // The document /openapi.json serves without a credential, rather than the routes' own.
+    transformSpecification: () => app.openApiDocuments.everything(),
+    transformSpecificationClone: false,
     routePrefix: "/docs",
     staticCSP: CONTENT_SECURITY_POLICY,
     theme: { title: "Log & usage query service" },

@@ -1,0 +1,68 @@
+// The document a credential sees: the whole one, less the endpoints it may not call, a follow
+// stream its scope would refuse and /metrics without full access; with each value its scopes fix
+// shown as the only one taken.
+import type { EndpointDefinition } from "../../endpoints/catalog.ts";
+import type { OpenApiDocument, Operation } from "./catalog-paths.ts";
+import { pruned } from "./components.ts";
+import { CATALOG_TAG, SERVICE_TAG } from "./service-schemas.ts";
+
+/** An endpoint the credential may call, with the parameters its scope fixes. */
+export interface Callable {
+  endpoint: EndpointDefinition;
+  fixed: Readonly<Record<string, string>>;
+}
+
+/** What a credential may see: the endpoints it may call, and whether /metrics (full access only). */
+export interface Grant {
+  callable: readonly Callable[];
+  metrics: boolean;
+}
+
+/** A fixed parameter may only be omitted or equal. */
+function withFixed(operation: Operation, fixed: Callable["fixed"]): Operation {
+  return {
+    ...operation,
+    parameters: operation.parameters.map((parameter) => {
+      const value = parameter.in === "query" ? fixed[parameter.name] : undefined;
+      if (value === undefined) return parameter;
+      const { example: _example, ...fixedParameter } = parameter;
+      return {
+        ...fixedParameter,
+        required: false,
+        description: `${parameter.description}. Fixed by this credential: omit it, or send exactly this value.`,
+        schema: { ...(parameter.schema as object), const: value, default: value },
+      };
+    }),
+  };
+}
+
+/** The tags of the operations that are not an endpoint's. */
+const SERVICE_TAGS = [CATALOG_TAG.name, SERVICE_TAG.name];
+
+/** `document` (every endpoint's) as a credential granted `grant` sees it. */
+export function credentialView(
+  document: OpenApiDocument,
+  { callable, metrics }: Grant,
+): OpenApiDocument {
+  const granted = new Map(callable.map((entry) => [entry.endpoint.name, entry]));
+  const paths: [string, { get: Operation }][] = [];
+  for (const [path, { get }] of Object.entries(document.paths)) {
+    const tag = get.tags[0] as string;
+    if (SERVICE_TAGS.includes(tag)) {
+      if (path !== "/metrics" || metrics) paths.push([path, { get }]);
+      continue;
+    }
+    const entry = granted.get(tag);
+    // A follow stream runs on past any end, so a scope fixing one refuses it.
+    if (!entry || (path.endsWith("/follow") && entry.fixed.iso_timestamp_end !== undefined)) {
+      continue;
+    }
+    paths.push([path, { get: withFixed(get, entry.fixed) }]);
+  }
+  const tags = new Set(paths.map(([, { get }]) => get.tags[0]));
+  return pruned({
+    ...document,
+    tags: document.tags.filter(({ name }) => tags.has(name)),
+    paths: Object.fromEntries(paths),
+  });
+}

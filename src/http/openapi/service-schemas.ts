@@ -1,0 +1,238 @@
+// The schemas of the routes beside the endpoints': the catalog listing (GET /api/endpoints), the
+// alert rules (GET /api/alerts), the probes (GET /health, GET /ready) and the metrics (GET /metrics).
+import {
+  ANY_REQUEST_ERRORS,
+  errorResponse,
+  errorResponses,
+  headers,
+  INTEGER,
+  type Json,
+  json,
+  RATE_LIMIT,
+  STRING,
+} from "./responses.ts";
+
+export const CATALOG_TAG = { name: "catalog", description: "What a credential may call, and how." };
+export const SERVICE_TAG = {
+  name: "service",
+  description:
+    "Probes and metrics. With MANAGEMENT_PORT set they are served there too, with no credential.",
+};
+
+const STRINGS = { type: "array", items: STRING };
+
+/** One parameter of an entry of GET /api/endpoints. */
+const CATALOG_PARAM: Json = {
+  type: "object",
+  required: ["name", "type", "required"],
+  properties: {
+    name: STRING,
+    type: { const: "string" },
+    required: { type: "boolean" },
+    description: STRING,
+    allowed: { ...STRINGS, description: "The only values taken." },
+    examples: { ...STRINGS, description: "Suggested values; others are taken too." },
+    format: { ...STRING, description: "`date-time` for a timestamp, `regex` for a pattern." },
+  },
+};
+
+/** One entry of GET /api/endpoints: an endpoint the credential may call. */
+export const CATALOG_ENTRY: Json = {
+  $id: "catalog.entry",
+  type: "object",
+  required: [
+    "name",
+    "id",
+    "description",
+    "params",
+    "max_rows",
+    "cache",
+    "paths",
+    "example",
+    "fixed_params",
+  ],
+  properties: {
+    name: STRING,
+    id: { type: "string", format: "uuid" },
+    description: STRING,
+    params: { type: "array", items: CATALOG_PARAM },
+    max_rows: { ...INTEGER, description: "The most rows an answer holds." },
+    cache: {
+      description: "How long answers are kept and how often they are recomputed; null: never kept.",
+      oneOf: [
+        { type: "null" },
+        {
+          type: "object",
+          required: ["ttl_seconds", "warming_seconds"],
+          properties: { ttl_seconds: INTEGER, warming_seconds: INTEGER },
+        },
+      ],
+    },
+    paths: { ...STRINGS, description: "Where it answers; a followable one's follow stream too." },
+    example: { ...STRING, description: "A valid request: path and query string." },
+    fixed_params: {
+      type: "object",
+      additionalProperties: STRING,
+      description: "What the credential's scope fixes: omit these, or send exactly these values.",
+    },
+  },
+};
+
+const TIME_OR_NULL = { type: ["string", "null"], format: "date-time" };
+
+/** One entry of GET /api/alerts: a rule the credential may see, and its state. */
+export const ALERT_ENTRY: Json = {
+  $id: "alerts.entry",
+  type: "object",
+  required: [
+    "name",
+    "endpoint",
+    "params",
+    "condition",
+    "state",
+    "firing_since",
+    "last_evaluated_at",
+    "last_delivery",
+  ],
+  properties: {
+    name: STRING,
+    endpoint: STRING,
+    params: { type: "object", additionalProperties: STRING },
+    condition: { type: "object", description: "As the rules file writes it." },
+    state: {
+      enum: ["pending", "ok", "firing"],
+      description: "pending: not evaluated yet.",
+    },
+    firing_since: TIME_OR_NULL,
+    last_evaluated_at: TIME_OR_NULL,
+    last_delivery: {
+      oneOf: [
+        { type: "null" },
+        {
+          type: "object",
+          required: ["at", "type", "outcome", "attempts"],
+          properties: {
+            at: { type: "string", format: "date-time" },
+            type: { enum: ["alert.firing", "alert.resolved"] },
+            outcome: { enum: ["delivered", "failed"] },
+            attempts: INTEGER,
+            status: {
+              ...INTEGER,
+              description: "The receiver's last HTTP status, when it answered.",
+            },
+          },
+        },
+      ],
+    },
+  },
+};
+
+const LISTING_ERRORS = errorResponses([400, 401, 429, 503, ...ANY_REQUEST_ERRORS]);
+
+/** A list of the shared schema `$id`. */
+const resultOf = ($id: string) =>
+  json({
+    type: "object",
+    required: ["result"],
+    properties: { result: { type: "array", items: { $ref: `${$id}#` } } },
+  });
+
+export const LISTING_SCHEMA = {
+  tags: [CATALOG_TAG.name],
+  operationId: "listEndpoints",
+  summary: "The endpoints this credential may call",
+  description:
+    "Each endpoint the credential may call: its name, id, parameters, the values its scopes " +
+    "fix, row cap, cache, paths and an example request. Takes no parameters.",
+  response: {
+    200: {
+      description: "The endpoints the credential may call, each with the values its scopes fix.",
+      headers: headers("X-Request-Id", ...RATE_LIMIT),
+      content: resultOf("catalog.entry"),
+    },
+    ...LISTING_ERRORS,
+  },
+};
+
+export const ALERTS_SCHEMA = {
+  tags: [CATALOG_TAG.name],
+  operationId: "listAlerts",
+  summary: "The alert rules this credential may see, and their state",
+  description:
+    "The rules of ALERT_RULES_FILE whose endpoint and parameters the credential may call " +
+    "(its scope fixing nothing else), each with its state, when it started firing, when it " +
+    "was last evaluated and its last webhook delivery. Takes no parameters.",
+  response: {
+    200: {
+      description: "The alert rules the credential may see, each with its state.",
+      headers: headers("X-Request-Id", ...RATE_LIMIT),
+      content: resultOf("alerts.entry"),
+    },
+    ...LISTING_ERRORS,
+  },
+};
+
+export const HEALTH_SCHEMA = {
+  tags: [SERVICE_TAG.name],
+  operationId: "health",
+  summary: "Liveness: the process serves HTTP",
+  description: "Needs no credential, and is answered under load.",
+  security: [],
+  response: {
+    200: {
+      description: "The process is alive.",
+      headers: headers("X-Request-Id"),
+      content: json({
+        type: "object",
+        required: ["status"],
+        properties: { status: { const: "ok" } },
+      }),
+    },
+    503: errorResponse(503, ["shutting_down"]),
+    ...errorResponses(ANY_REQUEST_ERRORS),
+  },
+};
+
+export const READY_SCHEMA = {
+  tags: [SERVICE_TAG.name],
+  operationId: "ready",
+  summary: "Readiness: the engine answers a trivial query",
+  description:
+    "Needs no credential, and is answered under load. One check (a query on BigQuery) serves " +
+    "every probe for 5 s; it waits at most 5 s for the engine.",
+  security: [],
+  response: {
+    200: {
+      description: "The engine answered.",
+      headers: headers("X-Request-Id"),
+      content: json({
+        type: "object",
+        required: ["status", "engine"],
+        properties: {
+          status: { const: "ready" },
+          engine: { enum: ["bigquery", "duckdb"] },
+        },
+      }),
+    },
+    503: errorResponse(503, ["not_ready", "shutting_down"]),
+    ...errorResponses(ANY_REQUEST_ERRORS),
+  },
+};
+
+export const METRICS_SCHEMA = {
+  tags: [SERVICE_TAG.name],
+  operationId: "metrics",
+  summary: "Prometheus metrics",
+  description:
+    "Requests by endpoint and status, the result cache, the engine and its gate, connections, " +
+    "follow streams and Redis. Needs a credential with a `*` scope that fixes no parameter " +
+    "(403 otherwise); reading it does not count against the credential's rate limit.",
+  response: {
+    200: {
+      description: "The Prometheus text exposition format, version 0.0.4.",
+      headers: headers("X-Request-Id"),
+      content: { "text/plain": { schema: STRING } },
+    },
+    ...errorResponses([401, 403, 429, 503, ...ANY_REQUEST_ERRORS]),
+  },
+};
