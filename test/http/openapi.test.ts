@@ -11,7 +11,7 @@ import { KeysFile } from "../../src/credentials/keys-file.ts";
 import { catalog, declaredParams, type EndpointDefinition } from "../../src/endpoints/catalog.ts";
 import { InvalidParamsError, parseParams } from "../../src/endpoints/params.ts";
 import { ERROR_CODES } from "../../src/http/errors.ts";
-import type { OpenApiDocument } from "../../src/http/openapi/catalog-paths.ts";
+import { type OpenApiDocument, withCatalogPaths } from "../../src/http/openapi/catalog-paths.ts";
 import { demoApp } from "../support/demo-app.ts";
 import { jsonSchemaValidator, schemaErrors } from "../support/json-schema.ts";
 import { temporaryFile } from "../support/temporary-file.ts";
@@ -368,6 +368,41 @@ describe("GET /openapi.json", () => {
   });
 });
 
+describe("the document of the routes, made each endpoint's own paths", () => {
+  it("follows the catalog it is given: an endpoint added is described at its paths, with its parameters and row", async () => {
+    const logs = catalog.find((endpoint) => endpoint.name === LOGS) as EndpointDefinition;
+    const added: EndpointDefinition = {
+      ...logs,
+      name: "auth.failures",
+      id: "0b0e7c56-4a43-4b8e-9f55-3f1f1b0c2a71",
+      description: "Auth failures per hour.",
+    };
+    await demo.app.ready();
+    const generated = demo.app.swagger() as unknown as OpenApiDocument;
+    const document = withCatalogPaths(generated, [...catalog, added]);
+    const paths = Object.keys(document.paths).filter(
+      (path) => path.includes(added.name) || path.includes(added.id),
+    );
+    expect(paths.sort()).toEqual(
+      [...pathsOf(added), ...suffixPathsOf(added), ...followPathsOf(added)].sort(),
+    );
+    expect(document.paths[`/api/endpoints/query/${added.id}`]?.get.operationId).toBe(
+      "auth_failures_by_id",
+    );
+    const operation = document.paths[`/api/endpoints/${added.name}`]?.get;
+    expect(operation?.tags).toEqual([added.name]);
+    expect(operation?.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual([
+      ...declaredParams(logs),
+    ]);
+    expect(document.components.schemas[`${added.name}.row`]).toEqual(added.columns);
+    expect(JSON.stringify(operation?.responses)).toContain(
+      `#/components/schemas/${added.name}.row`,
+    );
+    // The generic routes themselves are not paths of the document.
+    expect(Object.keys(document.paths).filter((path) => path.includes("{"))).toEqual([]);
+  });
+});
+
 describe("GET /openapi.json, beside the endpoints", () => {
   const followable = catalog.filter((endpoint) => endpoint.follow);
 
@@ -449,6 +484,8 @@ describe("GET /openapi.json, beside the endpoints", () => {
     const url = `/api/endpoints/${LOGS}/follow?project=default&project_tier=FREE`;
     const cases: [status: number, code: string, url: string, headers: Record<string, string>][] = [
       [400, "invalid_params", `${url}&iso_timestamp_end=2026-01-01T00:00:00Z`, {}],
+      // The route's schema describes `until`; the stream's own check refuses it, naming it.
+      [400, "invalid_params", `${url}&until=forever`, {}],
       [400, "bad_request", url, { "last-event-id": "not-an-event-id" }],
       [406, "not_acceptable", url, { accept: "application/json" }],
     ];

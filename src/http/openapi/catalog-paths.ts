@@ -114,10 +114,13 @@ function okResponse(template: Json, endpoint: EndpointDefinition, format: Format
   );
   const type = mediaType(format);
   const body = FORMAT_BODIES.get(format)?.(rowName(endpoint)) ?? "";
+  const content = structuredClone((template.content as Record<string, { schema: Json }>)[type]);
+  const result = (content?.schema.properties as { result?: Json } | undefined)?.result;
+  if (result) result.maxItems = endpoint.maxRows;
   return {
-    description: `The rows, at most ${endpoint.maxRows}: ${body}${cachedNote(endpoint)}`,
+    description: `The rows, at most ${endpoint.maxRows}${format === json ? ":" : "."} ${body}${cachedNote(endpoint)}`,
     headers: Object.fromEntries(headers),
-    content: { [type]: (template.content as Json)[type] },
+    content: { [type]: content },
   };
 }
 
