@@ -75,7 +75,6 @@ export const requireCredential = fp(
       reply.header("retry-after", String(seconds));
       done(
         new HttpError(
-          429,
           "rate_limited",
           `Too many failed authentications from this address; retry in ${seconds} seconds.`,
         ),
@@ -90,7 +89,6 @@ export const requireCredential = fp(
         if (request.routeOptions.config.credentialOptional) return done();
         return done(
           new HttpError(
-            401,
             "unauthorized",
             "Missing API key: send it as X-API-KEY: <key> or Authorization: Bearer <key or token>.",
           ),
@@ -103,7 +101,7 @@ export const requireCredential = fp(
       };
       const refuse = (error: unknown) => {
         if (!(error instanceof AuthenticationError)) return done(error as Error);
-        done(new HttpError(401, "unauthorized", error.message));
+        done(new HttpError("unauthorized", error.message));
       };
       let found: ReturnType<Authenticate>;
       try {

@@ -67,7 +67,7 @@ export async function endpointRoutes(
       url: path,
       handler: async (_request, reply) => {
         reply.header("allow", "GET");
-        throw new HttpError(405, "method_not_allowed", "The endpoints answer GET only.");
+        throw new HttpError("method_not_allowed", "The endpoints answer GET only.");
       },
     });
     // Not async: a cached hit is answered in the turn it arrived in (see runner.ts).
@@ -93,7 +93,6 @@ export async function endpointRoutes(
       if (!format) {
         sendError(
           reply,
-          406,
           "not_acceptable",
           `Accept names none of the formats served: ${MEDIA_TYPES.join(", ")}.`,
           { available: MEDIA_TYPES },
@@ -225,7 +224,6 @@ function target(nameOrId: string): { endpoint: EndpointDefinition; format?: Form
     if (named?.name === suffixed.name) return { endpoint: named, format: suffixed.format };
   }
   throw new HttpError(
-    404,
     "endpoint_not_found",
     `No endpoint is named or has the id "${nameOrId}"; GET /api/endpoints lists them.`,
   );

@@ -18,8 +18,9 @@ let requestCount = 0;
 export const newRequestId = (): string => `${PROCESS_TAG}-${(++requestCount).toString(36)}`;
 
 /**
- * Every code the envelope carries, its status and when it is sent (the table of docs/api.md): the
- * codes the service can send, and the error responses /openapi.json describes.
+ * Every code the envelope carries, its status and when it is sent (the table of docs/api.md): what
+ * the service sends (the status of an error is its code's) and the error responses of the routes'
+ * schemas, from which /openapi.json is generated.
  */
 export const ERROR_CODES = {
   invalid_params: [400, "a parameter is missing, unknown, repeated or malformed (see details)"],
@@ -57,15 +58,10 @@ export class HttpError extends Error {
   /** Sent as Retry-After when given. */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(
-    statusCode: number,
-    code: ErrorCode,
-    message: string,
-    options: { retryAfterSeconds?: number } = {},
-  ) {
+  constructor(code: ErrorCode, message: string, options: { retryAfterSeconds?: number } = {}) {
     super(message);
     this.name = "HttpError";
-    this.statusCode = statusCode;
+    this.statusCode = ERROR_CODES[code][0];
     this.code = code;
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
@@ -75,14 +71,24 @@ export class HttpError extends Error {
 export function granted(decision: ScopeDecision): RawQuery {
   if ("refused" in decision) {
     const { code, message } = decision.refused;
-    throw new HttpError(ERROR_CODES[code][0], code, message);
+    throw new HttpError(code, message);
   }
   return decision.granted;
 }
 
 export const BADLY_ENCODED_URL = "The URL is not validly percent-encoded.";
 
+/** The envelope of `code`, at the status the table gives it. */
 export function sendError(
+  reply: FastifyReply,
+  code: ErrorCode,
+  message: string,
+  extra: Record<string, unknown> = {},
+): FastifyReply {
+  return sendEnvelope(reply, ERROR_CODES[code][0], code, message, extra);
+}
+
+function sendEnvelope(
   reply: FastifyReply,
   statusCode: number,
   code: ErrorCode,
@@ -101,11 +107,10 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
   return error.code === "FST_ERR_MAX_PARAM_LENGTH"
     ? sendError(
         reply,
-        404,
         "endpoint_not_found",
         "No endpoint has a name or id that long; GET /api/endpoints lists them.",
       )
-    : sendError(reply, 400, "bad_request", BADLY_ENCODED_URL);
+    : sendError(reply, "bad_request", BADLY_ENCODED_URL);
 }
 
 /**
@@ -115,12 +120,13 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
  */
 export function clientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket) {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
-  const [status, code, message]: [number, ErrorCode, string] =
+  const [code, message]: [ErrorCode, string] =
     error.code === "HPE_HEADER_OVERFLOW"
-      ? [431, "headers_too_large", `The request headers exceed ${maxHeaderSize} bytes.`]
+      ? ["headers_too_large", `The request headers exceed ${maxHeaderSize} bytes.`]
       : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
-        ? [408, "request_timeout", "The request was not received in time."]
-        : [400, "bad_request", "The request is not valid HTTP/1.1."];
+        ? ["request_timeout", "The request was not received in time."]
+        : ["bad_request", "The request is not valid HTTP/1.1."];
+  const [status] = ERROR_CODES[code];
   const body = JSON.stringify({ error: { code, message } });
   const requestId = newRequestId();
   this.log.info(
@@ -142,7 +148,6 @@ export const errorEnvelope = fp(async (app: FastifyInstance) => {
   app.setNotFoundHandler((request, reply) =>
     sendError(
       reply,
-      404,
       "not_found",
       `No route ${request.method} ${request.url.split("?")[0]}; see GET /api/endpoints.`,
     ),
@@ -150,26 +155,19 @@ export const errorEnvelope = fp(async (app: FastifyInstance) => {
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof InvalidParamsError) {
-      return sendError(
-        reply,
-        400,
-        "invalid_params",
-        "Some query parameters are invalid; see details.",
-        {
-          details: error.details,
-        },
-      );
+      return sendError(reply, "invalid_params", "Some query parameters are invalid; see details.", {
+        details: error.details,
+      });
     }
     if (error instanceof HttpError) {
       if (error.retryAfterSeconds !== undefined) {
         reply.header("retry-after", String(error.retryAfterSeconds));
       }
-      return sendError(reply, error.statusCode, error.code, error.message);
+      return sendError(reply, error.code, error.message);
     }
     if (error instanceof NotCachedError) {
       return sendError(
         reply,
-        504,
         "not_cached",
         "Nothing is cached for this request (Cache-Control: only-if-cached); ask without it to compute the answer.",
       );
@@ -180,27 +178,22 @@ export const errorEnvelope = fp(async (app: FastifyInstance) => {
         { code: error.code, ...error.detail },
         `engine query failed: ${error.message}`,
       );
-      return sendError(
-        reply,
-        error.code === "engine_timeout" ? 504 : 502,
-        error.code,
-        error.message,
-      );
+      return sendError(reply, error.code, error.message);
     }
     if (error instanceof AdmissionError) {
       reply.header("retry-after", String(error.retryAfterSeconds));
-      return sendError(reply, error.status, error.code, error.message);
+      return sendError(reply, error.code, error.message);
     }
     if (error.code === "FST_UNDER_PRESSURE") {
-      return sendError(reply, 503, "overloaded", "The service is overloaded; retry shortly.");
+      return sendError(reply, "overloaded", "The service is overloaded; retry shortly.");
     }
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
-      return sendError(reply, error.statusCode, "bad_request", error.message);
+      // Fastify's own refusal keeps the status Fastify gave it.
+      return sendEnvelope(reply, error.statusCode, "bad_request", error.message);
     }
     request.log.error({ err: error }, "unhandled error");
     return sendError(
       reply,
-      500,
       "internal_error",
       `An internal error occurred; quote request id ${request.id} when reporting it.`,
     );

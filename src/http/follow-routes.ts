@@ -62,7 +62,6 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
         if (!contentType) {
           return sendError(
             reply,
-            406,
             "not_acceptable",
             `Accept names none of the formats a follow stream has: ${EVENT_STREAM}, ${NDJSON}.`,
             { available: [EVENT_STREAM, NDJSON] },
@@ -113,7 +112,6 @@ function followable(nameOrId: string): EndpointDefinition {
   const endpoint = findEndpoint(nameOrId);
   if (endpoint?.follow) return endpoint;
   throw new HttpError(
-    404,
     "endpoint_not_found",
     `No followable endpoint is named or has the id "${nameOrId}"; GET /api/endpoints lists which have a follow path.`,
   );
@@ -134,7 +132,6 @@ function refuseNotFollowed(query: RawQuery): void {
 function refusePinnedEnd(authorized: RawQuery): void {
   if (authorized.iso_timestamp_end === undefined) return;
   throw new HttpError(
-    403,
     "forbidden",
     "This credential's scope fixes iso_timestamp_end, and a follow stream runs on past any end: call the endpoint itself for that range.",
   );
@@ -178,7 +175,6 @@ function resumption(
   if (position) return position;
   if (cursor === lastEventId) {
     throw new HttpError(
-      400,
       "bad_request",
       "Last-Event-ID is not an event id of this service's streams.",
     );

@@ -33,7 +33,6 @@ export async function healthRoutes(app: FastifyInstance, { engine }: { engine: Q
         request.log.warn({ err: error }, "readiness check failed");
         return sendError(
           reply,
-          503,
           "not_ready",
           `The ${engine.dialect} engine did not answer a trivial query.`,
         );

@@ -127,7 +127,6 @@ export const metrics = fp(async (app: FastifyInstance, { registry }: { registry:
       // Counts across every endpoint and tenant: for credentials that may read every one of them.
       if (!hasFullAccess(request.credential)) {
         throw new HttpError(
-          403,
           "forbidden",
           "Reading /metrics needs a credential with a * scope that fixes no parameter.",
         );

@@ -46,7 +46,7 @@ function isValidlyEncoded(text: string): boolean {
 export const refuseBadlyEncodedQuery = fp(async (app: FastifyInstance) => {
   app.addHook("onRequest", (request, _reply, done) => {
     if (request.query === BADLY_ENCODED) {
-      return done(new HttpError(400, "bad_request", BADLY_ENCODED_URL));
+      return done(new HttpError("bad_request", BADLY_ENCODED_URL));
     }
     done();
   });

@@ -125,7 +125,7 @@ export function countRequest(
         .header("ratelimit-reset", seconds);
       if (current <= max) return done();
       reply.header("retry-after", seconds);
-      done(new HttpError(429, "rate_limited", refusal(max, seconds)));
+      done(new HttpError("rate_limited", refusal(max, seconds)));
     },
     WINDOW_MS,
     max,

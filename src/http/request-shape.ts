@@ -19,7 +19,6 @@ export const requestShape = fp(async (app: FastifyInstance) => {
       setImmediate(() => {
         sendError(
           reply,
-          413,
           "payload_too_large",
           "This service takes no request body; send parameters in the query string.",
         );
@@ -34,7 +33,7 @@ export const requestShape = fp(async (app: FastifyInstance) => {
     }
     if (hosts > 1) {
       reply.header("connection", "close");
-      sendError(reply, 400, "bad_request", "The request has more than one Host header.");
+      sendError(reply, "bad_request", "The request has more than one Host header.");
     }
     done();
   });

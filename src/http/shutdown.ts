@@ -27,7 +27,7 @@ export const shutdown = fp(
     app.addHook("onRequest", (_request, reply, done) => {
       if (closing) {
         reply.header("connection", "close");
-        sendError(reply, 503, "shutting_down", "The service is shutting down; retry shortly.");
+        sendError(reply, "shutting_down", "The service is shutting down; retry shortly.");
       }
       done();
     });

@@ -48,7 +48,6 @@ export async function watchRoutes(app: FastifyInstance, options: WatchRouteOptio
         if (!new Negotiator(request).mediaType([EVENT_STREAM])) {
           return sendError(
             reply,
-            406,
             "not_acceptable",
             `Accept does not take ${EVENT_STREAM}, the only format a watch has.`,
             { available: [EVENT_STREAM] },
@@ -118,7 +117,6 @@ function watchable(nameOrId: string): EndpointDefinition & { cache: CachePolicy 
     ? `${endpoint.name} is not cached, so its answer has no value to watch: follow its records at /api/endpoints/${endpoint.name}/follow.`
     : "GET /api/endpoints lists which endpoints are cached, and so can be watched.";
   throw new HttpError(
-    404,
     "endpoint_not_found",
     `No watchable endpoint is named or has the id "${nameOrId}". ${hint}`,
   );

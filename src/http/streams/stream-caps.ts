@@ -45,7 +45,6 @@ export class StreamCaps {
   async take(address: string, credential: string): Promise<() => void> {
     if (this.open >= this.maxOpen) {
       throw new HttpError(
-        503,
         "overloaded",
         "The service has as many streams open as it takes; retry shortly.",
         { retryAfterSeconds: 5 },
@@ -93,7 +92,7 @@ class Places {
     const count = this.held.get(key) ?? 0;
     if (lease === false || count >= this.max) {
       if (lease) lease.release();
-      throw new HttpError(429, "rate_limited", this.refusal(this.max));
+      throw new HttpError("rate_limited", this.refusal(this.max));
     }
     this.held.set(key, count + 1);
     let released = false;
