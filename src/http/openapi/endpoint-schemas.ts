@@ -31,9 +31,9 @@ const ENDPOINT_ERRORS = [400, 401, 403, 406, 429, 502, 503, 504, ...ANY_REQUEST_
 /** Statuses a follow stream's GET can answer: it runs no query before its 200. */
 const FOLLOW_ERRORS = [400, 401, 403, 406, 429, 503, ...ANY_REQUEST_ERRORS];
 
-/** The headers of an endpoint's 200, in every format; those a cache or a page sends may go. */
 export const CACHE: HeaderName[] = ["X-Cache", "Age", "ETag"];
-const OK_HEADERS: HeaderName[] = [
+/** The headers of an endpoint's 304; those a cache sends may go. */
+const NOT_MODIFIED_HEADERS: HeaderName[] = [
   "X-Request-Id",
   ...RATE_LIMIT,
   "Cache-Control",
@@ -42,9 +42,9 @@ const OK_HEADERS: HeaderName[] = [
   "Server-Timing",
   "Timing-Allow-Origin",
   "X-Bytes-Processed",
-  "X-Result-Truncated",
-  "Link",
 ];
+/** The headers of an endpoint's 200, in every format; those a cache or a page sends may go. */
+const OK_HEADERS: HeaderName[] = [...NOT_MODIFIED_HEADERS, "X-Result-Truncated", "Link"];
 
 /** How each format writes the rows; `row` names the row's schema. */
 export const FORMAT_BODIES = new Map<Format, (row: string) => string>([
@@ -109,16 +109,7 @@ export const QUERY_SCHEMA = {
       description:
         "The If-None-Match given matches: the representation you hold is current. No body, and " +
         "none of the headers that would describe one (Content-Type, Content-Length: RFC 9110 §15.4.5).",
-      headers: headers(
-        "X-Request-Id",
-        ...RATE_LIMIT,
-        "Cache-Control",
-        ...CACHE,
-        "Cache-Status",
-        "Server-Timing",
-        "Timing-Allow-Origin",
-        "X-Bytes-Processed",
-      ),
+      headers: headers(...NOT_MODIFIED_HEADERS),
       type: "null",
     },
     ...errorResponses(ENDPOINT_ERRORS),

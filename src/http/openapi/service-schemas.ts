@@ -127,50 +127,52 @@ export const ALERT_ENTRY: Json = {
   },
 };
 
-const LISTING_ERRORS = errorResponses([400, 401, 429, 503, ...ANY_REQUEST_ERRORS]);
+/** A GET that takes no parameters and lists what the credential may see, each entry a `$id`. */
+function listingSchema(
+  operationId: string,
+  [summary, description]: [string, string],
+  [entry, listed]: [$id: string, description: string],
+) {
+  return {
+    tags: [CATALOG_TAG.name],
+    operationId,
+    summary,
+    description: `${description} Takes no parameters.`,
+    response: {
+      200: {
+        description: listed,
+        headers: headers("X-Request-Id", ...RATE_LIMIT),
+        content: json({
+          type: "object",
+          required: ["result"],
+          properties: { result: { type: "array", items: { $ref: `${entry}#` } } },
+        }),
+      },
+      ...errorResponses([400, 401, 429, 503, ...ANY_REQUEST_ERRORS]),
+    },
+  };
+}
 
-/** A list of the shared schema `$id`. */
-const resultOf = ($id: string) =>
-  json({
-    type: "object",
-    required: ["result"],
-    properties: { result: { type: "array", items: { $ref: `${$id}#` } } },
-  });
-
-export const LISTING_SCHEMA = {
-  tags: [CATALOG_TAG.name],
-  operationId: "listEndpoints",
-  summary: "The endpoints this credential may call",
-  description:
+export const LISTING_SCHEMA = listingSchema(
+  "listEndpoints",
+  [
+    "The endpoints this credential may call",
     "Each endpoint the credential may call: its name, id, parameters, the values its scopes " +
-    "fix, row cap, cache, paths and an example request. Takes no parameters.",
-  response: {
-    200: {
-      description: "The endpoints the credential may call, each with the values its scopes fix.",
-      headers: headers("X-Request-Id", ...RATE_LIMIT),
-      content: resultOf("catalog.entry"),
-    },
-    ...LISTING_ERRORS,
-  },
-};
+      "fix, row cap, cache, paths and an example request.",
+  ],
+  ["catalog.entry", "The endpoints the credential may call, each with the values its scopes fix."],
+);
 
-export const ALERTS_SCHEMA = {
-  tags: [CATALOG_TAG.name],
-  operationId: "listAlerts",
-  summary: "The alert rules this credential may see, and their state",
-  description:
+export const ALERTS_SCHEMA = listingSchema(
+  "listAlerts",
+  [
+    "The alert rules this credential may see, and their state",
     "The rules of ALERT_RULES_FILE whose endpoint and parameters the credential may call " +
-    "(its scope fixing nothing else), each with its state, when it started firing, when it " +
-    "was last evaluated and its last webhook delivery. Takes no parameters.",
-  response: {
-    200: {
-      description: "The alert rules the credential may see, each with its state.",
-      headers: headers("X-Request-Id", ...RATE_LIMIT),
-      content: resultOf("alerts.entry"),
-    },
-    ...LISTING_ERRORS,
-  },
-};
+      "(its scope fixing nothing else), each with its state, when it started firing, when it " +
+      "was last evaluated and its last webhook delivery.",
+  ],
+  ["alerts.entry", "The alert rules the credential may see, each with its state."],
+);
 
 export const HEALTH_SCHEMA = {
   tags: [SERVICE_TAG.name],
