@@ -3,6 +3,8 @@
 // endpoint cannot be (Fastify takes no route after it starts): the document @fastify/swagger
 // generates from the routes holds each generic route once, and this makes it each endpoint's own
 // paths from the catalog of the moment, with that endpoint's parameters, row, cache and paging.
+// Not in swagger's own transformObject: it keeps the first document it makes for good, and this one
+// must follow the catalog (routes.ts makes it again when the catalog is another).
 import { z } from "zod";
 import type { EndpointDefinition } from "../../endpoints/catalog.ts";
 import { NOT_FOLLOWED } from "../follow-routes.ts";

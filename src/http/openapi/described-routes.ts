@@ -1,6 +1,8 @@
 // Route schemas here describe; they neither validate nor serialize. A request's parameters are
 // checked by the endpoint's own validator (endpoints/params.ts), which names every bad one in the
-// envelope's 400, and bodies are written as JSON.stringify writes them, as without a schema. The
+// envelope's 400, and bodies are written as JSON.stringify writes them, as without a schema. (So
+// the schemas are plain JSON Schema rather than zod through fastify-type-provider-zod, whose point
+// is validating with them; and a generic endpoint route has no one endpoint's schema to give it.) The
 // schemas the routes refer to by `$id` (the error envelopes, the listings' entries, the streams'
 // end) are the app's shared schemas, which the document names once each.
 import type { FastifyInstance } from "fastify";
