@@ -17,6 +17,7 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY src ./src
 COPY queries ./queries
+COPY endpoints ./endpoints
 # `npm run key` and `npm run token` in the container: docker run --rm log-query npm run key -- ...
 COPY scripts ./scripts
 # Named volumes mounted here take this owner, so DUCKDB_PATH=/data/db/... and the demo exports

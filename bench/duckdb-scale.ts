@@ -20,6 +20,7 @@ import { createTableSql } from "../src/engines/duckdb/tables.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
 import { sourceTables } from "../src/schema.ts";
 import { dateToMicros } from "../src/time.ts";
+import { endpointRequest } from "../test/support/catalog.ts";
 
 const RUNS = 5;
 // The first few queries after loading a large file take up to 10× the steady time, reading blocks
@@ -140,12 +141,11 @@ async function measure(): Promise<Measured> {
   const address = await app.listen({ port: 0, host: "127.0.0.1" });
   const cases = [];
   for (const [endpoint, params] of CASES) {
-    const sql = readFileSync(new URL(`../queries/duckdb/${endpoint}.sql`, import.meta.url), "utf8");
     // CPU time over both of DuckDB's threads: what the query costs whatever else the machine runs.
     const cpu: number[] = [];
     const first: number[] = [];
     const engineMs = await p50(
-      () => engine.run({ endpoint, sql, params, maxRows: 1000 }),
+      () => engine.run(endpointRequest(endpoint, "duckdb", params)),
       cpu,
       first,
     );

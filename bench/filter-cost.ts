@@ -14,12 +14,11 @@ import { parseArgs } from "node:util";
 import { buildApp } from "../src/app.ts";
 import { sha256Hex } from "../src/credentials/authenticate.ts";
 import { KeysFile } from "../src/credentials/keys-file.ts";
-import { catalog } from "../src/endpoints/catalog.ts";
 import { MAX_LIST_TERMS } from "../src/endpoints/params.ts";
-import { loadQueries } from "../src/endpoints/queries.ts";
 import { loadData } from "../src/engines/duckdb/data.ts";
 import { DEMO_PROJECTS } from "../src/engines/duckdb/demo-data.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
+import { endpointRequest } from "../test/support/catalog.ts";
 
 const RUNS = 5;
 const ATTACKER_KEY = "bench-attacker-0123456789abcdef";
@@ -35,7 +34,6 @@ const phaseMs = Number(args["phase-seconds"]) * 1000;
 
 const engine = await createDuckDbEngine();
 await loadData(engine, { demoData: true });
-const sql = loadQueries("duckdb", catalog).get("logs.all") as string;
 const iso = (ms: number) => new Date(ms).toISOString();
 const codes = (count: number) => Array.from({ length: count }, (_, i) => String(100 + i));
 
@@ -58,7 +56,7 @@ async function pageMs(params: Record<string, string | null>): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i <= RUNS; i++) {
     const started = performance.now();
-    await engine.run({ endpoint: "logs.all", sql, params: bound, maxRows: 1000 });
+    await engine.run(endpointRequest("logs.all", "duckdb", bound));
     if (i > 0) times.push(performance.now() - started);
   }
   return times.sort((a, b) => a - b)[Math.floor(RUNS / 2)] ?? 0;

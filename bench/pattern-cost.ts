@@ -5,11 +5,10 @@
 // Run: node bench/pattern-cost.ts [pattern ...]   (default: the corpus below, about a minute)
 import { cpus } from "node:os";
 import { RE2JS } from "re2js";
-import { catalog } from "../src/endpoints/catalog.ts";
-import { loadQueries } from "../src/endpoints/queries.ts";
 import { re2PatternProblem, re2PatternSteps } from "../src/endpoints/re2-pattern.ts";
 import { loadData } from "../src/engines/duckdb/data.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
+import { endpointRequest } from "../test/support/catalog.ts";
 
 export const LITERALS = ["default", "^https://default\\."] as const;
 
@@ -107,15 +106,9 @@ export async function demoEngine(): Promise<{
 }> {
   const engine = await createDuckDbEngine();
   await loadData(engine, { demoData: true });
-  const sql = loadQueries("duckdb", catalog).get("usage.api-counts") as string;
   const timeMs = async (project: string) => {
     const started = performance.now();
-    await engine.run({
-      endpoint: "usage.api-counts",
-      sql,
-      params: { project, interval: "daily" },
-      maxRows: 1000,
-    });
+    await engine.run(endpointRequest("usage.api-counts", "duckdb", { project, interval: "daily" }));
     return performance.now() - started;
   };
   return { engine, timeMs };

@@ -3,6 +3,7 @@
 // Values are taken verbatim (a regex's `+`, `:` and `\` included); only `&` separates them.
 import { parseArgs } from "node:util";
 import { type Scope, scopesSchema } from "../src/credentials/credential.ts";
+import { builtInCatalog } from "../src/endpoints/load-catalog.ts";
 
 export function parseScope(text: string): Scope {
   const colon = text.indexOf(":");
@@ -31,7 +32,7 @@ export function credentialArgs(usage: string, extra: readonly string[]) {
     });
     const name = values.name;
     if (typeof name !== "string" || name === "") throw new Error("--name is required");
-    const scopes = scopesSchema.safeParse((values.scope ?? []).map(parseScope));
+    const scopes = scopesSchema(builtInCatalog()).safeParse((values.scope ?? []).map(parseScope));
     if (!scopes.success) {
       const issue = scopes.error.issues[0];
       throw new Error(`--scope ${issue?.path.join(".")}: ${issue?.message}`);

@@ -1,12 +1,12 @@
-// `npm run dev`: the service, started again on every change to src/ (the explorer page included) or
-// queries/, however the editor saves. Node's --watch follows imported modules only (no SQL, no page
+// `npm run dev`: the service, started again on every change to src/ (the explorer page included),
+// endpoints/ or queries/, however the editor saves. Node's --watch follows imported modules only (no SQL, no page
 // file), and --watch-path loses a file that a save replaced by renaming a temporary file over it:
 // here each folder is watched, not each file, so a new file under an old name is still seen.
 import { type ChildProcess, spawn } from "node:child_process";
 import { type FSWatcher, readdirSync, statSync, watch } from "node:fs";
 import { join } from "node:path";
 
-const WATCHED = ["src", "queries"];
+const WATCHED = ["src", "endpoints", "queries"];
 /** One save is several events (write, rename, attributes): the service restarts once for them all. */
 const SETTLE_MS = 100;
 

@@ -1,4 +1,4 @@
-// `npm run sql:check`: analyzes every queries/bigquery/*.sql on GoogleSQL's reference analyzer against
+// `npm run sql:check`: analyzes every endpoints/<name>/bigquery.sql on GoogleSQL's reference analyzer against
 // the catalog from queries/schema, prints each output schema or the error at file:line:column, and
 // exits non-zero when any file fails. Arguments, when given, are the .sql files to check instead.
 import { readFileSync } from "node:fs";
@@ -9,7 +9,7 @@ import {
   GoogleSqlError,
   GoogleSqlServer,
 } from "../test/support/googlesql.ts";
-import { BIGQUERY_DIR, bigQueryEndpoints } from "../test/support/queries.ts";
+import { bigQueryEndpoints, ENDPOINTS_DIR } from "../test/support/queries.ts";
 
 type TypeProto = Column["type"];
 
@@ -47,7 +47,7 @@ async function check(engine: GoogleSql, file: string): Promise<boolean> {
 
 const files = process.argv.slice(2);
 const targets =
-  files.length > 0 ? files : bigQueryEndpoints().map((e) => `${BIGQUERY_DIR}${e}.sql`);
+  files.length > 0 ? files : bigQueryEndpoints().map((e) => `${ENDPOINTS_DIR}${e}/bigquery.sql`);
 const server = await GoogleSqlServer.start();
 const engine = new GoogleSql(server.port);
 let ok = true;

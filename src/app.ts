@@ -14,10 +14,10 @@ import type { FollowSettings, HttpSettings, StreamSettings } from "./config.ts";
 import { createAuthenticator } from "./credentials/authenticate.ts";
 import type { KeysFile } from "./credentials/keys-file.ts";
 import type { TokenVerifier } from "./credentials/tokens.ts";
-import { catalog } from "./endpoints/catalog.ts";
+import type { Catalog } from "./endpoints/catalog.ts";
 import { cursorCodec } from "./endpoints/cursor.ts";
 import { FollowHub, type FollowOptions } from "./endpoints/follow.ts";
-import { loadQueries } from "./endpoints/queries.ts";
+import { loadCatalog } from "./endpoints/load-catalog.ts";
 import { createRunner } from "./endpoints/runner.ts";
 import { type AdmissionOptions, admit } from "./engines/admission.ts";
 import type { QueryEngine } from "./engines/engine.ts";
@@ -84,8 +84,8 @@ export interface AppDeps {
    * result only in a service of the same deployment. Default: the empty name.
    */
   deployment?: string;
-  /** SQL per endpoint name; default: queries/<dialect>/<name>.sql. */
-  queries?: ReadonlyMap<string, string>;
+  /** The endpoints served; default: the built-in ones (endpoints/). */
+  catalog?: Catalog;
   /** Bounds of engine work; default: 4 at once, 100 waiting, half of all per credential. */
   admission?: Partial<AdmissionOptions>;
   /** Shed load past these limits (main.ts: always); absent: never (tests with fake timers). */
@@ -189,36 +189,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
   const cache = deps.cache && new ResultCache({ logger: app.log, shared, ...deps.cache });
   app.addHook("onClose", async () => cache?.close());
-  const queries = deps.queries ?? loadQueries(deps.engine.dialect, catalog);
+  const catalog = deps.catalog ?? loadCatalog();
   // Without one (an app a test builds), this instance's cursors are good in this instance only.
   const cursors = cursorCodec(deps.cursorSecret ?? randomBytes(32), deps.deployment);
   const { run, watch } = createRunner({
     engine,
-    endpoints: catalog,
-    queries,
-    rests: loadQueries(
-      deps.engine.dialect,
-      catalog.filter((e) => e.pageSize !== undefined),
-      "rest",
-    ),
+    endpoints: catalog.entries,
     cache,
     serialize: serializeResult,
     log: app.log,
     cursors,
   });
   const follow = { ...DEFAULT_FOLLOW, ...deps.follow };
-  const followHub = new FollowHub(
-    engine,
-    {
-      queries,
-      windows: loadQueries(
-        deps.engine.dialect,
-        catalog.filter((e) => e.follow),
-        "window",
-      ),
-    },
-    { ...follow, log: app.log, cursors, heldBy: (credential) => engine.held(credential) },
-  );
+  const followHub = new FollowHub(engine, {
+    ...follow,
+    log: app.log,
+    cursors,
+    heldBy: (credential) => engine.held(credential),
+  });
 
   const delivery = { ...DEFAULT_DELIVERY, ...deps.alertDelivery };
   const alerts =
@@ -245,6 +233,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const streamEnds: StreamEnds = new Map();
   const watchStats: WatchStats = { open: 0, eventsSent: 0 };
   const registry = serviceRegistry({
+    catalog,
     cache,
     engine,
     usage: observed.usage,
@@ -258,7 +247,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate("metricsRegistry", registry);
   await app.register(errorEnvelope);
   await app.register(describedRoutes);
-  await app.register(openApiGeneration);
+  await app.register(openApiGeneration, { catalog });
   await app.register(requestLog);
   if (deps.pressure) await app.register(loadShedding, deps.pressure);
   await app.register(requestShape);
@@ -282,8 +271,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       credentials: (deps.apiKeys?.length ?? 0) + (deps.keysFile?.size ?? 0),
       redis: deps.redis,
     });
-    await api.register(metrics, { registry });
+    await api.register(metrics, { catalog, registry });
     await api.register(endpointRoutes, {
+      catalog,
       run,
       refreshBudget: new RefreshBudget(deps.forcedRefreshPerMinute ?? 6, budgets),
       cursors,
@@ -297,8 +287,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       ends: streamEnds,
       keysFile: deps.keysFile,
     });
-    await api.register(followRoutes, { hub: followHub, reserve });
-    if (cache) await api.register(watchRoutes, { run, watch, reserve, stats: watchStats });
+    await api.register(followRoutes, { catalog, hub: followHub, reserve });
+    if (cache) {
+      await api.register(watchRoutes, { catalog, run, watch, reserve, stats: watchStats });
+    }
     await api.register(alertRoutes, { alerts });
     await api.register(openApiRoute, { limit });
   });

@@ -9,6 +9,7 @@ import { type Config, ConfigError, loadConfig, nearMisses } from "./config.ts";
 import { KeysFile } from "./credentials/keys-file.ts";
 import { createTokenVerifier } from "./credentials/tokens.ts";
 import { keptCursorSecret } from "./cursor-secret-file.ts";
+import { loadCatalog } from "./endpoints/load-catalog.ts";
 import { openEngine } from "./engines/open-engine.ts";
 import { buildManagementApp } from "./http/management.ts";
 import { createLogger } from "./logger.ts";
@@ -60,15 +61,18 @@ const log = createLogger(config);
 for (const warning of nearMisses(process.env)) log.warn(warning);
 
 /**
- * The keys file, token keys, alert rules and the kept cursor secret, read now: a bad one stops
- * startup with one line naming it.
+ * The endpoint catalog, the keys file, token keys, alert rules (the last three checked against the
+ * catalog) and the kept cursor secret, read now: a bad one stops startup naming what is wrong.
  */
 function openSettingsFiles({ auth, alertRulesFile, cursorSecret, cursorSecretFile }: Config) {
   try {
+    const catalog = loadCatalog();
     return {
-      keysFile: auth.keysFile === undefined ? undefined : new KeysFile(auth.keysFile),
-      tokens: auth.tokens && createTokenVerifier(auth.tokens),
-      alertRules: alertRulesFile === undefined ? undefined : openAlertRules(alertRulesFile),
+      catalog,
+      keysFile: auth.keysFile === undefined ? undefined : new KeysFile(auth.keysFile, catalog),
+      tokens: auth.tokens && createTokenVerifier(auth.tokens, catalog),
+      alertRules:
+        alertRulesFile === undefined ? undefined : openAlertRules(alertRulesFile, catalog),
       // Without CURSOR_SECRET, one generated once: cursors made before a restart stay good after it.
       cursors:
         cursorSecret === undefined
@@ -81,7 +85,7 @@ function openSettingsFiles({ auth, alertRulesFile, cursorSecret, cursorSecretFil
   }
 }
 
-const { keysFile, tokens, alertRules, cursors } = openSettingsFiles(config);
+const { catalog, keysFile, tokens, alertRules, cursors } = openSettingsFiles(config);
 if (cursors.created) {
   log.info(
     { file: config.cursorSecretFile },
@@ -133,6 +137,7 @@ if (redis && config.cursorSecret === undefined) {
 }
 const app = await buildApp({
   engine,
+  catalog,
   apiKeys,
   keysFile,
   tokens,

@@ -13,6 +13,7 @@ import {
   type StandInFault,
   startBigQueryStandIn,
 } from "./support/bigquery-standin.ts";
+import { endpointNamed } from "./support/catalog.ts";
 import {
   DAY,
   edgeLog,
@@ -119,7 +120,8 @@ describe("endpoint queries", () => {
       });
       expect(expected.rows.length).toBeGreaterThan(0);
 
-      const result = await engine().run({ endpoint: name, sql, params, maxRows: 1000 });
+      const { window } = endpointNamed(name);
+      const result = await engine().run({ endpoint: name, sql, window, params, maxRows: 1000 });
 
       // Byte-identical JSON: same values, same column order.
       expect(JSON.stringify(result.rows)).toBe(JSON.stringify(expected.rows));
@@ -135,6 +137,7 @@ describe("endpoint queries", () => {
     const result = await engine().run({
       endpoint: "logs.all",
       sql: bigQuerySql("logs.all"),
+      window: endpointNamed("logs.all").window,
       params,
       maxRows: 1000,
     });
@@ -203,6 +206,7 @@ describe("what the client sends", () => {
     await engine({ jobTimeoutMs: 20_000 }).run({
       endpoint: "logs.all",
       sql: bigQuerySql("logs.all"),
+      window: endpointNamed("logs.all").window,
       params: {
         project: PROJECT,
         project_tier: null,

@@ -1,6 +1,6 @@
 // `npm run dev` as a developer runs it: every save, in place or by renaming a temporary file over the
-// old one (as many editors do), of a file under src/ (the explorer page included) or queries/ starts
-// the service again. Run on a copy of the project, so the saves touch no file of this checkout.
+// old one (as many editors do), of a file under src/ (the explorer page included), endpoints/ or
+// queries/ starts the service again. Run on a copy of the project, so the saves touch no file of this checkout.
 import { type ChildProcess, spawn } from "node:child_process";
 import {
   cpSync,
@@ -30,7 +30,7 @@ afterEach(() => {
 /** A copy of what `npm run dev` reads, sharing this checkout's node_modules. */
 function copyProject(): string {
   const folder = mkdtempSync(join(tmpdir(), "dev-watch-"));
-  for (const entry of ["package.json", "src", "queries", "scripts"]) {
+  for (const entry of ["package.json", "src", "endpoints", "queries", "scripts"]) {
     cpSync(join(ROOT, entry), join(folder, entry), { recursive: true });
   }
   symlinkSync(realpathSync(join(ROOT, "node_modules")), join(folder, "node_modules"));
@@ -44,7 +44,7 @@ function saveByRename(file: string): void {
   renameSync(temporary, file);
 }
 
-it("restarts the service on every save under src/ and queries/, in place or by rename", async () => {
+it("restarts the service on every save under src/ and endpoints/, in place or by rename", async () => {
   project = copyProject();
   dev = spawn("npm", ["run", "dev"], {
     cwd: project,
@@ -64,7 +64,7 @@ it("restarts the service on every save under src/ and queries/, in place or by r
   const listening = () =>
     [...output.matchAll(/INFO \((\d+)\): Server listening at/g)].map(([, pid]) => pid);
   await vi.waitFor(() => expect(listening()).toHaveLength(1), { timeout: 20_000, interval: 100 });
-  const sql = "queries/bigquery/logs.all.sql";
+  const sql = "endpoints/logs.all/bigquery.sql";
   const saves: [string, (file: string) => void][] = [
     [sql, saveByRename],
     ["src/http/explorer/page/index.html", saveByRename],

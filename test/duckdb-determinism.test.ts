@@ -1,15 +1,14 @@
 // The same query over the same rows answers the same bytes every time, so a warming refresh of
 // unchanged data keeps its ETag and pollers keep getting 304s. DuckDB aggregates in parallel: a float
 // sum in whatever order the threads met its terms would differ in its last digits from run to run.
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { catalog } from "../src/endpoints/catalog.ts";
-import { loadQueries } from "../src/endpoints/queries.ts";
 import { loadData } from "../src/engines/duckdb/data.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
+import { endpointRequest } from "./support/catalog.ts";
 
 const NOW = 1_763_900_000_000_000n;
 const RUNS = 20;
-const queries = loadQueries("duckdb", catalog);
 let engine: DuckDbEngine;
 
 beforeAll(async () => {
@@ -25,8 +24,7 @@ describe("DuckDB answers", () => {
       const params = { project: "default", interval, function_id: null };
       const answers = new Set<string>();
       for (let run = 0; run < RUNS; run++) {
-        const sql = queries.get("functions.invocation-stats") as string;
-        const request = { endpoint: "functions.invocation-stats", sql, params, maxRows: 1000 };
+        const request = endpointRequest("functions.invocation-stats", "duckdb", params);
         const result = await engine.run(request);
         answers.add(JSON.stringify(result.rows));
       }

@@ -1,6 +1,6 @@
-// The DuckDB SQL (queries/duckdb) gives the same rows as the BigQuery SQL (queries/bigquery) run on
-// GoogleSQL's reference engine, for hand-made edge cases and random fixture sets, with "now"
-// pinned to the same microsecond in both. Rules where the engines may legitimately differ:
+// The DuckDB SQL (endpoints/<name>/duckdb.sql) gives the same rows as the BigQuery SQL beside it
+// (bigquery.sql) run on GoogleSQL's reference engine, for hand-made edge cases and random fixture
+// sets, with "now" pinned to the same microsecond in both. Rules where the engines may legitimately differ:
 // - avg_execution_time: float sums depend on the order of addition (BigQuery's own varies from
 //   run to run), so it is compared to a relative 1e-12.
 // - p95/p99: both are the value of rank floor(i·(n−1)/100) among the n sorted non-null values,
@@ -9,12 +9,13 @@
 //   with equal timestamps may come in either order, and at logs.all's LIMIT 100 cut
 //   either of them may be returned: compared as sets within each timestamp. rest/logs.all (the rest
 //   of a page walk, no LIMIT) likewise, every timestamp included.
-import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { EndpointSql } from "../src/endpoints/catalog.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
 import type { Row as WireRow } from "../src/engines/engine.ts";
 import { formatTimestamp } from "../src/time.ts";
+import { endpointRequest } from "./support/catalog.ts";
 import { replaceTables } from "./support/duckdb-tables.ts";
 import type { Row } from "./support/googlesql.ts";
 import { bigQuerySql, windowed } from "./support/queries.ts";
@@ -42,8 +43,11 @@ beforeAll(async () => {
 });
 afterAll(() => engine.close());
 
-const duckDbSql = (endpoint: string) =>
-  readFileSync(new URL(`../queries/duckdb/${endpoint}.sql`, import.meta.url), "utf8");
+/** The DuckDB SQL of an endpoint's query, or of another of its queries (window/logs.all). */
+const duckDbSql = (query: string) => {
+  const [use, name] = query.includes("/") ? query.split("/") : ["query", query];
+  return endpointRequest(name as string, "duckdb", {}, use as keyof EndpointSql).sql;
+};
 
 /** Loads `tables` into DuckDB, then runs every case on both engines and compares. */
 async function expectSameResults(

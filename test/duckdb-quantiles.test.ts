@@ -2,9 +2,9 @@
 // follow: element i of 100 is the sorted value at rank floor(i·(n−1)/100). The differential test's
 // buckets are small; the DuckDB SQL reaches that rank through quantile_disc for second and minute
 // buckets, and through per-hour value bins for hour and day buckets: both ways are checked here.
-import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
+import { endpointRequest } from "./support/catalog.ts";
 import { replaceTables } from "./support/duckdb-tables.ts";
 import {
   functionCall,
@@ -18,10 +18,6 @@ import {
 } from "./support/fixtures.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
-const SQL = readFileSync(
-  new URL("../queries/duckdb/functions.invocation-stats.sql", import.meta.url),
-  "utf8",
-);
 const SIZES = Array.from({ length: 300 }, (_, i) => i + 1);
 
 let engine: DuckDbEngine;
@@ -37,12 +33,13 @@ const rank = (i: number, sorted: number[]) => sorted[Math.floor((i * (sorted.len
 
 /** Each bucket's timestamp, count, p95 and p99 as the DuckDB SQL gives them for `interval`. */
 async function ranksOf(interval: string) {
-  const { rows } = await engine.run({
-    endpoint: "functions.invocation-stats",
-    sql: SQL,
-    params: { project: PROJECT, interval, function_id: null },
-    maxRows: 1000,
-  });
+  const { rows } = await engine.run(
+    endpointRequest("functions.invocation-stats", "duckdb", {
+      project: PROJECT,
+      interval,
+      function_id: null,
+    }),
+  );
   return rows.map((r) => ({
     timestamp: r.timestamp,
     count: r.count,

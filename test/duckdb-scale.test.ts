@@ -6,19 +6,17 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { catalog } from "../src/endpoints/catalog.ts";
-import { loadQueries } from "../src/endpoints/queries.ts";
 import { DEMO_PROJECTS, generateLogs } from "../src/engines/duckdb/demo-data.ts";
 import { createTableSql } from "../src/engines/duckdb/tables.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
 import type { Row } from "../src/engines/engine.ts";
 import { sourceTables } from "../src/schema.ts";
 import { parseIsoTimestamp } from "../src/time.ts";
+import { endpointRequest } from "./support/catalog.ts";
 
 const ROWS = 1_000_000;
 const NOW = parseIsoTimestamp("2026-11-21T05:17:42.123456Z") as bigint;
 const project = DEMO_PROJECTS[0];
-const queries = loadQueries("duckdb", catalog);
 
 let folder: string;
 let engine: DuckDbEngine;
@@ -44,8 +42,7 @@ afterAll(async () => {
 });
 
 const endpoint = async (name: string, params: Record<string, string | null>) =>
-  (await engine.run({ endpoint: name, sql: queries.get(name) as string, params, maxRows: 1000 }))
-    .rows;
+  (await engine.run(endpointRequest(name, "duckdb", params))).rows;
 const plain = async (sql: string) =>
   (await engine.run({ endpoint: "plain", sql, params: {}, maxRows: 1000 })).rows;
 

@@ -5,12 +5,13 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
+import { endpointNamed } from "./support/catalog.ts";
 import { replaceTables } from "./support/duckdb-tables.ts";
 import { edgeLog, micros, PROJECT } from "./support/fixtures.ts";
 
 const NOW = "2026-11-21T05:00:00Z";
-const sql = (path: string) =>
-  readFileSync(new URL(`../queries/duckdb/${path}`, import.meta.url), "utf8");
+const sql = (file: string) =>
+  readFileSync(new URL(`../endpoints/logs.all/${file}`, import.meta.url), "utf8");
 const unbound = {
   project: PROJECT,
   project_tier: "PRO",
@@ -36,6 +37,7 @@ afterAll(() => engine.close());
 async function scanFilters(query: string, params: Record<string, string | null>) {
   const { rows } = await engine.run({
     endpoint: "logs.all",
+    window: endpointNamed("logs.all").window,
     sql: `EXPLAIN ${query}`,
     params,
     maxRows: 10,
@@ -47,7 +49,7 @@ async function scanFilters(query: string, params: Record<string, string | null>)
 
 describe("logs.all's time bounds on DuckDB", () => {
   it("are filters of the scan: the start, or the retention's edge when later, and the end and cursor", async () => {
-    const page = await scanFilters(sql("logs.all.sql"), {
+    const page = await scanFilters(sql("duckdb.sql"), {
       ...unbound,
       iso_timestamp_start: "2026-11-21T04:59:00Z",
       iso_timestamp_end: "2026-11-21T04:59:50Z",
@@ -56,7 +58,7 @@ describe("logs.all's time bounds on DuckDB", () => {
     });
     expect(page).toContain("timestamp>'2026-11-2104:59:00+00'");
     expect(page).toContain("timestamp<='2026-11-2104:59:40+00'");
-    const retention = await scanFilters(sql("logs.all.sql"), {
+    const retention = await scanFilters(sql("duckdb.sql"), {
       ...unbound,
       iso_timestamp_start: "2026-01-01T00:00:00Z",
       cursor_timestamp: null,
@@ -67,7 +69,7 @@ describe("logs.all's time bounds on DuckDB", () => {
 
   it("are filters of the scan in the window a follow stream or settled run reads, its resume position included", async () => {
     const window = { ...unbound, iso_timestamp_start: "2026-11-21T04:00:00Z" };
-    const fresh = await scanFilters(sql("window/logs.all.sql"), {
+    const fresh = await scanFilters(sql("window.duckdb.sql"), {
       ...window,
       iso_timestamp_end: "2026-11-21T04:30:00Z",
       after_timestamp: null,
@@ -76,7 +78,7 @@ describe("logs.all's time bounds on DuckDB", () => {
     expect(fresh).toContain("timestamp>'2026-11-2104:00:00+00'");
     expect(fresh).toContain("timestamp<='2026-11-2104:30:00+00'");
     // A resumed stream's position, later than the start, is the bound the scan keeps.
-    const resumed = await scanFilters(sql("window/logs.all.sql"), {
+    const resumed = await scanFilters(sql("window.duckdb.sql"), {
       ...window,
       after_timestamp: "2026-11-21T04:10:00Z",
       after_id: "x",

@@ -5,7 +5,8 @@
 import { createHash } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import { z } from "zod";
-import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
+import type { Catalog, EndpointDefinition, PagingContract } from "../endpoints/catalog.ts";
+import { builtInCatalog } from "../endpoints/load-catalog.ts";
 import { InvalidParamsError, parseParams, withWindowStart } from "../endpoints/params.ts";
 import type { SqlParams } from "../endpoints/sql-params.ts";
 import { jsonErrorPlace } from "../json-syntax.ts";
@@ -19,7 +20,7 @@ export interface ValueCondition {
   comparison: Comparison;
 }
 
-/** A condition on logs.all: at least `count` records matching the rule's parameters in a window. */
+/** A condition on a followable endpoint: at least `count` records matching the rule's parameters in a window. */
 export interface RecordsCondition {
   kind: "records";
   count: number;
@@ -44,8 +45,9 @@ const NAME = /^[A-Za-z0-9][\w.-]{0,63}$/;
 const AT_LEAST = "condition.at_least: a whole number from 1 to 1000";
 const DURATION = /^([1-9][0-9]{0,6})([smhd])$/;
 const UNIT_SECONDS = { s: 1, m: 60, h: 3_600, d: 86_400 } as const;
-/** Parameters a rule on logs.all cannot take: it watches records from now on. */
-const NOT_WATCHED = ["iso_timestamp_start", "iso_timestamp_end", "since", "cursor"];
+/** Parameters a rule counting records cannot take: it watches records from now on. */
+const notWatched = ({ window }: PagingContract) =>
+  [window.start, window.end, window.since, "cursor"].filter((param) => param !== undefined);
 
 const ruleSchema = z.strictObject({
   name: z
@@ -86,7 +88,11 @@ const ruleSchema = z.strictObject({
 const fileSchema = z.strictObject({ rules: z.array(z.unknown()) });
 
 /** The rules of the file's text; a bad rule throws SettingsFileError naming it and the problem. */
-export function parseRulesFile(path: string, text: string): AlertRule[] {
+export function parseRulesFile(
+  path: string,
+  text: string,
+  catalog: Catalog = builtInCatalog(),
+): AlertRule[] {
   const fail = (where: string, problem: string): never => {
     throw new SettingsFileError(`ALERT_RULES_FILE ${path}: ${where}${problem}`);
   };
@@ -112,20 +118,20 @@ export function parseRulesFile(path: string, text: string): AlertRule[] {
     if (names.has(parsed.data.name)) fail(where, "another rule has this name");
     names.add(parsed.data.name);
     try {
-      return ruleOf(parsed.data);
+      return ruleOf(catalog, parsed.data);
     } catch (error) {
       return fail(where, (error as Error).message);
     }
   });
 }
 
-function ruleOf(entry: z.infer<typeof ruleSchema>): AlertRule {
-  const endpoint = findEndpoint(entry.endpoint);
+function ruleOf(catalog: Catalog, entry: z.infer<typeof ruleSchema>): AlertRule {
+  const endpoint = catalog.find(entry.endpoint);
   if (!endpoint)
     throw new Error(`endpoint: no endpoint is named or has the id "${entry.endpoint}"`);
   const condition = conditionOf(endpoint, entry.condition);
-  if (condition.kind === "records") {
-    const given = NOT_WATCHED.filter((param) => entry.params[param] !== undefined);
+  if (condition.kind === "records" && endpoint.paging) {
+    const given = notWatched(endpoint.paging).filter((param) => entry.params[param] !== undefined);
     if (given.length > 0) {
       throw new Error(`params.${given[0]}: not taken by a rule, which counts records from now on`);
     }
@@ -133,7 +139,11 @@ function ruleOf(entry: z.infer<typeof ruleSchema>): AlertRule {
   let params: SqlParams;
   try {
     // `since` is refused above where it means anything; resolved, it leaves only bound parameters.
-    params = withWindowStart(parseParams(endpoint.params, entry.params), 0n);
+    params = withWindowStart(
+      endpoint.paging?.window,
+      parseParams(endpoint.params, entry.params),
+      0n,
+    );
   } catch (error) {
     if (!(error instanceof InvalidParamsError)) throw error;
     const [detail] = error.details;

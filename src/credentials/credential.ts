@@ -1,13 +1,7 @@
 // Who is asking: a name and the scopes it may use, however it was presented (an API key from
 // API_KEYS or API_KEYS_FILE, or a signed access token). The scope rule is in scope-rule.ts.
 import { z } from "zod";
-import {
-  catalog,
-  declaredParams,
-  type EndpointDefinition,
-  findEndpoint,
-  isPatternParam,
-} from "../endpoints/catalog.ts";
+import type { Catalog, EndpointDefinition } from "../endpoints/catalog.ts";
 import { InvalidParamsError, parseParams } from "../endpoints/params.ts";
 
 export interface Scope {
@@ -44,29 +38,30 @@ export const credentialName = (missing: string) =>
 
 export const FULL_ACCESS: readonly Scope[] = Object.freeze([{ endpoint: "*", fixed_params: {} }]);
 
-/** The scopes' JSON form, shared by the keys file and token claims; checked against the catalog. */
-export const scopesSchema = z
-  .array(
-    z.strictObject({
-      endpoint: z.string().min(1, "names an endpoint, its UUID or *"),
-      fixed_params: z.record(z.string(), z.string()).default({}),
-    }),
-  )
-  .min(1, "needs at least one scope")
-  .superRefine((scopes, ctx) => {
-    scopes.forEach((scope, index) => {
-      const problem = scopeProblem(scope);
-      if (problem) ctx.addIssue({ code: "custom", path: [index], message: problem });
+/** The scopes' JSON form, shared by the keys file and token claims; checked against `catalog`. */
+export const scopesSchema = (catalog: Catalog) =>
+  z
+    .array(
+      z.strictObject({
+        endpoint: z.string().min(1, "names an endpoint, its UUID or *"),
+        fixed_params: z.record(z.string(), z.string()).default({}),
+      }),
+    )
+    .min(1, "needs at least one scope")
+    .superRefine((scopes, ctx) => {
+      scopes.forEach((scope, index) => {
+        const problem = scopeProblem(catalog, scope);
+        if (problem) ctx.addIssue({ code: "custom", path: [index], message: problem });
+      });
     });
-  });
 
 /** Why a scope cannot be honoured as written: an unknown endpoint, or a fixed value it would refuse. */
-function scopeProblem(scope: Scope): string | undefined {
-  const endpoints = scope.endpoint === "*" ? catalog : [findEndpoint(scope.endpoint)];
+function scopeProblem(catalog: Catalog, scope: Scope): string | undefined {
+  const endpoints = scope.endpoint === "*" ? catalog.entries : [catalog.find(scope.endpoint)];
   const [named] = endpoints;
   if (!named) return `no endpoint is named or has the id "${scope.endpoint}"`;
   for (const [param, value] of Object.entries(scope.fixed_params)) {
-    const takers = endpoints.filter((endpoint) => endpoint && declaredParams(endpoint).has(param));
+    const takers = endpoints.filter((endpoint) => endpoint?.paramNames.has(param));
     if (takers.length === 0) {
       return `fixes "${param}", which ${scope.endpoint === "*" ? "no endpoint" : named.name} takes`;
     }
@@ -84,7 +79,7 @@ function scopeProblem(scope: Scope): string | undefined {
  * tenant. A pattern that only narrows within a project (logs.all's search_regex) needs no anchor.
  */
 function pinProblem(endpoint: EndpointDefinition, param: string, value: string) {
-  if (param !== "project" || !isPatternParam(endpoint, param)) return undefined;
+  if (param !== "project" || !endpoint.patternParams.has(param)) return undefined;
   return value.startsWith("^") && !value.includes("|")
     ? undefined
     : `a pinned pattern must start with ^ and hold no |, e.g. ^https://acme\\. (fix ${param} per endpoint when it means a project ref elsewhere)`;

@@ -5,7 +5,7 @@
 // validation and before the cache key, so the engine and the cache only ever see in-scope values.
 // The rule answers with a decision, not an error: the HTTP layer maps a refusal to its 403, and the
 // alerts read it as "may not call".
-import { declaredParams, type EndpointDefinition } from "../endpoints/catalog.ts";
+import type { EndpointDefinition } from "../endpoints/catalog.ts";
 import type { Credential, Scope } from "./credential.ts";
 
 export type RawQuery = Readonly<Record<string, unknown>>;
@@ -107,8 +107,7 @@ function isEmpty(record: Readonly<Record<string, string>>): boolean {
 
 /** A `*` scope's fixed params apply to the endpoints that take them. */
 function fixedParams(scope: Scope, endpoint: EndpointDefinition): Record<string, string> {
-  const declared = declaredParams(endpoint);
   return Object.fromEntries(
-    Object.entries(scope.fixed_params).filter(([param]) => declared.has(param)),
+    Object.entries(scope.fixed_params).filter(([param]) => endpoint.paramNames.has(param)),
   );
 }

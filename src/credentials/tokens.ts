@@ -13,6 +13,8 @@ import {
   jwtVerify,
 } from "jose";
 import { z } from "zod";
+import type { Catalog } from "../endpoints/catalog.ts";
+import { builtInCatalog } from "../endpoints/load-catalog.ts";
 import { type Credential, credentialName, scopesSchema } from "./credential.ts";
 
 export interface TokenOptions {
@@ -35,16 +37,22 @@ export class TokenError extends Error {
 const LEEWAY_SECONDS = 30;
 const ASYMMETRIC = ["ES256", "RS256", "EdDSA"] as const;
 
-const claimsSchema = z.object({
-  sub: credentialName("needs sub, the credential's name"),
-  exp: z.number(),
-  iat: z.number().optional(),
-  scopes: scopesSchema,
-  rate_limit_per_minute: z.number().int().positive().optional(),
-  forced_refresh_per_minute: z.number().int().nonnegative().optional(),
-});
+/** A token's claims, its scopes checked against `catalog`. */
+const claimsSchema = (catalog: Catalog) =>
+  z.object({
+    sub: credentialName("needs sub, the credential's name"),
+    exp: z.number(),
+    iat: z.number().optional(),
+    scopes: scopesSchema(catalog),
+    rate_limit_per_minute: z.number().int().positive().optional(),
+    forced_refresh_per_minute: z.number().int().nonnegative().optional(),
+  });
 
-export function createTokenVerifier(options: TokenOptions): TokenVerifier {
+export function createTokenVerifier(
+  options: TokenOptions,
+  catalog: Catalog = builtInCatalog(),
+): TokenVerifier {
+  const claims = claimsSchema(catalog);
   const secret =
     options.secret === undefined ? undefined : createSecretKey(Buffer.from(options.secret));
   const publicKeys =
@@ -90,12 +98,12 @@ export function createTokenVerifier(options: TokenOptions): TokenVerifier {
     } catch (error) {
       throw new TokenError((error as Error).message);
     }
-    const claims = claimsSchema.safeParse(payload);
-    if (!claims.success) {
-      const issue = claims.error.issues[0];
+    const parsed = claims.safeParse(payload);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
       throw new TokenError(`claim ${issue?.path.join(".")}: ${issue?.message}`);
     }
-    const { sub, exp, iat, scopes, rate_limit_per_minute, forced_refresh_per_minute } = claims.data;
+    const { sub, exp, iat, scopes, rate_limit_per_minute, forced_refresh_per_minute } = parsed.data;
     const now = Math.floor(Date.now() / 1000);
     // From when it was issued, or from now when that is earlier: a future iat cannot shorten it.
     if (exp - Math.min(iat ?? now, now) > options.maxLifetimeSeconds) {

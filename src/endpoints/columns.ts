@@ -1,9 +1,10 @@
-// The row an endpoint answers, declared once in its catalog entry as the JSON Schema of one row:
-// the SQL's output columns in order, each with the JSON type the wire format gives its SQL type.
+// The row an endpoint answers, declared in its definition's `columns` and compiled into the JSON
+// Schema of one row: the SQL's output columns in order, each with the JSON type the wire format
+// gives its SQL type.
 // test/sql/row-schemas.test.ts holds every declaration equal to the columns GoogleSQL's analyzer
-// finds in queries/bigquery/<name>.sql, and nullable exactly where the SQL can give NULL.
+// finds in endpoints/<name>/bigquery.sql, and nullable exactly where the SQL can give NULL.
 
-type JsonType = "integer" | "number" | "string" | "array" | "object";
+type JsonType = "integer" | "number" | "boolean" | "string" | "array" | "object";
 
 export interface ColumnSchema {
   readonly type: JsonType | readonly [JsonType, "null"];
@@ -24,6 +25,7 @@ export interface RowSchema extends ColumnSchema {
 export const INT64: ColumnSchema = { type: "integer" };
 export const FLOAT64: ColumnSchema = { type: "number" };
 export const STRING: ColumnSchema = { type: "string" };
+export const BOOL: ColumnSchema = { type: "boolean" };
 export const TIMESTAMP: ColumnSchema = {
   type: "string",
   format: "date-time",

@@ -14,7 +14,7 @@ import { cacheKey } from "../cache/cache-key.ts";
 import { AdmissionError } from "../engines/admission.ts";
 import type { QueryEngine, Row } from "../engines/engine.ts";
 import { dateToMicros, formatTimestamp, parseIsoTimestamp } from "../time.ts";
-import type { EndpointDefinition } from "./catalog.ts";
+import type { EndpointDefinition, EndpointSql, PagingContract } from "./catalog.ts";
 import {
   type CursorCodec,
   type DeliveredRecord,
@@ -103,13 +103,17 @@ const WINDOW_PAGE_ROWS = 5000;
 // Failed polls after this long without one start a new burst, which gets its own log line.
 const POLL_FAILURE_GAP_MS = 10_000;
 
+/** The parameters that bound a followed endpoint's window (its paging contract's). */
+function windowOf(endpoint: EndpointDefinition): PagingContract["window"] {
+  if (!endpoint.paging) throw new Error(`${endpoint.name} is not paged, so cannot be followed`);
+  return endpoint.paging.window;
+}
+
 export class FollowHub {
   private readonly feeds = new Map<string, Feed>();
   private readonly clock: () => bigint;
   private readonly counts = { open: 0, polls: 0, recordsSent: 0 };
   private readonly engine: QueryEngine;
-  private readonly queries: ReadonlyMap<string, string>;
-  private readonly windows: ReadonlyMap<string, string>;
   private readonly schedule: PollSchedule;
   private readonly pollFailures = new BurstWarning(POLL_FAILURE_GAP_MS);
   readonly options: FollowOptions;
@@ -117,17 +121,11 @@ export class FollowHub {
   readonly lag: bigint;
 
   /**
-   * `queries` are the endpoints' SQL; `windows` their window SQL (queries/<dialect>/window/): every
-   * record the endpoint's query would return after a point, oldest first, without a LIMIT.
+   * A followed endpoint's SQL in the engine's dialect: its query, and its window query (every record
+   * the query would return after a point, oldest first, without a LIMIT).
    */
-  constructor(
-    engine: QueryEngine,
-    sql: { queries: ReadonlyMap<string, string>; windows: ReadonlyMap<string, string> },
-    options: FollowOptions,
-  ) {
+  constructor(engine: QueryEngine, options: FollowOptions) {
     this.engine = engine;
-    this.queries = sql.queries;
-    this.windows = sql.windows;
     this.options = options;
     this.lag = BigInt(options.lagMs) * 1000n;
     this.clock = options.clock ?? (() => dateToMicros(new Date()));
@@ -148,7 +146,7 @@ export class FollowHub {
     follower: Follower,
     settledUntil?: bigint,
   ): () => void {
-    const live = { ...params, iso_timestamp_start: null };
+    const live = { ...params, [windowOf(endpoint).start]: null };
     const start = from ?? startingAt(this.clock());
     const subscription = new Subscription(follower, start, this);
     const key = cacheKey(endpoint.id, live);
@@ -245,10 +243,11 @@ export class FollowHub {
     const rows: Row[] = [];
     let cursor: Position | undefined;
     for (;;) {
+      const window = windowOf(endpoint);
       const page = await this.query(endpoint, attribution, {
         ...params,
-        iso_timestamp_start: formatTimestamp(after),
-        iso_timestamp_end: until === undefined ? null : formatTimestamp(until),
+        [window.start]: formatTimestamp(after),
+        [window.end]: until === undefined ? null : formatTimestamp(until),
         cursor_timestamp: cursor ? formatTimestamp(cursor.micros) : null,
         cursor_id: cursor?.id ?? null,
       });
@@ -260,6 +259,13 @@ export class FollowHub {
     }
   }
 
+  /** The endpoint's SQL in the engine's dialect. */
+  private sqlOf(endpoint: EndpointDefinition): EndpointSql {
+    const sql = endpoint.sql[this.engine.dialect];
+    if (!sql) throw new Error(`${endpoint.name} has no SQL for ${this.engine.dialect}`);
+    return sql;
+  }
+
   private async query(
     endpoint: EndpointDefinition,
     attribution: { credential?: string; signal?: AbortSignal },
@@ -267,7 +273,8 @@ export class FollowHub {
   ): Promise<Row[]> {
     const { rows } = await this.engine.run({
       endpoint: endpoint.name,
-      sql: this.queries.get(endpoint.name) as string,
+      sql: this.sqlOf(endpoint).query,
+      window: endpoint.window,
       params,
       maxRows: endpoint.maxRows,
       trigger: "follow",
@@ -299,10 +306,11 @@ export class FollowHub {
     for (;;) {
       const end = settled?.until ?? this.clock();
       if (start >= end) return;
+      const window = windowOf(endpoint);
       const windowParams = (point: Point | undefined): SqlParams => ({
         ...params,
-        iso_timestamp_start: formatTimestamp(start),
-        iso_timestamp_end: formatTimestamp(end),
+        [window.start]: formatTimestamp(start),
+        [window.end]: formatTimestamp(end),
         after_timestamp: point ? formatTimestamp(point.micros) : null,
         after_id: point?.id ?? null,
       });
@@ -310,7 +318,8 @@ export class FollowHub {
         this.engine,
         {
           endpoint: endpoint.name,
-          sql: this.windows.get(endpoint.name) as string,
+          sql: this.sqlOf(endpoint).window as string,
+          window: endpoint.window,
           params: windowParams(after),
           maxRows: this.options.windowPageRows ?? WINDOW_PAGE_ROWS,
           trigger: settled ? "export" : "follow",

@@ -36,8 +36,8 @@ function inputError(required: string, expected: string) {
 }
 
 /** A required value; given empty it counts as missing. */
-export function requiredText(description: string, example: string) {
-  const required = `${description}, e.g. ${example}`;
+export function requiredText(description: string, example: string | undefined) {
+  const required = example === undefined ? description : `${description}, e.g. ${example}`;
   return z
     .string({ error: inputError(required, "text") })
     .min(1, `required: ${required}`)
@@ -60,116 +60,125 @@ export function optionalText(description: string, examples?: string[]) {
 }
 
 /** One of a fixed list; anything else is rejected with the list. */
-export function oneOf<const T extends readonly [string, ...string[]]>(
-  values: T,
-  description: string,
-) {
+export function oneOf(values: readonly [string, ...string[]], description: string) {
   const expected = `one of ${values.join(", ")}`;
   return z
     .enum(values, { error: inputError(expected, expected) })
     .describe(`${description} (${expected})`);
 }
 
-/** The check of an RE2 regular expression (BigQuery's regex language, which a JS RegExp is not) both engines run. */
-function refuseBadPattern(pattern: string | null, ctx: z.RefinementCtx) {
-  const problem = pattern === null ? undefined : re2PatternProblem(pattern);
-  if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+/**
+ * A check of a given value: the value the SQL is given, or z.NEVER after adding the issue. Absent
+ * values (null) are never checked.
+ */
+export type ValueCheck = (value: string, ctx: z.RefinementCtx) => string;
+
+/** `check` over an optional value: null passes through. */
+export function unlessAbsent(check: ValueCheck) {
+  return (value: string | null, ctx: z.RefinementCtx) =>
+    value === null ? null : check(value, ctx);
 }
 
-/** A required RE2 regular expression. */
-export function re2Pattern(description: string, example: string) {
-  return (
-    requiredText(description, example)
-      .superRefine(refuseBadPattern)
-      // JSON Schema's name for a regular expression; credentials pinning it must anchor it.
-      .meta({ format: "regex" })
-  );
+function refused(ctx: z.RefinementCtx, message: string): never {
+  ctx.addIssue({ code: "custom", message });
+  return z.NEVER;
 }
 
-/** An optional RE2 regular expression; empty = absent. */
-export function optionalRe2Pattern(description: string) {
-  return optionalText(description).superRefine(refuseBadPattern).meta({ format: "regex" });
-}
+/** An RE2 regular expression (BigQuery's regex language, which a JS RegExp is not), as both engines run it. */
+export const re2Value: ValueCheck = (pattern, ctx) => {
+  const problem = re2PatternProblem(pattern);
+  return problem === undefined ? pattern : refused(ctx, problem);
+};
+
+/** JSON Schema's name for a regular expression; credentials pinning it must anchor it. */
+export const PATTERN_FORMAT = { format: "regex" } as const;
 
 /**
- * The most terms a list filter takes, each once. Every record in the window is compared with every
- * term (on DuckDB, each term of a status list is a LIKE per response; on BigQuery an UNNEST per
- * record), so a list's cost grows with its length as a pattern's does with its program: as
- * `search_regex` is capped at the size where its cost stays within a few times a literal's, a list
- * is capped where it stays within a few times one term's (bench/log-filters.ts, docs/benchmarks.md).
+ * The most terms a list filter takes by default, each once. Every record in the window is compared
+ * with every term (on DuckDB, each term of a status list is a LIKE per response; on BigQuery an
+ * UNNEST per record), so a list's cost grows with its length as a pattern's does with its program:
+ * as `search_regex` is capped at the size where its cost stays within a few times a literal's, a
+ * list is capped where it stays within a few times one term's (bench/log-filters.ts,
+ * docs/benchmarks.md).
  */
 export const MAX_LIST_TERMS = 20;
 
 /**
- * An optional comma-separated list whose terms each match `term` (described by `expected`), given
- * to the SQL in `normalise`d form, each once, joined by commas; empty = absent. More than
- * MAX_LIST_TERMS distinct terms are refused.
+ * A comma-separated list whose terms each match `term` (described by `expected`), given to the SQL
+ * in `normalise`d form, each once, joined by commas. More than `maxTerms` distinct terms are refused.
  */
-export function optionalList(
-  description: string,
+export function listValue(
   term: RegExp,
   expected: string,
   normalise: (term: string) => string,
-  examples: string[],
-) {
-  return optionalText(description, examples).transform((value, ctx) => {
-    if (value === null) return null;
+  maxTerms = MAX_LIST_TERMS,
+): ValueCheck {
+  return (value, ctx) => {
     const terms = value.split(",").map((t) => t.trim());
     const bad = terms.filter((t) => !term.test(t));
     const distinct = new Set(terms.map(normalise));
-    if (bad.length === 0 && distinct.size <= MAX_LIST_TERMS) return [...distinct].join(",");
+    if (bad.length === 0 && distinct.size <= maxTerms) return [...distinct].join(",");
     if (bad.length === 0) {
-      ctx.addIssue({
-        code: "custom",
-        message: `has ${distinct.size} terms; at most ${MAX_LIST_TERMS} are taken, since every record in the window is compared with each: narrow the list (a status class such as 5xx covers a hundred codes)`,
-      });
-      return z.NEVER;
+      return refused(
+        ctx,
+        `has ${distinct.size} terms; at most ${maxTerms} are taken, since every record in the window is compared with each: narrow the list (a status class such as 5xx covers a hundred codes)`,
+      );
     }
-    ctx.addIssue({
-      code: "custom",
-      message: `${bad.map((t) => JSON.stringify(t)).join(", ")} ${bad.length === 1 ? "is" : "are"} not ${expected}; separate several with commas`,
-    });
-    return z.NEVER;
-  });
+    return refused(
+      ctx,
+      `${bad.map((t) => JSON.stringify(t)).join(", ")} ${bad.length === 1 ? "is" : "are"} not ${expected}; separate several with commas`,
+    );
+  };
 }
 
 const DURATION = /^([1-9][0-9]{0,9})([smhd])$/;
 const UNIT_SECONDS = { s: 1, m: 60, h: 3_600, d: 86_400 } as const;
 
-/** A duration such as 90s, 15m, 2h or 7d, given to the SQL as a number of seconds; empty = absent. */
-export function optionalDuration(description: string) {
-  return optionalText(description, ["90s", "15m", "2h", "7d"]).transform((value, ctx) => {
-    if (value === null) return null;
-    const [, count, unit] = DURATION.exec(value) ?? [];
-    if (count !== undefined && unit !== undefined) {
-      return String(Number(count) * UNIT_SECONDS[unit as keyof typeof UNIT_SECONDS]);
-    }
-    ctx.addIssue({
-      code: "custom",
-      message: "must be a positive whole number and a unit, s, m, h or d: e.g. 90s, 15m, 2h or 7d",
-    });
-    return z.NEVER;
-  });
+/** Seconds of a duration such as 90s, 15m, 2h or 7d; undefined for any other text. */
+export function durationSeconds(text: string): number | undefined {
+  const [, count, unit] = DURATION.exec(text) ?? [];
+  if (count === undefined || unit === undefined) return undefined;
+  return Number(count) * UNIT_SECONDS[unit as keyof typeof UNIT_SECONDS];
 }
 
-/** An ISO 8601 timestamp with a zone, normalised to RFC 3339 UTC with microseconds; empty = absent. */
-export function optionalTimestamp(description: string) {
-  return (
-    optionalText(description)
-      // JSON Schema's name for an RFC 3339 instant, so that the catalog's schema says what this takes.
-      .meta({ format: "date-time" })
-      .transform((value, ctx) => {
-        if (value === null) return null;
-        const micros = parseIsoTimestamp(value);
-        if (micros !== undefined) return formatTimestamp(micros);
-        ctx.addIssue({
-          code: "custom",
-          message:
-            "must be an ISO 8601 timestamp with a zone, e.g. 2026-11-21T05:00:00Z or 2026-11-21T07:00:00+02:00, within years 0001 to 9999 in UTC",
-        });
-        return z.NEVER;
-      })
-  );
+export const DURATION_EXAMPLES = ["90s", "15m", "2h", "7d"];
+
+/** A duration such as 90s, 15m, 2h or 7d, given to the SQL as a number of seconds. */
+export const durationValue: ValueCheck = (value, ctx) => {
+  const seconds = durationSeconds(value);
+  return seconds !== undefined
+    ? String(seconds)
+    : refused(
+        ctx,
+        "must be a positive whole number and a unit, s, m, h or d: e.g. 90s, 15m, 2h or 7d",
+      );
+};
+
+/** JSON Schema's name for an RFC 3339 instant, so that the catalog's schema says what this takes. */
+export const TIMESTAMP_FORMAT = { format: "date-time" } as const;
+
+/** An ISO 8601 timestamp with a zone, normalised to RFC 3339 UTC with microseconds. */
+export const timestampValue: ValueCheck = (value, ctx) => {
+  const micros = parseIsoTimestamp(value);
+  return micros !== undefined
+    ? formatTimestamp(micros)
+    : refused(
+        ctx,
+        "must be an ISO 8601 timestamp with a zone, e.g. 2026-11-21T05:00:00Z or 2026-11-21T07:00:00+02:00, within years 0001 to 9999 in UTC",
+      );
+};
+
+/** A whole number within the bounds given, as its decimal text. */
+export function integerValue(minimum?: number, maximum?: number): ValueCheck {
+  return (value, ctx) => {
+    const number = /^-?[0-9]{1,15}$/.test(value) ? Number(value) : undefined;
+    if (number === undefined) return refused(ctx, "must be a whole number, e.g. 10");
+    if (minimum !== undefined && number < minimum)
+      return refused(ctx, `must be at least ${minimum}`);
+    if (maximum !== undefined && number > maximum)
+      return refused(ctx, `must be at most ${maximum}`);
+    return String(number);
+  };
 }
 
 /** The schema of an endpoint's query string: the given parameters and no others. */
@@ -207,26 +216,39 @@ function pageCursor(cursors?: CursorCodec) {
   });
 }
 
+/** The parameters that bound a paged endpoint's window (its paging contract's). */
+export interface WindowParams {
+  start: string;
+  end: string;
+  since?: string | undefined;
+}
+
 /**
  * The schema of a paged endpoint's query string: the given parameters and `cursor`, which its SQL
  * binds as `cursor_timestamp` and `cursor_id` (both null without a cursor). A page after the first
  * keeps the first page's window: with `since`, its cursor carries the start `since` resolved to. A
  * cursor that says where the walk's next page waits hands it on as KEPT_PAGE_PARAM, for the runner.
  */
-export function pagedParamsOf<T extends z.ZodRawShape>(shape: T) {
-  const schema = pagedSchema(shape);
-  keyedBuilds.set(schema, (cursors) => pagedSchema(shape, cursors));
+export function pagedParamsOf<T extends z.ZodRawShape>(shape: T, window: WindowParams) {
+  const schema = pagedSchema(shape, window);
+  keyedBuilds.set(schema, (cursors) => pagedSchema(shape, window, cursors));
   return schema;
 }
 
-function pagedSchema<T extends z.ZodRawShape>(shape: T, cursors?: CursorCodec) {
+function pagedSchema<T extends z.ZodRawShape>(
+  shape: T,
+  window: WindowParams,
+  cursors?: CursorCodec,
+) {
+  const { since } = window;
   return paramsOf({ ...shape, cursor: pageCursor(cursors) })
-    .superRefine(refuseTwoStarts)
+    .superRefine(refuseTwoStarts(window))
     .transform((parsed) => {
       const { cursor, ...params } = parsed as Record<string, string | null> & {
         cursor: RecordPosition | null;
       };
-      const keptStart = params.since != null &&
+      const keptStart = since !== undefined &&
+        params[since] != null &&
         cursor?.windowStart !== undefined && { [CURSOR_WINDOW_START]: cursor.windowStart };
       const keptPage = cursor?.kept && { [KEPT_PAGE_PARAM]: keptPageText(cursor.kept) ?? null };
       return {
@@ -240,16 +262,18 @@ function pagedSchema<T extends z.ZodRawShape>(shape: T, cursors?: CursorCodec) {
     });
 }
 
-/** `since` and `iso_timestamp_start` both say where the window starts: one of them, not both. */
-function refuseTwoStarts(params: Record<string, unknown>, ctx: z.RefinementCtx) {
-  if (params.since == null || params.iso_timestamp_start == null) return;
-  for (const param of ["since", "iso_timestamp_start"]) {
-    ctx.addIssue({
-      code: "custom",
-      path: [param],
-      message: "give since or iso_timestamp_start, not both: each says where the window starts",
-    });
-  }
+/** `since` and the start parameter both say where the window starts: one of them, not both. */
+function refuseTwoStarts({ start, since }: WindowParams) {
+  return (params: Record<string, unknown>, ctx: z.RefinementCtx) => {
+    if (since === undefined || params[since] == null || params[start] == null) return;
+    for (const param of [since, start]) {
+      ctx.addIssue({
+        code: "custom",
+        path: [param],
+        message: `give ${since} or ${start}, not both: each says where the window starts`,
+      });
+    }
+  };
 }
 
 // Well past the longest retention (90 days), where a longer `since` selects nothing more: the
@@ -259,25 +283,28 @@ const LONGEST_SINCE_US = 1_000n * 86_400_000_000n;
 const CURSOR_WINDOW_START = "since_window_start";
 
 /**
- * The parameters an engine binds, `since` (seconds) resolved into the `iso_timestamp_start` it
- * means: only records strictly after now − since. Resolved per request, not with the rest of the
+ * The parameters an engine binds, `since` (seconds) resolved into the start parameter it means:
+ * only records strictly after now − since. Resolved per request, not with the rest of the
  * parameters, which are validated once per query string. A later page keeps the start its cursor
  * carries when `cursorWindow()` allows (asked only then): not where the caller's scope fixes
  * `since`, whose rule is now − since for every answer (a cursor is not bound to whoever made it).
+ * Without a `since` in the window (`window` undefined: not paged), the parameters are unchanged.
  */
 export function withWindowStart(
+  window: WindowParams | undefined,
   params: SqlParams,
   now: bigint,
   cursorWindow: () => boolean = () => true,
 ): SqlParams {
-  if (!("since" in params)) return params;
-  const { since, [CURSOR_WINDOW_START]: kept, ...bound } = params;
-  if (since === null) return bound;
-  if (kept && cursorWindow()) return { ...bound, iso_timestamp_start: kept };
-  const back = BigInt(since) * 1_000_000n;
+  const since = window?.since;
+  if (window === undefined || since === undefined || !(since in params)) return params;
+  const { [since]: seconds, [CURSOR_WINDOW_START]: kept, ...bound } = params;
+  if (seconds === null || seconds === undefined) return bound;
+  if (kept && cursorWindow()) return { ...bound, [window.start]: kept };
+  const back = BigInt(seconds) * 1_000_000n;
   return {
     ...bound,
-    iso_timestamp_start: formatTimestamp(now - (back < LONGEST_SINCE_US ? back : LONGEST_SINCE_US)),
+    [window.start]: formatTimestamp(now - (back < LONGEST_SINCE_US ? back : LONGEST_SINCE_US)),
   };
 }
 

@@ -1,14 +1,12 @@
-// How far back logs.all reaches, by project_tier, as its SQL applies it (queries/*/logs.all.sql,
-// held to these figures by test/sql/logs-all.test.ts). A settled follow stream checks a cursor
-// against it before any query: a checkpoint older than the retention means dropped records.
-const RETENTION_DAYS: Readonly<Record<string, number>> = {
-  FREE: 1,
-  PRO: 7,
-  PAYG: 90,
-  ENTERPRISE: 90,
-};
+// How far back a paged endpoint reaches, by the value of a parameter, as its paging contract
+// declares it (and its SQL's window applies it). A settled follow stream checks a cursor against it
+// before any query: a checkpoint older than the retention means dropped records.
+import type { PagingContract } from "./catalog.ts";
 
-/** Days of retention of a tier; any other value (tiers are case-sensitive) gets a day. */
-export function retentionDays(tier: string | null | undefined): number {
-  return (tier && Object.hasOwn(RETENTION_DAYS, tier) && RETENTION_DAYS[tier]) || 1;
+/** Days of retention for a value; any other value (values are case-sensitive) gets `otherwise`. */
+export function retentionDays(
+  { days, otherwise }: PagingContract["retention"],
+  value: string | null | undefined,
+): number {
+  return (value && Object.hasOwn(days, value) && days[value]) || otherwise;
 }

@@ -64,14 +64,8 @@ export type WatchEndpoint = (
 
 export function createRunner(deps: {
   engine: QueryEngine;
+  /** Each with its SQL in the engine's dialect (and a paged one's rest of a walk: see walkOn). */
   endpoints: readonly EndpointDefinition[];
-  /** SQL per endpoint name, in the engine's dialect. */
-  queries: ReadonlyMap<string, string>;
-  /**
-   * The SQL of the rest of a page walk, per paged endpoint: run once from a later page's cursor on
-   * an engine that keeps results (see walkOn).
-   */
-  rests?: ReadonlyMap<string, string>;
   cache?: ResultCache;
   /** The body and headers a result is cached as, and sent as unless a rendition is asked for. */
   serialize: (result: QueryResult) => Payload;
@@ -80,9 +74,12 @@ export function createRunner(deps: {
   /** Makes a full page's next cursor. */
   cursors: CursorCodec;
 }): { run: RunEndpoint; watch: WatchEndpoint } {
-  const { engine, queries, rests, cache, serialize, log, cursors } = deps;
-  const missing = deps.endpoints.filter((endpoint) => !queries.has(endpoint.name));
-  if (missing.length > 0) throw new Error(`no SQL for ${missing.map((e) => e.name).join(", ")}`);
+  const { engine, cache, serialize, log, cursors } = deps;
+  const sqlOf = (endpoint: EndpointDefinition) => {
+    const sql = endpoint.sql[engine.dialect];
+    if (!sql) throw new Error(`${endpoint.name} has no SQL for ${engine.dialect}`);
+    return sql;
+  };
 
   async function query(
     endpoint: EndpointDefinition,
@@ -92,7 +89,8 @@ export function createRunner(deps: {
     return measured(() =>
       engine.run({
         endpoint: endpoint.name,
-        sql: queries.get(endpoint.name) as string,
+        sql: sqlOf(endpoint).query,
+        window: endpoint.window,
         params,
         maxRows: endpoint.maxRows,
         ...cause,
@@ -134,7 +132,12 @@ export function createRunner(deps: {
   ): Promise<{ found: [Payload, Execution, QueryResult]; walk: string }> {
     const walk = cursors.walkOf(params);
     const kept = keptText ? keptPageOf(keptText) : undefined;
-    const request = { endpoint: endpoint.name, maxRows: endpoint.pageSize, ...cause };
+    const request = {
+      endpoint: endpoint.name,
+      window: endpoint.window,
+      maxRows: endpoint.pageSize,
+      ...cause,
+    };
     // A walk's page is whole, not cut at the row cap: the rows after it are the next page's.
     const whole = async (work: Promise<QueryResult>) => ({ ...(await work), truncated: false });
     const { readPage } = engine;
@@ -150,7 +153,7 @@ export function createRunner(deps: {
         if (!(error instanceof ResultGoneError)) throw error;
       }
     }
-    const sql = rests?.get(endpoint.name) as string;
+    const sql = sqlOf(endpoint).rest as string;
     const rest = () => whole(engine.run({ ...request, sql, params, keepResult: true }));
     return { found: await measured(rest), walk };
   }
@@ -190,7 +193,7 @@ export function createRunner(deps: {
       endpoint.pageSize !== undefined &&
       bound.cursor_timestamp != null &&
       engine.readPage !== undefined &&
-      rests?.has(endpoint.name);
+      sqlOf(endpoint).rest !== undefined;
     const { found, walk } = walking
       ? await walkOn(endpoint as EndpointDefinition & { pageSize: number }, bound, keptText, cause)
       : { found: await query(endpoint, bound, cause), walk: undefined };

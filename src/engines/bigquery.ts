@@ -5,7 +5,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { BigQuery, type BigQueryOptions, common, type Job } from "@google-cloud/bigquery";
 import { PassThroughClient } from "google-auth-library";
-import { withTimeWindow } from "../endpoints/window.ts";
 import { sourceTables } from "../schema.ts";
 import { labelValue } from "../telemetry/attribution.ts";
 import { dateToMicros, parseIsoTimestamp } from "../time.ts";
@@ -235,7 +234,7 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEn
   async function run(asked: QueryRequest): Promise<QueryResult> {
     const deadline = asked.deadline ?? Date.now() + options.jobTimeoutMs;
     // One reading of now for the query and its retries: its window is bound as parameters.
-    const request = { ...asked, params: withTimeWindow(asked.endpoint, asked.params, clock()) };
+    const request = { ...asked, params: asked.window?.(asked.params, clock()) ?? asked.params };
     const page = await withRetries(
       deadline,
       request.signal,
@@ -266,7 +265,7 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEn
     // The job's bytes were billed once, by its query: a page read processes none.
     const { fields, pageToken } = page;
     const rows = decodeRows(fields, page.rows);
-    const held = request.walk ? rows.filter(heldBy(request.endpoint, request.walk)) : rows;
+    const held = request.walk ? rows.filter(heldBy(request.window, request.walk)) : rows;
     const more = Boolean(pageToken) && held.length === rows.length;
     return {
       rows: held,
@@ -277,8 +276,11 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEn
   }
 
   /** Whether a walk's row is still in its window now: after the window's start (retention's edge). */
-  function heldBy(endpoint: string, params: QueryRequest["params"]): (row: Row) => boolean {
-    const start = withTimeWindow(endpoint, params, clock()).window_start;
+  function heldBy(
+    window: QueryRequest["window"],
+    params: QueryRequest["params"],
+  ): (row: Row) => boolean {
+    const start = window?.(params, clock()).window_start;
     const edge = start ? parseIsoTimestamp(start) : undefined;
     if (edge === undefined) return () => true;
     return (row) => {

@@ -13,7 +13,6 @@ import {
   DuckDBTimestampTZValue,
   StatementType,
 } from "@duckdb/node-api";
-import { withTimeWindow } from "../endpoints/window.ts";
 import { dateToMicros } from "../time.ts";
 import { toWireValue } from "./duckdb/wire.ts";
 import {
@@ -105,7 +104,7 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
       prepared = await connection.prepare(request.sql);
       // One reading of now for the query: `$now`, and the window it reads (as on BigQuery).
       const now = clock();
-      bindParams(prepared, withTimeWindow(request.endpoint, request.params, now), now);
+      bindParams(prepared, request.window?.(request.params, now) ?? request.params, now);
       if (request.streamResult) {
         const chunks = (await prepared.stream()).yieldConvertedRowObjects(toWireValue);
         // The first chunk waits for the query's heavy part (its filter and sort): within the

@@ -1,4 +1,5 @@
 // What every query engine offers the service: run one endpoint query with bound STRING params.
+import type { WindowBinding } from "../endpoints/sql-params.ts";
 
 export type JsonValue =
   | string
@@ -16,6 +17,8 @@ export interface QueryRequest {
   endpoint: string;
   /** SQL in the engine's own dialect, with named parameters. */
   sql: string;
+  /** The time window the engine binds beside `params` from its reading of now; absent: none. */
+  window?: WindowBinding;
   /** Every parameter the endpoint declares; null when absent. Always bound, never spliced. */
   params: Record<string, string | null>;
   /** Rows beyond this are not fetched; `truncated` says so. */
@@ -72,11 +75,11 @@ export interface StreamedRows extends AsyncIterableIterator<Row[]> {
 /** What a page read shares with the query it continues: its label, size, cause and deadline. */
 export type PageRequest = Pick<
   QueryRequest,
-  "endpoint" | "maxRows" | "trigger" | "credential" | "deadline" | "signal"
+  "endpoint" | "window" | "maxRows" | "trigger" | "credential" | "deadline" | "signal"
 > & {
   /**
    * A page walk's parameters (its rows newest first). The window they name starts later as time
-   * passes (the tier's retention edge) while the result is kept, about a day: a page read drops the
+   * passes (the retention edge) while the result is kept, about a day: a page read drops the
    * rows its window no longer holds at the read's "now", and the walk ends there (no `rest`).
    */
   walk?: QueryRequest["params"];

@@ -1,17 +1,11 @@
 // The query routes (docs/api.md), and the catalog listing.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
-import { z } from "zod";
 import type { RefreshBudget } from "../cache/refresh-budget.ts";
 import type { Demand } from "../cache/result-cache.ts";
 import type { Credential } from "../credentials/credential.ts";
 import { authorize, fixedFor, grantedParams, type RawQuery } from "../credentials/scope-rule.ts";
-import {
-  catalog,
-  columnNames,
-  type EndpointDefinition,
-  findEndpoint,
-} from "../endpoints/catalog.ts";
+import type { Catalog, EndpointDefinition } from "../endpoints/catalog.ts";
 import type { CursorCodec } from "../endpoints/cursor.ts";
 import { NO_PARAMS, parseParams, withWindowStart } from "../endpoints/params.ts";
 import type { Answer, RunEndpoint } from "../endpoints/runner.ts";
@@ -27,11 +21,13 @@ import { sendAnswer } from "./reply.ts";
 export async function endpointRoutes(
   app: FastifyInstance,
   {
+    catalog,
     run,
     refreshBudget,
     cursors,
     now,
   }: {
+    catalog: Catalog;
     run: RunEndpoint;
     refreshBudget: RefreshBudget;
     cursors: CursorCodec;
@@ -40,13 +36,15 @@ export async function endpointRoutes(
   },
 ) {
   const validParams = paramsValidator(cursors);
-  const descriptions = new Map(catalog.map((endpoint) => [endpoint, describeEndpoint(endpoint)]));
+  const descriptions = new Map(
+    catalog.entries.map((endpoint) => [endpoint, describeEndpoint(endpoint)]),
+  );
   // One listing per credential, built on its first request: credentials are few and long-lived.
   const listings = new WeakMap<Credential, string>();
   const listingFor = (credential: Credential) => {
     let listing = listings.get(credential);
     if (listing === undefined) {
-      const callable = catalog.flatMap((endpoint) => {
+      const callable = catalog.entries.flatMap((endpoint) => {
         const fixed = grantedParams(credential, endpoint);
         return fixed ? [{ ...descriptions.get(endpoint), fixed_params: fixed }] : [];
       });
@@ -72,20 +70,23 @@ export async function endpointRoutes(
     });
     // Not async: a cached hit is answered in the turn it arrived in (see runner.ts).
     app.get<{ Params: { nameOrId: string } }>(path, { schema: QUERY_SCHEMA }, (request, reply) => {
-      const { endpoint, format: named } = target(request.params.nameOrId);
+      const { endpoint, format: named } = target(catalog, request.params.nameOrId);
       request.queryLog.endpoint = endpoint.name;
       annotateRequestSpan(request, endpoint.name);
       const raw = request.query as RawQuery;
       const query = granted(authorize(request.credential, endpoint, raw));
       const validated = validParams(endpoint, query);
-      // Only logs.all takes `since`; the scope is looked at again only for a page that carries
-      // the window `since` resolved to.
+      // Only a paged endpoint's window takes `since`; the scope is looked at again only for a page
+      // that carries the window `since` resolved to.
+      const window = endpoint.paging?.window;
+      const since = window?.since;
       const params =
-        "since" in validated
+        since !== undefined && since in validated
           ? withWindowStart(
+              window,
               validated,
               now(),
-              () => !("since" in fixedFor(request.credential, endpoint, raw)),
+              () => !(since in fixedFor(request.credential, endpoint, raw)),
             )
           : validated;
       // The request is otherwise valid; only now can its Accept be what fails it.
@@ -104,7 +105,7 @@ export async function endpointRoutes(
         endpoint,
         params,
         credential.name,
-        format.renditionFor?.(columnNames(endpoint)),
+        format.renditionFor?.(endpoint.columnNames),
         demandOf(request.headers, refreshBudget, credential),
       );
       if (answer instanceof Promise) return answer.then((found) => respond(request, reply, found));
@@ -214,12 +215,15 @@ function negotiated(request: FastifyRequest, reply: FastifyReply): Format | unde
 }
 
 /** The endpoint a path names and the format its suffix asks for, if any: `usage.api-counts.csv`. */
-function target(nameOrId: string): { endpoint: EndpointDefinition; format?: Format } {
-  const endpoint = findEndpoint(nameOrId);
+function target(
+  catalog: Catalog,
+  nameOrId: string,
+): { endpoint: EndpointDefinition; format?: Format } {
+  const endpoint = catalog.find(nameOrId);
   if (endpoint) return { endpoint };
   const suffixed = splitFormatSuffix(nameOrId);
   if (suffixed) {
-    const named = findEndpoint(suffixed.name);
+    const named = catalog.find(suffixed.name);
     // A suffix goes on a name only, not on a UUID.
     if (named?.name === suffixed.name) return { endpoint: named, format: suffixed.format };
   }
@@ -230,13 +234,7 @@ function target(nameOrId: string): { endpoint: EndpointDefinition; format?: Form
 }
 
 function describeEndpoint(endpoint: EndpointDefinition) {
-  const schema = z.toJSONSchema(endpoint.params, { io: "input", unrepresentable: "any" }) as {
-    properties: Record<
-      string,
-      { description?: string; enum?: string[]; format?: string; examples?: string[] }
-    >;
-    required?: string[];
-  };
+  const schema = endpoint.paramsJsonSchema;
   return {
     name: endpoint.name,
     id: endpoint.id,
@@ -254,13 +252,7 @@ function describeEndpoint(endpoint: EndpointDefinition) {
     cache: endpoint.cache
       ? { ttl_seconds: endpoint.cache.ttlSeconds, warming_seconds: endpoint.cache.warmingSeconds }
       : null,
-    paths: [
-      `/api/endpoints/${endpoint.name}`,
-      `/api/endpoints/query/${endpoint.id}`,
-      `/api/endpoints/query/${endpoint.name}`,
-      ...(endpoint.follow ? [`/api/endpoints/${endpoint.name}/follow`] : []),
-      ...(endpoint.cache ? [`/api/endpoints/${endpoint.name}/watch`] : []),
-    ],
+    paths: endpoint.paths,
     example: `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`,
   };
 }

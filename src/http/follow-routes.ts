@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import Negotiator from "negotiator";
 import { authorize, type RawQuery } from "../credentials/scope-rule.ts";
-import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
+import type { Catalog, EndpointDefinition, PagingContract } from "../endpoints/catalog.ts";
 import { type CursorCodec, type StreamPosition, startingAt } from "../endpoints/cursor.ts";
 import type { FollowHub } from "../endpoints/follow.ts";
 import { InvalidParamsError, parseParams, withWindowStart } from "../endpoints/params.ts";
@@ -17,6 +17,7 @@ import { FOLLOW_SCHEMA } from "./openapi/endpoint-schemas.ts";
 import { type ReservePlace, sendStream } from "./streams/stream-places.ts";
 
 export interface FollowRouteOptions {
+  catalog: Catalog;
   hub: FollowHub;
   /** Where each stream takes its place (shared with every stream kind). */
   reserve: ReservePlace;
@@ -24,11 +25,11 @@ export interface FollowRouteOptions {
 
 const EVENT_STREAM = "text/event-stream";
 const NDJSON = "application/x-ndjson";
-/** Parameters that would end or page a stream, which runs on from now. */
-export const NOT_FOLLOWED = ["iso_timestamp_end", "cursor"];
+/** Parameters that would end or page a stream, which runs on from now: the window's end, the cursor. */
+export const notFollowed = (paging: PagingContract) => [paging.window.end, "cursor"];
 
 export async function followRoutes(app: FastifyInstance, options: FollowRouteOptions) {
-  const { hub, reserve } = options;
+  const { catalog, hub, reserve } = options;
   app.addHook("preClose", (done) => {
     hub.close();
     done();
@@ -39,25 +40,30 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       path,
       { schema: FOLLOW_SCHEMA },
       async (request, reply) => {
-        const endpoint = followable(request.params.nameOrId);
+        const { endpoint, paging } = followable(catalog, request.params.nameOrId);
         request.queryLog.endpoint = endpoint.name;
         annotateRequestSpan(request, endpoint.name);
         const { after, until, ...raw } = request.query as RawQuery;
-        refuseNotFollowed(raw);
+        refuseNotFollowed(paging, raw);
         const resume = resumption(request, after, hub.options.cursors);
         // A resume goes on where the stream was, whatever start the URL gives (EventSource reconnects
         // to the URL it opened, `since` and all); only a start the key's scope fixes still bounds it.
-        const asked = resume ? withoutStart(raw) : raw;
+        const asked = resume ? withoutStart(paging, raw) : raw;
         const authorized = granted(authorize(request.credential, endpoint, asked));
-        refusePinnedEnd(authorized);
+        refusePinnedEnd(paging, authorized);
         const now = hub.now();
-        // `since` starts the stream as iso_timestamp_start would.
-        const params = withWindowStart(parseParams(endpoint.params, authorized), now);
+        // `since` starts the stream as the window's start would.
+        const params = withWindowStart(
+          paging.window,
+          parseParams(endpoint.params, authorized),
+          now,
+        );
         const settled = settledMode(until);
-        const from = startingPoint(params, resume);
+        const from = startingPoint(paging, params, resume);
         // A settled run ends with records that can no longer be overtaken by a late one.
         const settledUntil = settled ? now - hub.lag : undefined;
-        if (settled && from?.resumed) refuseDroppedRecords(from.horizon.micros, params, now);
+        if (settled && from?.resumed)
+          refuseDroppedRecords(paging, from.horizon.micros, params, now);
         const contentType = new Negotiator(request).mediaType([EVENT_STREAM, NDJSON]);
         if (!contentType) {
           return sendError(
@@ -108,32 +114,35 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
   }
 }
 
-function followable(nameOrId: string): EndpointDefinition {
-  const endpoint = findEndpoint(nameOrId);
-  if (endpoint?.follow) return endpoint;
+function followable(
+  catalog: Catalog,
+  nameOrId: string,
+): { endpoint: EndpointDefinition; paging: PagingContract } {
+  const endpoint = catalog.find(nameOrId);
+  if (endpoint?.paging?.follow) return { endpoint, paging: endpoint.paging };
   throw new HttpError(
     "endpoint_not_found",
     `No followable endpoint is named or has the id "${nameOrId}"; GET /api/endpoints lists which have a follow path.`,
   );
 }
 
-function refuseNotFollowed(query: RawQuery): void {
-  const given = NOT_FOLLOWED.filter((param) => query[param] !== undefined);
+function refuseNotFollowed(paging: PagingContract, query: RawQuery): void {
+  const given = notFollowed(paging).filter((param) => query[param] !== undefined);
   if (given.length === 0) return;
   throw new InvalidParamsError(
     given.map((param) => ({
       param,
-      message: "not taken by a follow stream, which runs from iso_timestamp_start or now onwards",
+      message: `not taken by a follow stream, which runs from ${paging.window.start} or now onwards`,
     })),
   );
 }
 
 /** The caller could not give an end (refused above): one there is the scope's, which a stream cannot keep. */
-function refusePinnedEnd(authorized: RawQuery): void {
-  if (authorized.iso_timestamp_end === undefined) return;
+function refusePinnedEnd({ window }: PagingContract, authorized: RawQuery): void {
+  if (authorized[window.end] === undefined) return;
   throw new HttpError(
     "forbidden",
-    "This credential's scope fixes iso_timestamp_end, and a follow stream runs on past any end: call the endpoint itself for that range.",
+    `This credential's scope fixes ${window.end}, and a follow stream runs on past any end: call the endpoint itself for that range.`,
   );
 }
 
@@ -153,11 +162,11 @@ function settledMode(until: unknown): boolean {
 /** Where a stream starts, and whether from an event id or checkpoint (a resume) rather than an instant. */
 type Start = StreamPosition & { resumed?: boolean };
 
-/** The starting parameters a caller may give, which a resume does without. */
-const STARTS = ["since", "iso_timestamp_start"];
+/** The starting parameters a caller may give (since, the window's start), which a resume does without. */
+const startsOf = ({ window }: PagingContract) => [window.since, window.start];
 
-const withoutStart = (query: RawQuery): RawQuery =>
-  Object.fromEntries(Object.entries(query).filter(([param]) => !STARTS.includes(param)));
+const withoutStart = (paging: PagingContract, query: RawQuery): RawQuery =>
+  Object.fromEntries(Object.entries(query).filter(([param]) => !startsOf(paging).includes(param)));
 
 /**
  * The place a reconnect resumes from: Last-Event-ID, which wins over `after` (the same cursor, as
@@ -189,12 +198,16 @@ function resumption(
 }
 
 /**
- * A resume, but never before iso_timestamp_start (or `since`), which only a scope gives it; without
- * either, iso_timestamp_start; without any, undefined (the stream starts now). The tier's retention
- * bounds it in the SQL.
+ * A resume, but never before the window's start (or `since`), which only a scope gives it; without
+ * either, the window's start; without any, undefined (the stream starts now). The retention bounds
+ * it in the SQL.
  */
-function startingPoint(params: SqlParams, resume: StreamPosition | undefined): Start | undefined {
-  const start = params.iso_timestamp_start;
+function startingPoint(
+  { window }: PagingContract,
+  params: SqlParams,
+  resume: StreamPosition | undefined,
+): Start | undefined {
+  const start = params[window.start];
   const lower = start ? startingAt(parseIsoTimestamp(start) as bigint) : undefined;
   if (!resume) return lower;
   if (!lower || lower.horizon.micros < resume.horizon.micros) return { ...resume, resumed: true };
@@ -204,16 +217,23 @@ function startingPoint(params: SqlParams, resume: StreamPosition | undefined): S
 }
 
 /**
- * A settled run resumes where the last one ended; if the tier's retention has passed that point, the
+ * A settled run resumes where the last one ended; if the retention has passed that point, the
  * records between were dropped, and a script must know rather than carry on with a gap.
  */
-function refuseDroppedRecords(from: bigint, params: SqlParams, now: bigint): void {
-  const days = retentionDays(params.project_tier);
+function refuseDroppedRecords(
+  { retention, window }: PagingContract,
+  from: bigint,
+  params: SqlParams,
+  now: bigint,
+): void {
+  const value = params[retention.param];
+  const days = retentionDays(retention, value);
+  const starts = [window.since, window.start].filter((param) => param !== undefined).join(" or ");
   if (from > now - BigInt(days) * 86_400_000_000n) return;
   throw new InvalidParamsError([
     {
       param: "after",
-      message: `is older than the ${days}-day retention of project_tier ${JSON.stringify(params.project_tier)}: records after it were dropped; start again with since or iso_timestamp_start`,
+      message: `is older than the ${days}-day retention of ${retention.param} ${JSON.stringify(value)}: records after it were dropped; start again with ${starts}`,
     },
   ]);
 }

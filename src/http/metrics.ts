@@ -7,7 +7,7 @@ import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import type { AlertCounts, Alerts } from "../alerts/alerts.ts";
 import type { CacheStats, ResultCache } from "../cache/result-cache.ts";
 import { hasFullAccess } from "../credentials/scope-rule.ts";
-import { catalog, findEndpoint } from "../endpoints/catalog.ts";
+import type { Catalog } from "../endpoints/catalog.ts";
 import type { FollowHub } from "../endpoints/follow.ts";
 import type { AdmittedEngine } from "../engines/admission.ts";
 import type { QueryRequest } from "../engines/engine.ts";
@@ -34,6 +34,7 @@ const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, strin
 };
 
 interface MetricSources {
+  catalog: Catalog;
   cache?: ResultCache;
   engine: AdmittedEngine;
   /** What the engine did, by endpoint, trigger and credential. */
@@ -56,7 +57,7 @@ export function serviceRegistry(sources: MetricSources): Registry {
     registry.removeSingleMetric(`nodejs_active_${total}_total`);
   }
   if (sources.cache) registerCacheMetrics(registry, sources.cache);
-  registerEngineMetrics(registry, sources.usage);
+  registerEngineMetrics(registry, sources.catalog, sources.usage);
   registerEngineUsageMetrics(registry, sources.usage);
   registerAdmissionMetrics(registry, sources.engine);
   registerConnectionMetrics(registry, sources.connections);
@@ -78,63 +79,65 @@ export function serviceRegistry(sources: MetricSources): Registry {
 }
 
 /** Counts the requests of the enclosing scope into `registry`, and serves it to full-access callers. */
-export const metrics = fp(async (app: FastifyInstance, { registry }: { registry: Registry }) => {
-  // Counted here, by endpoint then status, and handed to prom-client when scraped: inc() with
-  // labels hashes them every time.
-  const answered = new Map<string, Map<number, number>>();
-  new Counter({
-    name: "query_service_requests_total",
-    help: "Endpoint requests answered, by endpoint (unknown: no such endpoint) and HTTP status.",
-    labelNames: ["endpoint", "status"] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const [endpoint, byStatus] of answered) {
-        for (const [status, count] of byStatus) this.inc({ endpoint, status }, count);
-      }
-    },
-  });
-  const duration = new DurationHistogram({
-    name: "query_service_request_duration_seconds",
-    help: "Time to answer an endpoint request, by endpoint.",
-    buckets: [0.0005, 0.001, 0.005, 0.025, 0.1, 0.5, 2.5, 10, 30],
-    registers: [registry],
-  });
+export const metrics = fp(
+  async (app: FastifyInstance, { catalog, registry }: { catalog: Catalog; registry: Registry }) => {
+    // Counted here, by endpoint then status, and handed to prom-client when scraped: inc() with
+    // labels hashes them every time.
+    const answered = new Map<string, Map<number, number>>();
+    new Counter({
+      name: "query_service_requests_total",
+      help: "Endpoint requests answered, by endpoint (unknown: no such endpoint) and HTTP status.",
+      labelNames: ["endpoint", "status"] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [endpoint, byStatus] of answered) {
+          for (const [status, count] of byStatus) this.inc({ endpoint, status }, count);
+        }
+      },
+    });
+    const duration = new DurationHistogram({
+      name: "query_service_request_duration_seconds",
+      help: "Time to answer an endpoint request, by endpoint.",
+      buckets: [0.0005, 0.001, 0.005, 0.025, 0.1, 0.5, 2.5, 10, 30],
+      registers: [registry],
+    });
 
-  // Every answer of an endpoint route counts, refusals (401, 429) and unknown names (404) included.
-  // Only catalog names become label values: a caller cannot grow the series by inventing names.
-  // Callback-style: an async hook costs a promise and a microtask turn per request.
-  app.addHook("onResponse", (request, reply, done) => {
-    const { nameOrId } = request.params as { nameOrId?: string };
-    if (nameOrId !== undefined) {
-      const endpoint = request.queryLog.endpoint ?? findEndpoint(nameOrId)?.name ?? "unknown";
-      let byStatus = answered.get(endpoint);
-      if (byStatus === undefined) {
-        byStatus = new Map();
-        answered.set(endpoint, byStatus);
+    // Every answer of an endpoint route counts, refusals (401, 429) and unknown names (404) included.
+    // Only catalog names become label values: a caller cannot grow the series by inventing names.
+    // Callback-style: an async hook costs a promise and a microtask turn per request.
+    app.addHook("onResponse", (request, reply, done) => {
+      const { nameOrId } = request.params as { nameOrId?: string };
+      if (nameOrId !== undefined) {
+        const endpoint = request.queryLog.endpoint ?? catalog.find(nameOrId)?.name ?? "unknown";
+        let byStatus = answered.get(endpoint);
+        if (byStatus === undefined) {
+          byStatus = new Map();
+          answered.set(endpoint, byStatus);
+        }
+        byStatus.set(reply.statusCode, (byStatus.get(reply.statusCode) ?? 0) + 1);
+        duration.observe(endpoint, reply.elapsedTime / 1000);
       }
-      byStatus.set(reply.statusCode, (byStatus.get(reply.statusCode) ?? 0) + 1);
-      duration.observe(endpoint, reply.elapsedTime / 1000);
-    }
-    done();
-  });
+      done();
+    });
 
-  // A scraper reads this every few seconds with a key that may also query: not from the same budget.
-  app.get(
-    "/metrics",
-    { config: { rateLimit: false }, schema: METRICS_SCHEMA },
-    async (request, reply) => {
-      // Counts across every endpoint and tenant: for credentials that may read every one of them.
-      if (!hasFullAccess(request.credential)) {
-        throw new HttpError(
-          "forbidden",
-          "Reading /metrics needs a credential with a * scope that fixes no parameter.",
-        );
-      }
-      return reply.type(registry.contentType).send(await registry.metrics());
-    },
-  );
-});
+    // A scraper reads this every few seconds with a key that may also query: not from the same budget.
+    app.get(
+      "/metrics",
+      { config: { rateLimit: false }, schema: METRICS_SCHEMA },
+      async (request, reply) => {
+        // Counts across every endpoint and tenant: for credentials that may read every one of them.
+        if (!hasFullAccess(request.credential)) {
+          throw new HttpError(
+            "forbidden",
+            "Reading /metrics needs a credential with a * scope that fixes no parameter.",
+          );
+        }
+        return reply.type(registry.contentType).send(await registry.metrics());
+      },
+    );
+  },
+);
 
 function registerCacheMetrics(registry: Registry, cache: ResultCache): void {
   new Gauge({
@@ -181,7 +184,11 @@ const TRIGGERS: readonly NonNullable<QueryRequest["trigger"]>[] = [
 ];
 const UNFOLLOWED_TRIGGERS = TRIGGERS.slice(0, 2);
 
-function registerEngineMetrics(registry: Registry, usage: () => Iterable<EngineUsage>): void {
+function registerEngineMetrics(
+  registry: Registry,
+  catalog: Catalog,
+  usage: () => Iterable<EngineUsage>,
+): void {
   new Counter({
     name: "query_service_engine_queries_total",
     help: "Queries run on the engine (on BigQuery, jobs: reading a kept result's pages runs none), by endpoint and trigger (request: a caller waited for it; warming: the cache's refresh; follow: follow streams' polls and catch-ups; export: settled runs).",
@@ -190,7 +197,7 @@ function registerEngineMetrics(registry: Registry, usage: () => Iterable<EngineU
     collect() {
       this.reset();
       // Every series from the start, so a sum over replicas counts those that ran nothing yet.
-      for (const { name, follow } of catalog) {
+      for (const { name, follow } of catalog.entries) {
         for (const trigger of follow ? TRIGGERS : UNFOLLOWED_TRIGGERS) {
           this.inc({ endpoint: name, trigger }, 0);
         }

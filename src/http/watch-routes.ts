@@ -6,7 +6,7 @@ import type { FastifyInstance } from "fastify";
 import Negotiator from "negotiator";
 import type { CacheAnswer, CachePolicy } from "../cache/result-cache.ts";
 import { authorize, type RawQuery } from "../credentials/scope-rule.ts";
-import { type EndpointDefinition, findEndpoint } from "../endpoints/catalog.ts";
+import type { Catalog, EndpointDefinition } from "../endpoints/catalog.ts";
 import { parseParams } from "../endpoints/params.ts";
 import type { RunEndpoint, WatchEndpoint } from "../endpoints/runner.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
@@ -21,6 +21,7 @@ export interface WatchStats {
 }
 
 export interface WatchRouteOptions {
+  catalog: Catalog;
   run: RunEndpoint;
   watch: WatchEndpoint;
   reserve: ReservePlace;
@@ -31,13 +32,13 @@ export interface WatchRouteOptions {
 const EVENT_STREAM = "text/event-stream";
 
 export async function watchRoutes(app: FastifyInstance, options: WatchRouteOptions) {
-  const { run, watch, reserve, stats } = options;
+  const { catalog, run, watch, reserve, stats } = options;
   for (const path of ["/api/endpoints/:nameOrId/watch", "/api/endpoints/query/:nameOrId/watch"]) {
     app.get<{ Params: { nameOrId: string } }>(
       path,
       { schema: WATCH_SCHEMA },
       async (request, reply) => {
-        const endpoint = watchable(request.params.nameOrId);
+        const endpoint = watchable(catalog, request.params.nameOrId);
         request.queryLog.endpoint = endpoint.name;
         annotateRequestSpan(request, endpoint.name);
         const { credential } = request;
@@ -110,8 +111,11 @@ function lastEventId(header: string | string[] | undefined): string | undefined 
   return typeof header === "string" && header !== "" ? header : undefined;
 }
 
-function watchable(nameOrId: string): EndpointDefinition & { cache: CachePolicy } {
-  const endpoint = findEndpoint(nameOrId);
+function watchable(
+  catalog: Catalog,
+  nameOrId: string,
+): EndpointDefinition & { cache: CachePolicy } {
+  const endpoint = catalog.find(nameOrId);
   if (endpoint?.cache) return endpoint as EndpointDefinition & { cache: CachePolicy };
   const hint = endpoint?.follow
     ? `${endpoint.name} is not cached, so its answer has no value to watch: follow its records at /api/endpoints/${endpoint.name}/follow.`

@@ -5,12 +5,11 @@
 // on DuckDB one query, its streamed chunks pulled the same way.
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
-import { catalog, declaredParams } from "../../src/endpoints/catalog.ts";
 import { cursorCodec, type StreamPosition, startingAt } from "../../src/endpoints/cursor.ts";
 import { type Follower, FollowHub } from "../../src/endpoints/follow.ts";
-import { loadQueries } from "../../src/endpoints/queries.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine, QueryRequest, Row } from "../../src/engines/engine.ts";
+import { catalog } from "../support/catalog.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
 import { DAY, edgeLog, HOUR, MINUTE, micros, PROJECT, shift } from "../support/fixtures.ts";
 import { inOrder } from "../support/follow-client.ts";
@@ -24,7 +23,7 @@ const PAGE_ROWS = 25;
 const LOGS = catalog.find((endpoint) => endpoint.name === "logs.all") as (typeof catalog)[number];
 /** Every parameter logs.all declares, absent but the project and its tier. */
 const PARAMS = {
-  ...Object.fromEntries([...declaredParams(LOGS)].map((name) => [name, null])),
+  ...Object.fromEntries([...LOGS.paramNames].map((name) => [name, null])),
   project: PROJECT,
   project_tier: "PRO",
 };
@@ -45,22 +44,14 @@ afterEach(async () => {
 });
 
 function hubOn(engine: QueryEngine): FollowHub {
-  const followed = [LOGS];
-  const hub = new FollowHub(
-    engine,
-    {
-      queries: loadQueries(engine.dialect, followed),
-      windows: loadQueries(engine.dialect, followed, "window"),
-    },
-    {
-      // No feed polls within a test: what the engine sees is the catch-up's.
-      intervalMs: 3_600_000,
-      lagMs: LAG_MS,
-      clock: () => micros(NOW),
-      cursors: cursorCodec("a-cursor-secret-of-at-least-32-characters"),
-      windowPageRows: PAGE_ROWS,
-    },
-  );
+  const hub = new FollowHub(engine, {
+    // No feed polls within a test: what the engine sees is the catch-up's.
+    intervalMs: 3_600_000,
+    lagMs: LAG_MS,
+    clock: () => micros(NOW),
+    cursors: cursorCodec("a-cursor-secret-of-at-least-32-characters"),
+    windowPageRows: PAGE_ROWS,
+  });
   closers.push(async () => hub.close());
   return hub;
 }

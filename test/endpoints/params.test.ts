@@ -1,8 +1,10 @@
 import { DuckDBInstance } from "@duckdb/node-api";
 import { describe, expect, it } from "vitest";
-import { catalog, findEndpoint } from "../../src/endpoints/catalog.ts";
 import { InvalidParamsError, parseParams, withWindowStart } from "../../src/endpoints/params.ts";
 import type { SqlParams } from "../../src/endpoints/sql-params.ts";
+import { catalog, endpointNamed, findEndpoint } from "../support/catalog.ts";
+
+const LOGS_WINDOW = endpointNamed("logs.all").paging?.window;
 
 function endpoint(name: string) {
   const found = findEndpoint(name);
@@ -219,12 +221,12 @@ describe("logs.all params", () => {
 
   it("resolves since against now into the start the SQL binds, and leaves it out", () => {
     const now = 1_795_238_262_123_456n;
-    const resolved = withWindowStart(logs({ since: "15m" }), now);
+    const resolved = withWindowStart(LOGS_WINDOW, logs({ since: "15m" }), now);
     expect(resolved.iso_timestamp_start).toBe("2026-11-21T05:02:42.123456Z");
     expect("since" in resolved).toBe(false);
-    expect("since" in withWindowStart(logs({}), now)).toBe(false);
+    expect("since" in withWindowStart(LOGS_WINDOW, logs({}), now)).toBe(false);
     // Longer than any retention: the same answer as the longest, and never before year 1.
-    const far = withWindowStart(logs({ since: "9999999999d" }), now);
+    const far = withWindowStart(LOGS_WINDOW, logs({ since: "9999999999d" }), now);
     expect(far.iso_timestamp_start).toBe("2024-02-25T05:17:42.123456Z");
   });
 

@@ -1,10 +1,10 @@
 // Follow feeds poll from one timer, each at a phase of its own drawn at random: feeds opened
 // together spread their polls over the interval instead of querying the engine at one instant.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { catalog } from "../../src/endpoints/catalog.ts";
 import { cursorCodec } from "../../src/endpoints/cursor.ts";
 import { FollowHub } from "../../src/endpoints/follow.ts";
 import type { QueryEngine, QueryRequest } from "../../src/engines/engine.ts";
+import { catalog } from "../support/catalog.ts";
 
 const LOGS = catalog.find((endpoint) => endpoint.name === "logs.all");
 const INTERVAL_MS = 1_000;
@@ -30,18 +30,11 @@ describe("follow feeds' polls", () => {
         return { rows: [], truncated: false };
       },
     };
-    const hub = new FollowHub(
-      engine,
-      {
-        queries: new Map([["logs.all", "SELECT 1"]]),
-        windows: new Map([["logs.all", "SELECT 1"]]),
-      },
-      {
-        intervalMs: INTERVAL_MS,
-        lagMs: 60_000,
-        cursors: cursorCodec("secret-of-this-test-0123456789ab"),
-      },
-    );
+    const hub = new FollowHub(engine, {
+      intervalMs: INTERVAL_MS,
+      lagMs: 60_000,
+      cursors: cursorCodec("secret-of-this-test-0123456789ab"),
+    });
     const follower = {
       credential: "c",
       deliver: () => true,

@@ -1,12 +1,14 @@
-// The window the BigQuery engine binds: always a concrete start, the tightest of the bounds given.
+// The window the engine binds, as each built-in endpoint declares it: always a concrete start, the
+// tightest of the bounds given.
 import { describe, expect, it } from "vitest";
-import { withTimeWindow } from "../../src/endpoints/window.ts";
+import { NO_WINDOW } from "../../src/endpoints/window.ts";
+import { endpointNamed } from "../support/catalog.ts";
 import { micros } from "../support/fixtures.ts";
 
 const NOW = micros("2026-11-21T05:17:42.123456Z");
 const NO_END = "9999-12-31T23:59:59.999999Z";
 const logs = (params: Record<string, string | null>) => {
-  const { window_start, window_end } = withTimeWindow("logs.all", params, NOW);
+  const { window_start, window_end } = endpointNamed("logs.all").window(params, NOW);
   return [window_start, window_end];
 };
 
@@ -39,7 +41,7 @@ describe("logs.all's window", () => {
 
 it("starts the stats at their first bucket and usage at now minus its window", () => {
   const stats = (interval: string) =>
-    withTimeWindow("functions.invocation-stats", { interval }, NOW);
+    endpointNamed("functions.invocation-stats").window({ interval }, NOW);
   expect(stats("5min")).toMatchObject({
     window_start: "2026-11-21T05:12:42.000000Z",
     last_bucket: "2026-11-21T05:17:42.000000Z",
@@ -49,8 +51,8 @@ it("starts the stats at their first bucket and usage at now minus its window", (
     last_bucket: "2026-11-21T00:00:00.000000Z",
   });
   expect(stats("1day").window_start).toBe("2026-11-20T05:00:00.000000Z");
-  expect(withTimeWindow("usage.api-counts", { interval: "daily" }, NOW).window_start).toBe(
+  expect(endpointNamed("usage.api-counts").window({ interval: "daily" }, NOW).window_start).toBe(
     "2026-11-14T05:17:42.123456Z",
   );
-  expect(withTimeWindow("ad-hoc", { x: "1" }, NOW)).toEqual({ x: "1" });
+  expect(NO_WINDOW({ x: "1" }, NOW)).toEqual({ x: "1" });
 });

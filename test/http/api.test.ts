@@ -7,10 +7,9 @@ import { SignJWT } from "jose";
 import { type Logger, pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
-import { catalog } from "../../src/endpoints/catalog.ts";
-import { loadQueries } from "../../src/endpoints/queries.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
 import { createLogger } from "../../src/logger.ts";
+import { withQuery } from "../support/catalog.ts";
 import {
   DAY,
   edgeLog,
@@ -178,8 +177,7 @@ describe("the three endpoints", () => {
   it("caps a result at 1000 rows and says so in X-Result-Truncated", async () => {
     const numbers =
       "SELECT x FROM UNNEST(GENERATE_ARRAY(1, 1500)) AS x WHERE @project != @interval";
-    const queries = new Map([...loadQueries("bigquery", catalog), ["usage.api-counts", numbers]]);
-    const { get } = await service({ queries });
+    const { get } = await service({ catalog: withQuery("usage.api-counts", "bigquery", numbers) });
     const response = await get(`/api/endpoints/usage.api-counts?project=a&interval=daily`);
     expect(response.statusCode).toBe(200);
     expect(response.headers["x-result-truncated"]).toBe("true");

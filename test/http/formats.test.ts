@@ -3,9 +3,8 @@
 // CSV parser.
 import { parse } from "csv-parse/sync";
 import { describe, expect, it } from "vitest";
-import { catalog } from "../../src/endpoints/catalog.ts";
-import { loadQueries } from "../../src/endpoints/queries.ts";
 import type { JsonValue, QueryEngine, Row } from "../../src/engines/engine.ts";
+import { withQuery } from "../support/catalog.ts";
 import {
   edgeLog,
   edgeMetadata,
@@ -219,8 +218,7 @@ describe("a result cut at 1000 rows", () => {
   it("is marked X-Result-Truncated in every format", async () => {
     const numbers =
       "SELECT x FROM UNNEST(GENERATE_ARRAY(1, 1500)) AS x WHERE @project != @interval";
-    const queries = new Map([...loadQueries("bigquery", catalog), ["usage.api-counts", numbers]]);
-    const { get } = await service({ queries });
+    const { get } = await service({ catalog: withQuery("usage.api-counts", "bigquery", numbers) });
     const url = "/api/endpoints/usage.api-counts?project=a&interval=daily";
 
     const csv = await get(url, { accept: "text/csv" });

@@ -2,9 +2,8 @@
 // and the gate answers what it cannot take at once.
 import { afterEach, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
-import { catalog } from "../../src/endpoints/catalog.ts";
-import { loadQueries } from "../../src/endpoints/queries.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
+import { withQuery } from "../support/catalog.ts";
 
 const KEY = "load-test-key-0123456789";
 // Several seconds of CPU per query on this machine kind, interruptible like any DuckDB scan.
@@ -19,12 +18,10 @@ afterEach(async () => {
 /** The service on an empty embedded database whose logs.all is a heavy query. */
 async function heavyService(timeoutMs: number, shutdownGraceMs?: number) {
   const engine = await createDuckDbEngine();
-  const queries = new Map(loadQueries("duckdb", catalog));
-  queries.set("logs.all", HEAVY_SQL);
   const app = await buildApp({
     engine,
     apiKeys: [KEY],
-    queries,
+    catalog: withQuery("logs.all", "duckdb", HEAVY_SQL),
     admission: { maxConcurrency: 2, maxQueue: 20, maxPerCredential: 20, timeoutMs },
     shutdownGraceMs,
   });

@@ -8,10 +8,11 @@ import { describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
-import { catalog, declaredParams, type EndpointDefinition } from "../../src/endpoints/catalog.ts";
+import type { EndpointDefinition } from "../../src/endpoints/catalog.ts";
 import { InvalidParamsError, parseParams } from "../../src/endpoints/params.ts";
 import { ERROR_CODES } from "../../src/http/errors.ts";
 import { type OpenApiDocument, withCatalogPaths } from "../../src/http/openapi/catalog-paths.ts";
+import { catalog } from "../support/catalog.ts";
 import { demoApp } from "../support/demo-app.ts";
 import { jsonSchemaValidator, schemaErrors } from "../support/json-schema.ts";
 import { temporaryFile } from "../support/temporary-file.ts";
@@ -155,7 +156,7 @@ describe("GET /openapi.json", () => {
         // Swagger UI's "try it" cannot find an operation whose id has a dot in it.
         expect(operation.operationId).toMatch(/^\w+$/);
         const query = operation.parameters.filter((p) => p.in === "query");
-        expect(query.map((p) => p.name)).toEqual([...declaredParams(endpoint)]);
+        expect(query.map((p) => p.name)).toEqual([...endpoint.paramNames]);
         for (const parameter of query) {
           const { name, schema } = parameter;
           const { [name]: _omitted, ...without } = endpoint.example;
@@ -392,7 +393,7 @@ describe("the document of the routes, made each endpoint's own paths", () => {
     const operation = document.paths[`/api/endpoints/${added.name}`]?.get;
     expect(operation?.tags).toEqual([added.name]);
     expect(operation?.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual([
-      ...declaredParams(logs),
+      ...logs.paramNames,
     ]);
     expect(document.components.schemas[`${added.name}.row`]).toEqual(added.columns);
     expect(JSON.stringify(operation?.responses)).toContain(
@@ -421,7 +422,7 @@ describe("GET /openapi.json, beside the endpoints", () => {
         expect(operation.operationId).toMatch(/^\w+$/);
         // The endpoint's parameters but those a stream refuses, then where it resumes and stops.
         expect(operation.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual([
-          ...[...declaredParams(endpoint)].filter(
+          ...[...endpoint.paramNames].filter(
             (name) => !["iso_timestamp_end", "cursor"].includes(name),
           ),
           "after",
@@ -463,7 +464,7 @@ describe("GET /openapi.json, beside the endpoints", () => {
         const operation = paths[path]?.get as Operation;
         expect(operation.operationId).toMatch(/^\w+_watch$/);
         expect(operation.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual([
-          ...declaredParams(endpoint),
+          ...endpoint.paramNames,
         ]);
         expect(operation.parameters.filter((p) => p.in === "header")).toEqual([
           expect.objectContaining({ name: "Last-Event-ID", required: false }),

@@ -3,10 +3,10 @@
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
-import { catalog } from "../../src/endpoints/catalog.ts";
 import type { BigQueryEngine } from "../../src/engines/bigquery.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { BigQueryStandIn } from "../support/bigquery-standin.ts";
+import { catalog } from "../support/catalog.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
 import {
   DAY,

@@ -4,8 +4,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { catalog, type EndpointDefinition } from "../../src/endpoints/catalog.ts";
+import type { EndpointDefinition } from "../../src/endpoints/catalog.ts";
 import type { QueryRequest } from "../../src/engines/engine.ts";
+import { catalog } from "../support/catalog.ts";
 import { edgeLog, functionCall, MINUTE, shift } from "../support/fixtures.ts";
 import { recordingInto } from "../support/recording-engine.ts";
 import { startService } from "../support/service.ts";

@@ -7,8 +7,9 @@ import { openAlertRules } from "../../src/alerts/rules-source.ts";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import type { Scope } from "../../src/credentials/credential.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
-import { catalog, type EndpointDefinition, findEndpoint } from "../../src/endpoints/catalog.ts";
+import type { EndpointDefinition } from "../../src/endpoints/catalog.ts";
 import type { QueryEngine, QueryRequest } from "../../src/engines/engine.ts";
+import { catalog, findEndpoint } from "../support/catalog.ts";
 import {
   edgeLog,
   edgeMetadata,

@@ -1,8 +1,10 @@
-// Conformance of queries/bigquery/logs.all.sql with the rules of docs/api.md, on GoogleSQL's
+// Conformance of endpoints/logs.all/bigquery.sql with the rules of docs/api.md, on GoogleSQL's
 // reference engine with a pinned clock. Expected rows come from the rule, not from the query.
 
 import { describe, expect, it } from "vitest";
+import type { PagingContract } from "../../src/endpoints/catalog.ts";
 import { retentionDays } from "../../src/endpoints/retention.ts";
+import { endpointNamed } from "../support/catalog.ts";
 import {
   DAY,
   edgeLog,
@@ -21,6 +23,7 @@ import { endpointQuery } from "../support/queries.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 
+const { retention: RETENTION } = endpointNamed("logs.all").paging as PagingContract;
 const query = endpointQuery(
   "logs.all",
   "edge_logs",
@@ -55,7 +58,7 @@ describe("logs.all", () => {
     [null, 1n],
   ])("project_tier %j", (tier, days) => {
     it("is the retention the service checks a cursor against before any query", () => {
-      expect(retentionDays(tier)).toBe(Number(days));
+      expect(retentionDays(RETENTION, tier)).toBe(Number(days));
     });
 
     it(`keeps records strictly after now − ${days} day(s)`, async () => {

@@ -4,8 +4,9 @@
 // column is declared nullable exactly where the SQL gives NULL over source rows holding NULL in
 // every nullable field it reads.
 import { describe, expect, it } from "vitest";
-import { catalog, type EndpointDefinition } from "../../src/endpoints/catalog.ts";
+import type { EndpointDefinition } from "../../src/endpoints/catalog.ts";
 import type { ColumnSchema } from "../../src/endpoints/columns.ts";
+import { catalog } from "../support/catalog.ts";
 import {
   edgeLog,
   functionLog,

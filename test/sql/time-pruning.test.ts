@@ -2,26 +2,24 @@
 // function_edge_logs) compares `timestamp` itself with a bound parameter in its WHERE's top-level
 // AND, and the service binds that parameter a concrete instant whatever the caller gives. The form
 // is read from the analyzer's resolved tree (support/time-bounds.ts), so no reformatting of the SQL
-// passes or fails it; every file under queries/bigquery is checked, new ones included.
-import { readdirSync, readFileSync } from "node:fs";
+// passes or fails it; every BigQuery file under endpoints/ is checked, new ones included.
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { findEndpoint } from "../../src/endpoints/catalog.ts";
-import { BIGQUERY_DIR, windowed } from "../support/queries.ts";
+import { findEndpoint } from "../support/catalog.ts";
+import { bigQueryFiles, ENDPOINTS_DIR, windowed } from "../support/queries.ts";
 import { referenceEngine } from "../support/reference-engine.ts";
 import { partitionedScans } from "../support/time-bounds.ts";
 
 const engine = referenceEngine();
 const NOW = "2026-11-21T05:17:42.123456Z";
 
-const files = readdirSync(BIGQUERY_DIR, { recursive: true, encoding: "utf8" })
-  .filter((file) => file.endsWith(".sql"))
-  .sort();
+const files = bigQueryFiles();
 
 const scansOf = async (sql: string) => partitionedScans(await engine.resolve(sql));
 
-describe.each(files)("queries/bigquery/%s", (file) => {
+describe.each(files)("endpoints/%s", (file) => {
   it("bounds each partitioned scan below, and above wherever it bounds it, in prunable form", async () => {
-    const scans = await scansOf(readFileSync(`${BIGQUERY_DIR}${file}`, "utf8"));
+    const scans = await scansOf(readFileSync(`${ENDPOINTS_DIR}${file}`, "utf8"));
     expect(scans.length).toBeGreaterThan(0);
     for (const scan of scans) {
       const sides = new Set(scan.bounds.map((bound) => bound.side));
@@ -33,8 +31,8 @@ describe.each(files)("queries/bigquery/%s", (file) => {
   });
 
   it("is given a concrete instant for every bound, whatever the caller leaves out", async () => {
-    const scans = await scansOf(readFileSync(`${BIGQUERY_DIR}${file}`, "utf8"));
-    const name = file.slice(file.lastIndexOf("/") + 1, -".sql".length);
+    const scans = await scansOf(readFileSync(`${ENDPOINTS_DIR}${file}`, "utf8"));
+    const name = file.slice(0, file.indexOf("/"));
     const endpoint = findEndpoint(name);
     if (!endpoint) throw new Error(`no endpoint ${name}`);
     // The fewest parameters a caller can give: the required ones, as in the catalog's example.

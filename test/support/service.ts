@@ -74,8 +74,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     await engine.close();
     await standIn.close();
   });
-  // Queries of a test's own answer rows the catalog does not declare.
-  const held = deps.queries === undefined;
+  // A catalog of its own may answer rows the built-in one does not declare.
+  const held = deps.catalog === undefined;
   const hasKey = (headers: Record<string, string>) =>
     Object.keys(headers).some((name) =>
       ["x-api-key", "authorization"].includes(name.toLowerCase()),

@@ -1,11 +1,12 @@
 // Runs one endpoint folder's test cases through the service itself: for each set of fixture files,
 // an embedded engine holding those rows and the app over it; each case's query string is sent as a
 // GET with the case's instant as now, and the answer compared with what the case expects.
-import { basename, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import type { LightMyRequestResponse } from "fastify";
 import { buildApp } from "../../app.ts";
 import { parseIsoTimestamp } from "../../time.ts";
-import { findEndpoint } from "../catalog.ts";
+import type { Catalog } from "../catalog.ts";
+import { BUILT_IN_ENDPOINTS, CatalogError, loadCatalog } from "../load-catalog.ts";
 import { caseEngine, fixturePath, SHARED_FIXTURES } from "./case-engine.ts";
 import { type EndpointCase, readCaseFile } from "./case-file.ts";
 import { rowsDiff } from "./rows-diff.ts";
@@ -31,7 +32,15 @@ export async function runEndpointCases(folder: string): Promise<CaseOutcome[]> {
   const read = readCaseFile(file);
   if ("problems" in read) return [{ file, problems: read.problems }];
   const name = basename(resolve(folder));
-  if (!findEndpoint(name)) {
+  let catalog: Catalog;
+  try {
+    // The built-in endpoints and the folder's neighbours, as ENDPOINTS_DIR would serve them.
+    catalog = loadCatalog([...new Set([BUILT_IN_ENDPOINTS, `${dirname(resolve(folder))}/`])]);
+  } catch (error) {
+    if (!(error instanceof CatalogError)) throw error;
+    return [{ file, problems: [...error.problems] }];
+  }
+  if (!catalog.find(name)) {
     return [{ file, problems: [`${file}: no endpoint is named ${name}, the name of its folder`] }];
   }
   const outcomes: CaseOutcome[] = [];
@@ -57,6 +66,7 @@ export async function runEndpointCases(folder: string): Promise<CaseOutcome[]> {
   });
   for (const { fixtures, cases } of byFixtures.values()) {
     const problems = await runOverFixtures(
+      catalog,
       name,
       fixtures,
       cases.map((index) => read.cases[index] as EndpointCase),
@@ -70,6 +80,7 @@ export async function runEndpointCases(folder: string): Promise<CaseOutcome[]> {
 
 /** Each case's problems, the cases run in one app over an engine holding `fixtures`. */
 async function runOverFixtures(
+  catalog: Catalog,
   endpoint: string,
   fixtures: Record<string, string>,
   cases: EndpointCase[],
@@ -84,7 +95,7 @@ async function runOverFixtures(
     return cases.map(() => [problem]);
   }
   // The app's clock too: it resolves `since` and where streams start.
-  const app = await buildApp({ engine, apiKeys: [KEY], follow: { clock } });
+  const app = await buildApp({ engine, apiKeys: [KEY], catalog, follow: { clock } });
   try {
     const problems: string[][] = [];
     for (const entry of cases) {

@@ -7,7 +7,7 @@
 // must follow the catalog (routes.ts makes it again when the catalog is another).
 import { z } from "zod";
 import type { EndpointDefinition } from "../../endpoints/catalog.ts";
-import { NOT_FOLLOWED } from "../follow-routes.ts";
+import { notFollowed } from "../follow-routes.ts";
 import { csv } from "../formats/csv.ts";
 import type { Format } from "../formats/format.ts";
 import { json } from "../formats/json.ts";
@@ -135,8 +135,9 @@ function operationFor(
   format?: Format,
 ): Operation {
   const own = withRow(template, endpoint);
+  const unfollowed = endpoint.paging ? notFollowed(endpoint.paging) : [];
   const endpointParams = parametersOf(endpoint).filter(
-    (parameter) => kind !== "follow" || !NOT_FOLLOWED.includes(parameter.name),
+    (parameter) => kind !== "follow" || !unfollowed.includes(parameter.name),
   );
   const routeParams = own.parameters.filter(
     (parameter) =>

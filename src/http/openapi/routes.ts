@@ -17,7 +17,7 @@ import packageJson from "../../../package.json" with { type: "json" };
 import { sha256Hex } from "../../credentials/authenticate.ts";
 import type { Credential } from "../../credentials/credential.ts";
 import { grantedParams, hasFullAccess } from "../../credentials/scope-rule.ts";
-import { catalog, type EndpointDefinition } from "../../endpoints/catalog.ts";
+import type { Catalog, EndpointDefinition } from "../../endpoints/catalog.ts";
 import type { AnonymousLimit } from "../anonymous-limit.ts";
 import { FixedBody } from "../fixed-body.ts";
 import { type OpenApiDocument, withCatalogPaths } from "./catalog-paths.ts";
@@ -38,47 +38,49 @@ declare module "fastify" {
  * Before any route: @fastify/swagger, collecting each route that declares a schema with a tag (the
  * others, such as the pages and their assets, are not part of the API).
  */
-export const openApiGeneration = fp(async (app: FastifyInstance) => {
-  await app.register(swagger, {
-    openapi: {
-      openapi: "3.1.0",
-      info: {
-        title: "Log & usage query service",
-        version: packageJson.version,
-        description:
-          "Saved, read-only analytics queries over request and function logs. Every call but the " +
-          "probes needs a credential: an API key as `X-API-KEY`, or an API key or signed access " +
-          "token as `Authorization: Bearer`. `GET /openapi.json` without a credential describes " +
-          "every endpoint; with one, only those it may call, with the parameters its scopes fix.",
-      },
-      security: [{ apiKey: [] }, { bearer: [] }],
-      tags: [CATALOG_TAG, SERVICE_TAG],
-      components: {
-        securitySchemes: {
-          apiKey: { type: "apiKey", in: "header", name: "X-API-KEY", description: "An API key." },
-          bearer: {
-            type: "http",
-            scheme: "bearer",
-            description: "An API key, or a signed access token (JWT) from your backend.",
+export const openApiGeneration = fp(
+  async (app: FastifyInstance, { catalog }: { catalog: Catalog }) => {
+    await app.register(swagger, {
+      openapi: {
+        openapi: "3.1.0",
+        info: {
+          title: "Log & usage query service",
+          version: packageJson.version,
+          description:
+            "Saved, read-only analytics queries over request and function logs. Every call but the " +
+            "probes needs a credential: an API key as `X-API-KEY`, or an API key or signed access " +
+            "token as `Authorization: Bearer`. `GET /openapi.json` without a credential describes " +
+            "every endpoint; with one, only those it may call, with the parameters its scopes fix.",
+        },
+        security: [{ apiKey: [] }, { bearer: [] }],
+        tags: [CATALOG_TAG, SERVICE_TAG],
+        components: {
+          securitySchemes: {
+            apiKey: { type: "apiKey", in: "header", name: "X-API-KEY", description: "An API key." },
+            bearer: {
+              type: "http",
+              scheme: "bearer",
+              description: "An API key, or a signed access token (JWT) from your backend.",
+            },
           },
         },
       },
-    },
-    hideUntagged: true,
-    // OpenAPI 3.1 schemas are JSON Schema: `const` is as good as a one-value enum.
-    convertConstToEnum: false,
-    // A shared schema is named in the document by its $id.
-    refResolver: { buildLocalReference: (schema) => String(schema.$id) },
-    transformObject: (generated) =>
-      withSharedComponents(
-        (generated as { openapiObject: unknown }).openapiObject as OpenApiDocument,
-      ) as never,
-  });
-  app.decorate(
-    "openApiDocuments",
-    documents(app, () => catalog),
-  );
-});
+      hideUntagged: true,
+      // OpenAPI 3.1 schemas are JSON Schema: `const` is as good as a one-value enum.
+      convertConstToEnum: false,
+      // A shared schema is named in the document by its $id.
+      refResolver: { buildLocalReference: (schema) => String(schema.$id) },
+      transformObject: (generated) =>
+        withSharedComponents(
+          (generated as { openapiObject: unknown }).openapiObject as OpenApiDocument,
+        ) as never,
+    });
+    app.decorate(
+      "openApiDocuments",
+      documents(app, () => catalog.entries),
+    );
+  },
+);
 
 /**
  * The document of every endpoint of the catalog, and each credential's view of it; made anew when

@@ -1,0 +1,410 @@
+// A checked definition (definition.ts) and its SQL, compiled once into the entry every surface reads
+// (catalog.ts): the validator built from the declared parameters, the JSON Schemas of the query
+// string and of a row, the window the engine binds, the paths. What does not fit (a SQL parameter
+// nobody declares or binds, a contract naming a parameter that is not there) is one problem each.
+import { z } from "zod";
+import type { Dialect } from "../engines/engine.ts";
+import type { EndpointDefinition, EndpointSql, PagingContract } from "./catalog.ts";
+import {
+  arrayOf,
+  BOOL,
+  type ColumnSchema,
+  DATETIME,
+  FLOAT64,
+  INT64,
+  nullable,
+  type RowSchema,
+  STRING,
+  struct,
+  TIMESTAMP,
+} from "./columns.ts";
+import type { ColumnDefinition, EndpointDefinitionFile, ParamDefinition } from "./definition.ts";
+import {
+  DURATION_EXAMPLES,
+  durationSeconds,
+  durationValue,
+  integerValue,
+  listValue,
+  oneOf,
+  optionalText,
+  PATTERN_FORMAT,
+  type ParamsSchema,
+  pagedParamsOf,
+  paramsOf,
+  re2Value,
+  requiredText,
+  TIMESTAMP_FORMAT,
+  timestampValue,
+  unlessAbsent,
+  type ValueCheck,
+} from "./params.ts";
+import type { WindowBinding } from "./sql-params.ts";
+import { NO_WINDOW, pagedWindow, type Span, spanWindow } from "./window.ts";
+
+/** One problem of a definition: the field it is about (dotted) and what is wrong. */
+export interface Problem {
+  field: string;
+  message: string;
+}
+
+/** The SQL texts of one endpoint folder, by file name (bigquery.sql, window.duckdb.sql, ...). */
+export type SqlFiles = Readonly<Record<string, string>>;
+
+const DIALECTS: readonly Dialect[] = ["bigquery", "duckdb"];
+/** How each engine's SQL names a parameter. */
+const SQL_PARAM: Record<Dialect, RegExp> = {
+  bigquery: /@([A-Za-z_]\w*)/g,
+  duckdb: /\$([A-Za-z_]\w*)/g,
+};
+/** What an engine binds in every query of its own: DuckDB's `$now` (engines/duckdb.ts). */
+const ENGINE_PARAMS: Record<Dialect, readonly string[]> = { bigquery: [], duckdb: ["now"] };
+/** What a paged endpoint's cursor binds (params.ts), and a resumed stream's position (follow.ts). */
+const CURSOR_PARAMS = ["cursor_timestamp", "cursor_id"];
+const AFTER_PARAMS = ["after_timestamp", "after_id"];
+
+/** The parameters the SQL names: comments and string literals skipped. */
+export function sqlParams(sql: string, dialect: Dialect): Set<string> {
+  const code = sql.replace(/--[^\n]*|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"/g, "");
+  return new Set([...code.matchAll(SQL_PARAM[dialect])].map((match) => match[1] as string));
+}
+
+/** The entry of a definition, or the problems that keep it from being one. */
+export function compileEndpoint(
+  definition: EndpointDefinitionFile,
+  sqlFiles: SqlFiles,
+): { entry: EndpointDefinition } | { problems: Problem[] } {
+  const problems: Problem[] = [];
+  const paging = pagingContract(definition, problems);
+  const shape = Object.fromEntries(
+    Object.entries(definition.params).map(([name, param]) => [
+      name,
+      paramSchema(name, param, definition.example[name]),
+    ]),
+  );
+  const params: ParamsSchema = paging ? pagedParamsOf(shape, paging.window) : paramsOf(shape);
+  const window = windowBinding(definition, paging, problems);
+  const sql = sqlOf(definition, paging, window.binds, sqlFiles, problems);
+  for (const name of Object.keys(definition.example)) {
+    if (!(name in definition.params)) {
+      problems.push({ field: `example.${name}`, message: "is not a declared parameter" });
+    }
+  }
+  if (problems.length > 0) return { problems };
+  const jsonSchema = z.toJSONSchema(params, { io: "input", unrepresentable: "any" });
+  const paramsJsonSchema = jsonSchema as EndpointDefinition["paramsJsonSchema"];
+  const columns = struct(columnsOf(definition.columns));
+  const { name, id } = definition;
+  return {
+    entry: {
+      name,
+      id: id.toLowerCase(),
+      description: definition.description,
+      params,
+      paramNames: new Set(Object.keys(paramsJsonSchema.properties)),
+      patternParams: new Set(
+        Object.entries(paramsJsonSchema.properties)
+          .filter(([, property]) => property.format === PATTERN_FORMAT.format)
+          .map(([param]) => param),
+      ),
+      paramsJsonSchema,
+      example: definition.example,
+      columns,
+      columnNames: Object.freeze(Object.keys(columns.properties)),
+      maxRows: definition.max_rows,
+      ...(paging && { pageSize: paging.pageSize, follow: paging.follow, paging }),
+      ...(definition.cache && {
+        cache: {
+          ttlSeconds: definition.cache.ttl_seconds,
+          warmingSeconds: definition.cache.warming_seconds,
+        },
+      }),
+      window: window.binding,
+      sql,
+      paths: [
+        `/api/endpoints/${name}`,
+        `/api/endpoints/query/${id.toLowerCase()}`,
+        `/api/endpoints/query/${name}`,
+        ...(paging?.follow ? [`/api/endpoints/${name}/follow`] : []),
+        ...(definition.cache ? [`/api/endpoints/${name}/watch`] : []),
+      ],
+    },
+  };
+}
+
+/** A parameter's validator: the text given (absent: null), as the SQL binds it. */
+type ParamSchema = z.ZodType<string | null, unknown>;
+
+/** The validator of one parameter, from the pieces of params.ts. */
+function paramSchema(name: string, param: ParamDefinition, endpointExample?: string): ParamSchema {
+  const { description } = param;
+  const example = param.example ?? endpointExample;
+  const hint = example === undefined ? undefined : `${name}=${example}`;
+  // The examples a type shows when the definition gives none.
+  const shown = (fallback?: string[]) => param.examples ?? fallback;
+  const text = (examples = shown()): ParamSchema =>
+    param.required
+      ? requiredText(description, hint).meta(examples ? { examples } : {})
+      : optionalText(description, examples);
+  const checked = (check: ValueCheck, base = text()): ParamSchema =>
+    withDefault(
+      param.required
+        ? base.transform((value, ctx) => check(value as string, ctx))
+        : base.transform(unlessAbsent(check)),
+      param,
+    );
+  switch (param.type) {
+    case "string": {
+      const { prefix } = param;
+      const base = withDefault(text(), param);
+      if (!prefix) return base;
+      return base.refine((value) => value === null || value.startsWith(prefix.value), {
+        message: prefix.message,
+      });
+    }
+    case "enum": {
+      const values = param.values as [string, ...string[]];
+      const { otherwise } = param;
+      if (param.required && otherwise === undefined && param.examples === undefined) {
+        return oneOf(values, description);
+      }
+      const expected = `one of ${values.join(", ")}`;
+      return checked(
+        (value, ctx) => {
+          if (values.includes(value)) return value;
+          if (otherwise !== undefined) return otherwise;
+          ctx.addIssue({ code: "custom", message: `must be ${expected}` });
+          return z.NEVER;
+        },
+        text(shown(values)),
+      );
+    }
+    case "timestamp":
+      return checked(timestampValue, text().meta(TIMESTAMP_FORMAT));
+    case "duration":
+      return checked(durationValue, text(shown(DURATION_EXAMPLES)));
+    case "re2":
+      // A refinement, not a transform: the pattern is given to the SQL as it is.
+      return withDefault(
+        text()
+          .superRefine((value, ctx) => {
+            if (value !== null) re2Value(value, ctx);
+          })
+          .meta(PATTERN_FORMAT),
+        param,
+      );
+    case "integer":
+      return checked(integerValue(param.minimum, param.maximum));
+    case "list": {
+      const { term, max_terms } = param;
+      const normalise = (value: string) =>
+        term.case === "lower"
+          ? value.toLowerCase()
+          : term.case === "upper"
+            ? value.toUpperCase()
+            : value;
+      // A term given in any case is normalised: its pattern is matched in any case too.
+      const pattern = new RegExp(term.pattern, term.case ? "i" : "");
+      return checked(listValue(pattern, term.is, normalise, max_terms));
+    }
+  }
+}
+
+/** An optional parameter's `default` stands for its absence. */
+function withDefault(schema: ParamSchema, param: ParamDefinition): ParamSchema {
+  const fallback = param.default;
+  return fallback === undefined ? schema : schema.transform((value) => value ?? fallback);
+}
+
+/** BigQuery table-schema columns as the JSON Schema of one row (columns.ts). */
+function columnsOf(columns: readonly ColumnDefinition[]): Record<string, ColumnSchema> {
+  return Object.fromEntries(columns.map((column) => [column.name, columnOf(column)]));
+}
+
+function columnOf(column: ColumnDefinition): ColumnSchema {
+  const element = elementOf(column);
+  if (column.mode === "REPEATED") return arrayOf(element);
+  return column.mode === "REQUIRED" ? element : nullable(element);
+}
+
+function elementOf(column: ColumnDefinition): ColumnSchema | RowSchema {
+  switch (column.type) {
+    case "STRING":
+      return STRING;
+    case "INT64":
+    case "INTEGER":
+      return INT64;
+    case "FLOAT64":
+    case "FLOAT":
+      return FLOAT64;
+    case "BOOL":
+    case "BOOLEAN":
+      return BOOL;
+    case "TIMESTAMP":
+      return TIMESTAMP;
+    case "DATETIME":
+      return DATETIME;
+    default:
+      return struct(columnsOf(column.fields ?? []));
+  }
+}
+
+/** The paging contract, its parameters checked against the declared ones. */
+function pagingContract(
+  definition: EndpointDefinitionFile,
+  problems: Problem[],
+): PagingContract | undefined {
+  const { paging } = definition;
+  if (!paging) return undefined;
+  const expect = (field: string, param: string | undefined, type: ParamDefinition["type"]) => {
+    if (param === undefined) return;
+    const declared = definition.params[param];
+    if (declared?.type !== type) {
+      problems.push({
+        field: `paging.${field}`,
+        message: `names ${param}, which is not a declared ${type} parameter`,
+      });
+    }
+  };
+  expect("window.start", paging.window.start, "timestamp");
+  expect("window.end", paging.window.end, "timestamp");
+  expect("window.since", paging.window.since, "duration");
+  if (!(paging.retention.param in definition.params)) {
+    problems.push({
+      field: "paging.retention.param",
+      message: `names ${paging.retention.param}, which is not a declared parameter`,
+    });
+  }
+  if ("cursor" in definition.params) {
+    problems.push({
+      field: "params.cursor",
+      message: "is the paging cursor; a paged endpoint cannot declare it",
+    });
+  }
+  return {
+    pageSize: paging.page_size,
+    order: paging.order,
+    window: paging.window,
+    retention: paging.retention,
+    follow: paging.follow ?? false,
+  };
+}
+
+/** The window the engine binds, and the names it binds. */
+function windowBinding(
+  definition: EndpointDefinitionFile,
+  paging: PagingContract | undefined,
+  problems: Problem[],
+): { binding: WindowBinding; binds: string[] } {
+  const { window } = definition;
+  if (window && paging) {
+    problems.push({
+      field: "window",
+      message: "a paged endpoint's window comes from its paging contract: declare one of them",
+    });
+  }
+  if (paging) return { binding: pagedWindow(paging), binds: ["window_start", "window_end"] };
+  if (!window) return { binding: NO_WINDOW, binds: [] };
+  const param = definition.params[window.param];
+  if (!param) {
+    problems.push({
+      field: "window.param",
+      message: `names ${window.param}, which is not a declared parameter`,
+    });
+  }
+  const micros = (text: string) => BigInt(durationSeconds(text) ?? 0) * 1_000_000n;
+  const spans = new Map<string, Span>(
+    Object.entries(window.spans).map(([value, span]) => [
+      value,
+      {
+        length: micros(span.length),
+        bucket: span.bucket === undefined ? undefined : micros(span.bucket),
+      },
+    ]),
+  );
+  const otherwise = param?.type === "enum" ? param.otherwise : undefined;
+  const bucketed = [...spans.values()].some((span) => span.bucket !== undefined);
+  return {
+    binding: spanWindow(window.param, spans, otherwise),
+    binds: bucketed ? ["window_start", "last_bucket"] : ["window_start"],
+  };
+}
+
+/**
+ * The SQL per engine and use, each file's parameters matched against what is bound: the declared
+ * ones (less those only the window reads), the window's, and a paged query's cursor or a window
+ * query's resume position. A use a paged or followable endpoint needs and lacks is a problem.
+ */
+function sqlOf(
+  definition: EndpointDefinitionFile,
+  paging: PagingContract | undefined,
+  windowBinds: readonly string[],
+  files: SqlFiles,
+  problems: Problem[],
+): Partial<Record<Dialect, EndpointSql>> {
+  const declared = Object.keys(definition.params).filter((name) => name !== paging?.window.since);
+  // Parameters the window may read instead of the SQL: not every file needs to name them.
+  const windowOnly = new Set(
+    [
+      definition.window?.param,
+      paging?.window.start,
+      paging?.window.end,
+      paging?.retention.param,
+    ].filter((name) => name !== undefined),
+  );
+  const sql: Partial<Record<Dialect, EndpointSql>> = {};
+  for (const dialect of DIALECTS) {
+    const query = files[`${dialect}.sql`];
+    const window = files[`window.${dialect}.sql`];
+    const rest = files[`rest.${dialect}.sql`];
+    if (query === undefined) {
+      for (const file of [window, rest]) {
+        if (file !== undefined) {
+          problems.push({
+            field: `${dialect}.sql`,
+            message: `missing, beside the window or rest SQL of ${dialect}`,
+          });
+          break;
+        }
+      }
+      continue;
+    }
+    const check = (file: string, text: string, extra: readonly string[]) => {
+      const bound = new Set([...declared, ...windowBinds, ...extra, ...ENGINE_PARAMS[dialect]]);
+      const used = sqlParams(text, dialect);
+      for (const name of used) {
+        if (!bound.has(name)) {
+          problems.push({
+            field: file,
+            message: `${dialect === "bigquery" ? "@" : "$"}${name} is neither a declared parameter nor one the engine binds (${[...bound].join(", ")})`,
+          });
+        }
+      }
+      for (const name of declared) {
+        if (!used.has(name) && !windowOnly.has(name)) {
+          problems.push({ field: `params.${name}`, message: `is not used by ${file}` });
+        }
+      }
+    };
+    check(`${dialect}.sql`, query, paging ? CURSOR_PARAMS : []);
+    if (paging && rest === undefined) {
+      problems.push({
+        field: `rest.${dialect}.sql`,
+        message: "missing: a paged endpoint's rest of a walk",
+      });
+    }
+    if (paging?.follow && window === undefined) {
+      problems.push({
+        field: `window.${dialect}.sql`,
+        message: "missing: a followable endpoint's window query",
+      });
+    }
+    if (rest !== undefined) check(`rest.${dialect}.sql`, rest, CURSOR_PARAMS);
+    if (window !== undefined) check(`window.${dialect}.sql`, window, AFTER_PARAMS);
+    sql[dialect] = {
+      query,
+      ...(window !== undefined && { window }),
+      ...(rest !== undefined && { rest }),
+    };
+  }
+  return sql;
+}

@@ -1,0 +1,124 @@
+// The catalog read from endpoint folders (endpoints/<name>/: endpoint.yaml and its SQL), each
+// definition checked and compiled once. Every problem, in every folder, is one line naming the file
+// and the field; any problem refuses the whole catalog, so a service never starts with part of it.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { LineCounter, parseDocument } from "yaml";
+import { type Catalog, catalogOf, type EndpointDefinition } from "./catalog.ts";
+import { compileEndpoint, type SqlFiles } from "./compile.ts";
+import { endpointDefinition } from "./definition.ts";
+
+/** The built-in endpoints' folder: endpoints/ at the repository root. */
+export const BUILT_IN_ENDPOINTS = fileURLToPath(new URL("../../endpoints/", import.meta.url));
+
+export const DEFINITION_FILE = "endpoint.yaml";
+const SQL_FILE = /^(?:(?:window|rest)\.)?(?:bigquery|duckdb)\.sql$/;
+
+/** The definitions that could not be compiled: one line per problem. */
+export class CatalogError extends Error {
+  readonly problems: readonly string[];
+
+  constructor(problems: readonly string[]) {
+    super(`the endpoint catalog has ${problems.length} problem(s):\n${problems.join("\n")}`);
+    this.name = "CatalogError";
+    this.problems = problems;
+  }
+}
+
+/**
+ * The endpoints of every folder under `dirs` that holds an endpoint.yaml, in name order; throws
+ * CatalogError listing every problem. File names in problems are relative to the working directory.
+ */
+export function loadCatalog(dirs: readonly string[] = [BUILT_IN_ENDPOINTS]): Catalog {
+  const problems: string[] = [];
+  const entries: EndpointDefinition[] = [];
+  const seen = new Map<string, string>();
+  for (const dir of dirs) {
+    for (const folder of readdirSync(dir, { withFileTypes: true })) {
+      if (!folder.isDirectory()) continue;
+      const path = join(dir, folder.name);
+      if (!existsSync(join(path, DEFINITION_FILE))) continue;
+      const found = loadEndpoint(path, folder.name);
+      if ("problems" in found) {
+        problems.push(...found.problems);
+        continue;
+      }
+      const { entry } = found;
+      const file = shown(join(path, DEFINITION_FILE));
+      for (const key of [entry.name, entry.id]) {
+        const other = seen.get(key);
+        if (other !== undefined) {
+          problems.push(
+            `${file}: ${key === entry.name ? "name" : "id"}: ${key} is also ${other}'s`,
+          );
+        }
+        seen.set(key, file);
+      }
+      entries.push(entry);
+    }
+  }
+  if (problems.length > 0) throw new CatalogError(problems);
+  return catalogOf(entries.sort((a, b) => (a.name < b.name ? -1 : 1)));
+}
+
+let builtIn: Catalog | undefined;
+
+/**
+ * The built-in endpoints alone, loaded on first use: what a credential or rule file is checked
+ * against when it is not given the service's catalog (a test's, a script's).
+ */
+export function builtInCatalog(): Catalog {
+  builtIn ??= loadCatalog([BUILT_IN_ENDPOINTS]);
+  return builtIn;
+}
+
+const shown = (path: string) => relative(process.cwd(), path) || path;
+
+/** One folder's entry, or its problems as lines. */
+function loadEndpoint(
+  path: string,
+  folderName: string,
+): { entry: EndpointDefinition } | { problems: string[] } {
+  const file = shown(join(path, DEFINITION_FILE));
+  const lines = new LineCounter();
+  const document = parseDocument(readFileSync(join(path, DEFINITION_FILE), "utf8"), {
+    lineCounter: lines,
+    prettyErrors: false,
+  });
+  if (document.errors.length > 0) {
+    return {
+      problems: document.errors.map((error) => {
+        const at = lines.linePos(error.pos[0]);
+        return `${file}: line ${at.line}: ${error.message.split("\n")[0]}`;
+      }),
+    };
+  }
+  const parsed = endpointDefinition.safeParse(document.toJS());
+  if (!parsed.success) {
+    return {
+      problems: parsed.error.issues.map(
+        (issue) => `${file}: ${issue.path.join(".") || "(the file)"}: ${issue.message}`,
+      ),
+    };
+  }
+  const definition = parsed.data;
+  if (definition.name !== folderName) {
+    return {
+      problems: [`${file}: name: ${definition.name} is not its folder's name, ${folderName}`],
+    };
+  }
+  const sql: Record<string, string> = {};
+  for (const name of readdirSync(path)) {
+    if (SQL_FILE.test(name)) sql[name] = readFileSync(join(path, name), "utf8");
+  }
+  const compiled = compileEndpoint(definition, sql as SqlFiles);
+  if ("entry" in compiled) return compiled;
+  return {
+    problems: compiled.problems.map(({ field, message }) =>
+      field.endsWith(".sql")
+        ? `${shown(join(path, field))}: ${message}`
+        : `${file}: ${field}: ${message}`,
+    ),
+  };
+}
