@@ -1,4 +1,4 @@
--- functions.invocation-stats in DuckDB: the same rows as queries/bigquery/functions.invocation-stats.sql,
+-- functions.invocation-stats in DuckDB: the same rows as bigquery.sql,
 -- read from the tables derived at load (queries/duckdb/derived). The engine binds the first bucket
 -- (window_start) and the last (last_bucket) as on BigQuery (src/endpoints/window.ts), and $now, from
 -- the same reading of now. The bucket series trunc(now - window) ... trunc(now) is a

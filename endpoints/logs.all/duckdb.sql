@@ -1,4 +1,4 @@
--- logs.all in DuckDB: the same rows as queries/bigquery/logs.all.sql, whose window
+-- logs.all in DuckDB: the same rows as bigquery.sql, whose window
 -- (window_start, window_end] the engine binds as it does on BigQuery (src/endpoints/window.ts), from
 -- its one reading of now; bounds cast to TIMESTAMPTZ so a zone offset counts.
 SELECT

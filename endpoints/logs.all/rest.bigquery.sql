@@ -1,4 +1,4 @@
--- The rest of a page walk of logs.all: every record queries/bigquery/logs.all.sql would page
+-- The rest of a page walk of logs.all: every record bigquery.sql would page
 -- through after the cursor (cursor_timestamp, cursor_id), in its order, with no LIMIT. The service
 -- runs it once for a walk's second page and reads the later pages from the job's kept result, which
 -- BigQuery serves without a new query or new bytes. Conditions as in logs.all.sql, which holds the

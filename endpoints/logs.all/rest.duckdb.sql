@@ -1,5 +1,5 @@
 -- The rest of a page walk of logs.all in DuckDB: the same rows as
--- queries/bigquery/rest/logs.all.sql, with the window the engine binds (src/endpoints/window.ts).
+-- rest.bigquery.sql, with the window the engine binds (src/endpoints/window.ts).
 SELECT
   t.id,
   t.timestamp,

@@ -1,5 +1,5 @@
 -- A window of logs.all's history, read by a follow stream's catch-up and a settled run: every record
--- that queries/bigquery/logs.all.sql would return for these parameters, oldest first (timestamp,
+-- that bigquery.sql would return for these parameters, oldest first (timestamp,
 -- then id), after a resumed stream's position. No LIMIT: the window is read with one query and its
 -- result paged (BigQuery keeps it in the job), so a stretch without records costs nothing more and a
 -- long window is not scanned again per page. Conditions as in logs.all.sql, which holds the rules; a

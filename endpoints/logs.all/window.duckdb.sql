@@ -1,5 +1,5 @@
--- A window of the records queries/duckdb/logs.all.sql would return, oldest first, as
--- queries/bigquery/window/logs.all.sql.
+-- A window of the records duckdb.sql would return, oldest first, as
+-- window.bigquery.sql.
 SELECT
   t.id,
   t.timestamp,

@@ -1,4 +1,4 @@
--- usage.api-counts in DuckDB: the same rows as queries/bigquery/usage.api-counts.sql, read from the
+-- usage.api-counts in DuckDB: the same rows as bigquery.sql, read from the
 -- tables derived at load (queries/duckdb/derived). window_start (now − the interval's window) is
 -- bound by the engine, as on BigQuery (src/endpoints/window.ts). regexp_matches is RE2's partial
 -- match, as is BigQuery's REGEXP_CONTAINS.

@@ -1,4 +1,4 @@
-// Conformance of queries/bigquery/functions.invocation-stats.sql with the rules of
+// Conformance of endpoints/functions.invocation-stats/bigquery.sql with the rules of
 // docs/api.md, on GoogleSQL's reference engine with a pinned clock. Expected rows come from the rule: explicit
 // values, or the small model below, never from the query's own output.
 import { describe, expect, it } from "vitest";

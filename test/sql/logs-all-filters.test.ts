@@ -1,4 +1,4 @@
-// Conformance of the filters of queries/bigquery/logs.all.sql (status, method, path, search,
+// Conformance of the filters of endpoints/logs.all/bigquery.sql (status, method, path, search,
 // search_regex) on GoogleSQL's reference engine: the records each filter keeps are computed here
 // from the rule (a record matches a metadata filter when any of its metadata elements does;
 // filters combine with AND), not taken from the query. Values reach the SQL as the service

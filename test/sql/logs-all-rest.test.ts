@@ -1,4 +1,4 @@
-// Conformance of queries/bigquery/rest/logs.all.sql on GoogleSQL's reference engine: every record
+// Conformance of endpoints/logs.all/rest.bigquery.sql on GoogleSQL's reference engine: every record
 // logs.all would page through after a cursor, in its order, with no LIMIT. Expected records come
 // from the rules, not from the query.
 import { describe, expect, it } from "vitest";

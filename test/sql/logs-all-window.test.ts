@@ -1,4 +1,4 @@
-// Conformance of queries/bigquery/window/logs.all.sql on GoogleSQL's reference engine: every record
+// Conformance of endpoints/logs.all/window.bigquery.sql on GoogleSQL's reference engine: every record
 // logs.all would return for the same parameters, oldest first (timestamp, then id), without a
 // LIMIT. Expected records come from the rules, not from the query.
 import { describe, expect, it } from "vitest";

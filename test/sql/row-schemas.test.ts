@@ -151,7 +151,7 @@ const NULL_RECORDS: Record<string, { table: string; params: Params; rows: Row[] 
 const engine = referenceEngine();
 const ajv = jsonSchemaValidator();
 
-it("declares a row schema for every query in queries/bigquery, and for nothing else", () => {
+it("declares a row schema for every endpoint with a bigquery.sql, and for nothing else", () => {
   expect(catalog.map((endpoint) => endpoint.name).sort()).toEqual(bigQueryEndpoints());
 });
 

@@ -1,4 +1,4 @@
-// Conformance of queries/bigquery/usage.api-counts.sql with the rules of docs/api.md, on
+// Conformance of endpoints/usage.api-counts/bigquery.sql with the rules of docs/api.md, on
 // GoogleSQL's reference engine with a pinned clock. Expected rows come from the rule, not from the query.
 import { describe, expect, it } from "vitest";
 import {
