@@ -1,6 +1,6 @@
 // The result cache's part in Redis, shared by every replica: values, the single-flight lock, the
-// keys' uses and the warming leases. The policy stays with the cache (result-cache.ts and its parts); this only says
-// what is in Redis and changes it atomically.
+// keys' uses and the warming leases. The policy stays with the cache (result-cache.ts and its
+// parts); this module only says what is in Redis and changes it atomically.
 //
 // Keys (after REDIS_PREFIX, and `data-<identity>:` on the embedded engine), by the SHA-256 of the
 // cache key, so that no parameter value and no credential appears in Redis key names and their
