@@ -1,23 +1,8 @@
-// What reading logs costs on BigQuery, before issue 35 (a query per 100-record page) and after it (one
-// query per window, its result read page by page), in one run: the tree at --before is extracted
-// from git into a temporary folder and both services run against one BigQuery stand-in on the
-// GoogleSQL reference engine. For each: the jobs (queries run), the page reads of kept results and
-// the bytes processed the stand-in's replies report for (a) a settled run of 7 days (an export),
-// (b) a whole page walk of a PRO week, (c) the catch-up of a follow whose start is 6 hours back, as
-// after an outage, and (d) an hour of one live follow, run with the poll interval and the lag cut
-// by --speedup and counted over --live-seconds. Then, on DuckDB, a 7-day settled run's records per
-// second on each tree. The reference engine reads every row of the table for each query, so the
-// BigQuery figures are for --records (a week of edge logs, comma-separated for several sizes).
-// Run: node_modules/.bin/node bench/bigquery-reads.ts [--before <commit>] [--records 1000,3000]
-//      [--duckdb-records 200000] [--speedup 10] [--live-seconds 30] (about 4 minutes; the reference
-//      engine must answer a poll within the interval). Prints markdown for docs/benchmarks.md.
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { cpus, loadavg, platform, tmpdir, totalmem } from "node:os";
+import { cpus, loadavg, platform, totalmem } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { DEMO_PROJECTS, generateLogs } from "../src/engines/duckdb/demo-data.ts";
 import { createTableSql } from "../src/engines/duckdb/tables.ts";
@@ -26,6 +11,7 @@ import { dateToMicros } from "../src/time.ts";
 import { type BigQueryStandIn, startBigQueryStandIn } from "../test/support/bigquery-standin.ts";
 import { DAY, edgeLog, HOUR, micros, PROJECT, shift } from "../test/support/fixtures.ts";
 import { GoogleSqlServer, type Row } from "../test/support/googlesql.ts";
+import { root, treeAt } from "./tree-at.ts";
 
 const API_KEY = "bench-key-0123456789abcdef";
 const NOW = "2026-11-21T05:17:42.123456Z";
@@ -47,18 +33,7 @@ const sizes = String(args.records).split(",").map(Number);
 const speedup = Number(args.speedup);
 const liveMs = Number(args["live-seconds"]) * 1000;
 
-const root = fileURLToPath(new URL("..", import.meta.url));
-const beforeRoot = mkdtempSync(join(tmpdir(), "bigquery-reads-before-"));
-execFileSync("sh", [
-  "-c",
-  'git -C "$1" archive "$2" | tar -x -C "$3"',
-  "sh",
-  root,
-  String(args.before),
-  beforeRoot,
-]);
-symlinkSync(join(root, "node_modules"), join(beforeRoot, "node_modules"));
-process.on("exit", () => rmSync(beforeRoot, { recursive: true, force: true }));
+const beforeRoot = treeAt(String(args.before), "bigquery-reads-before");
 
 /** A tree's service: its app, and its BigQuery and DuckDB engines. */
 async function load(tree: string) {

@@ -1,20 +1,27 @@
-// Where a cached hit's time goes (issue 12): the service as `npm start` runs it (DuckDB demo data,
-// an API key, the rate limit at 10⁹ a minute, request log lines at info to /dev/null, load shedding
-// on) under `node --cpu-prof`; one warm-up request, then 20 connections for 15 s from this process.
-// Each sample in the load window is charged to the deepest frame of its stack that belongs to a
-// stage (library internals go to the stage that called them); µs of server CPU per request.
-// Run: node bench/hit-profile.ts [--runs N]. Prints markdown for docs/benchmarks.md.
-import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+// Where a cached hit's time goes (issue 12), and what it costs against a bare route: the service as
+// `npm start` runs it (DuckDB demo data, an API key, the rate limit at 10⁹ a minute, request log
+// lines at info to /dev/null, load shedding on) under `node --cpu-prof`, for this tree and for the
+// tree at --before (extracted from git, see tree-at.ts), beside a bare Fastify route replaying the
+// same answer in a process of its own (bare-route.ts). One warm-up request each, then rounds of 20
+// connections from this process, the three taking turns, so that both trees meet the same machine.
+// Each sample in a service's load windows is charged to the deepest frame of its stack that belongs
+// to a stage (library internals go to the stage that called them); µs of server CPU per request.
+// Run: node bench/hit-profile.ts [--before <commit>] [--rounds N] [--round-seconds S]. Prints
+// markdown for docs/benchmarks.md.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, platform, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { freePort } from "../test/support/free-port.ts";
+import { root, treeAt } from "./tree-at.ts";
 
 const API_KEY = "bench-key-0123456789abcdef";
 const KEY_PATH = "/api/endpoints/functions.invocation-stats?project=default&interval=1day";
-const LOAD = { connections: 20, seconds: 15 };
+const CONNECTIONS = 20;
+/** The last commit of main before issue 36's split of the cache and one place for defaults. */
+const LAST_BEFORE_ISSUE_36 = "e0c891a07ae8ed900544c5382c40b5a28e4eb7e3";
 
 /** Stages by the frame's script (first match wins); frames of no stage pass to their caller. */
 const STAGES: [string, RegExp][] = [
@@ -88,8 +95,8 @@ function stageOf(frame: ProfileNode["callFrame"]): string | undefined {
   return STAGES.find(([, pattern]) => pattern.test(url))?.[0];
 }
 
-/** µs per stage over the samples taken in [fromUs, toUs] (the profile's own monotonic clock). */
-function chargeStages(profile: Profile, fromUs: number, toUs: number): Map<string, number> {
+/** µs per stage over the samples taken in `windows` ([from, to] on the profile's own monotonic clock). */
+function chargeStages(profile: Profile, windows: [number, number][]): Map<string, number> {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes)
@@ -99,7 +106,7 @@ function chargeStages(profile: Profile, fromUs: number, toUs: number): Map<strin
   for (const [i, sample] of profile.samples.entries()) {
     const delta = profile.timeDeltas[i] ?? 0;
     at += delta;
-    if (at < fromUs || at > toUs) continue;
+    if (!windows.some(([from, to]) => at >= from && at <= to)) continue;
     const leaf = byId.get(sample)?.callFrame;
     if (leaf?.functionName === "(idle)") continue;
     let stage: string | undefined;
@@ -112,64 +119,175 @@ function chargeStages(profile: Profile, fromUs: number, toUs: number): Map<strin
   return charged;
 }
 
-async function profileOnce(): Promise<{ stages: Map<string, number>; requests: number }> {
-  const dir = mkdtempSync(join(tmpdir(), "hit-profile-"));
-  const port = await freePort();
-  const child = spawn(process.execPath, ["--cpu-prof", `--cpu-prof-dir=${dir}`, "src/main.ts"], {
-    env: {
-      PATH: process.env.PATH,
-      PORT: String(port),
-      API_KEYS: API_KEY,
-      RATE_LIMIT_PER_MINUTE: "1000000000",
-      LOG_LEVEL: "info",
-    },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  try {
-    const url = `http://127.0.0.1:${port}${KEY_PATH}`;
-    for (;;) {
-      const ready = await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined);
-      if (ready?.ok) break;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-    await (await fetch(url, { headers: { "x-api-key": API_KEY } })).arrayBuffer();
-    const from = Number(process.hrtime.bigint() / 1000n);
-    const result = await autocannon({
-      url,
-      headers: { "x-api-key": API_KEY },
-      connections: LOAD.connections,
-      duration: LOAD.seconds,
-    });
-    const to = Number(process.hrtime.bigint() / 1000n);
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    await exited;
-    const file = readdirSync(dir).find((name) => name.endsWith(".cpuprofile")) as string;
-    const profile = JSON.parse(readFileSync(join(dir, file), "utf8")) as Profile;
-    return { stages: chargeStages(profile, from, to), requests: result.requests.total };
-  } finally {
-    child.kill("SIGKILL");
-    rmSync(dir, { recursive: true, force: true });
+const { values } = parseArgs({
+  options: {
+    before: { type: "string", default: LAST_BEFORE_ISSUE_36 },
+    rounds: { type: "string", default: "5" },
+    "round-seconds": { type: "string", default: "3" },
+  },
+});
+const ROUNDS = Number(values.rounds);
+const ROUND_SECONDS = Number(values["round-seconds"]);
+
+/** What is loaded in turns: its URL, its load windows, its requests and req/s per round. */
+interface Target {
+  name: string;
+  url: string;
+  process: ChildProcess;
+  windows: [number, number][];
+  requests: number;
+  perRound: number[];
+  /** Where a service's CPU profile is written when it exits. */
+  profileDir?: string;
+}
+
+const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+
+async function untilAnswered(url: string, headers: Record<string, string> = {}): Promise<void> {
+  for (;;) {
+    const answer = await fetch(url, { headers }).catch(() => undefined);
+    if (answer?.ok) return void (await answer.arrayBuffer());
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 
-const { values } = parseArgs({ options: { runs: { type: "string", default: "1" } } });
-const runs: Awaited<ReturnType<typeof profileOnce>>[] = [];
-for (let run = 0; run < Number(values.runs); run++) runs.push(await profileOnce());
+/** The service of `tree` as `npm start` runs it, under the CPU profiler, warmed with one request. */
+async function startService(name: string, tree: string): Promise<Target> {
+  const profileDir = mkdtempSync(join(tmpdir(), "hit-profile-"));
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, "src/main.ts"],
+    {
+      cwd: tree,
+      env: {
+        PATH: process.env.PATH,
+        PORT: String(port),
+        API_KEYS: API_KEY,
+        RATE_LIMIT_PER_MINUTE: "1000000000",
+        LOG_LEVEL: "info",
+      },
+      stdio: ["ignore", "ignore", "inherit"],
+    },
+  );
+  await untilAnswered(`http://127.0.0.1:${port}/ready`);
+  const url = `http://127.0.0.1:${port}${KEY_PATH}`;
+  await untilAnswered(url, { "x-api-key": API_KEY });
+  return { name, url, process: child, windows: [], requests: 0, perRound: [], profileDir };
+}
+
+/** The bare route, replaying the cached hit `service` answers (its body and headers). */
+async function startBareRoute(service: Target): Promise<Target> {
+  const hit = await fetch(service.url, { headers: { "x-api-key": API_KEY } });
+  const headers = Object.fromEntries(
+    [...hit.headers].filter(
+      ([name]) => !["date", "connection", "keep-alive", "content-length"].includes(name),
+    ),
+  );
+  const dir = mkdtempSync(join(tmpdir(), "hit-profile-bare-"));
+  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+  const answerFile = join(dir, "answer.json");
+  writeFileSync(answerFile, JSON.stringify({ body: await hit.text(), headers }));
+  const port = await freePort();
+  const path = KEY_PATH.split("?")[0] as string;
+  const child = spawn(
+    process.execPath,
+    [join(root, "bench/bare-route.ts"), String(port), path, answerFile],
+    { stdio: ["ignore", "ignore", "inherit"] },
+  );
+  const url = `http://127.0.0.1:${port}${KEY_PATH}`;
+  await untilAnswered(url);
+  return {
+    name: "bare Fastify route, same bytes and headers",
+    url,
+    process: child,
+    windows: [],
+    requests: 0,
+    perRound: [],
+  };
+}
+
+async function loadRound(target: Target): Promise<void> {
+  const from = nowUs();
+  const result = await autocannon({
+    url: target.url,
+    headers: { "x-api-key": API_KEY },
+    connections: CONNECTIONS,
+    duration: ROUND_SECONDS,
+  });
+  target.windows.push([from, nowUs()]);
+  target.requests += result.requests.total;
+  target.perRound.push(result.requests.total / ROUND_SECONDS);
+}
+
+/** Stops a service and reads the profile it wrote on its way out. */
+async function profileOf(target: Target): Promise<Profile> {
+  const exited = new Promise((resolve) => target.process.once("exit", resolve));
+  target.process.kill("SIGTERM");
+  await exited;
+  const dir = target.profileDir as string;
+  const file = readdirSync(dir).find((name) => name.endsWith(".cpuprofile")) as string;
+  const profile = JSON.parse(readFileSync(join(dir, file), "utf8")) as Profile;
+  rmSync(dir, { recursive: true, force: true });
+  return profile;
+}
+
+const loadBefore = loadavg()[0] as number;
+const before = await startService(
+  `before (${values.before.slice(0, 7)})`,
+  treeAt(values.before, "hit-profile-before"),
+);
+const after = await startService("after (this tree)", root);
+const bare = await startBareRoute(after);
+const targets = [before, after, bare];
+try {
+  // One unmeasured round each, then the measured ones, taking turns.
+  for (const target of targets)
+    await autocannon({
+      url: target.url,
+      headers: { "x-api-key": API_KEY },
+      connections: CONNECTIONS,
+      duration: 1,
+    });
+  for (let round = 0; round < ROUNDS; round++)
+    for (const target of targets) await loadRound(target);
+} finally {
+  bare.process.kill("SIGKILL");
+}
+const services = [before, after];
+const charged: { stages: Map<string, number>; requests: number }[] = [];
+for (const service of services) {
+  charged.push({
+    stages: chargeStages(await profileOf(service), service.windows),
+    requests: service.requests,
+  });
+}
+const loadAfter = loadavg()[0] as number;
+
 const names = [...STAGES.map(([name]) => name), ...new Set(Object.values(NATIVE)), "other"];
 const perRequest = (name: string) =>
-  runs.map(({ stages, requests }) => (stages.get(name) ?? 0) / requests);
-const cells = (values: number[]) => values.map((value) => value.toFixed(1)).join(" / ");
-console.log(`| stage | µs per request (run${runs.length > 1 ? "s" : ""}) |`);
-console.log("| --- | ---: |");
+  charged.map(({ stages, requests }) => (stages.get(name) ?? 0) / requests);
+console.log(
+  `${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, ${platform()}, Node ${process.versions.node}, load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)}; ${ROUNDS} rounds of ${ROUND_SECONDS} s, ${CONNECTIONS} connections\n`,
+);
+console.log(`| stage | µs per request, ${services.map((s) => s.name).join(" | ")} |`);
+console.log(`| --- |${services.map(() => " ---: |").join("")}`);
+const cells = (values: number[]) => values.map((value) => value.toFixed(1)).join(" | ");
 for (const name of [...new Set(names)]) {
   if (perRequest(name).some((value) => value >= 0.05))
     console.log(`| ${name} | ${cells(perRequest(name))} |`);
 }
-const totals = runs.map(
+const totals = charged.map(
   ({ stages, requests }) => [...stages.values()].reduce((a, b) => a + b, 0) / requests,
 );
-console.log(`| **total busy CPU per request** | **${cells(totals)}** |`);
 console.log(
-  `| requests served in the ${LOAD.seconds} s | ${runs.map((run) => run.requests).join(" / ")} |`,
+  `| **total busy CPU per request** | **${cells(totals).replaceAll(" | ", "** | **")}** |`,
 );
+const rate = (target: Target) => target.requests / (ROUNDS * ROUND_SECONDS);
+console.log("\n| route | req/s | req/s per round | ÷ bare route |\n| --- | ---: | ---: | ---: |");
+for (const target of targets) {
+  const rounds = `${Math.min(...target.perRound).toFixed(0)}–${Math.max(...target.perRound).toFixed(0)}`;
+  console.log(
+    `| ${target.name} | ${rate(target).toFixed(0)} | ${rounds} | ${(rate(target) / rate(bare)).toFixed(3)} |`,
+  );
+}
