@@ -248,6 +248,12 @@ export interface Config {
   logFormat: "json" | "pretty";
 }
 
+/** Each setting's default, as the schema gives it to an unset variable; settings without one left out. */
+export function settingDefaults(): Record<string, unknown> {
+  const defaults = Object.entries(environment.parse({}));
+  return Object.fromEntries(defaults.filter(([, value]) => value !== undefined));
+}
+
 export class ConfigError extends Error {
   override name = "ConfigError";
 }

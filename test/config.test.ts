@@ -1,6 +1,7 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, nearMisses } from "../src/config.ts";
+import { ConfigError, loadConfig, nearMisses, settingDefaults } from "../src/config.ts";
 
 const BIGQUERY = { BIGQUERY_PROJECT_ID: "acme", BIGQUERY_DATASET: "logs" };
 
@@ -220,6 +221,35 @@ describe("loadConfig", () => {
   ])("rejects %j with one line naming the variable", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+  });
+});
+
+describe("docs/configuration.md", () => {
+  /** Each variable the table names, with the default cell it gives it (`A` / `B` cells split). */
+  function documentedDefaults(): Map<string, string> {
+    const page = readFileSync(join(import.meta.dirname, "../docs/configuration.md"), "utf8");
+    const documented = new Map<string, string>();
+    for (const row of page.split("\n").filter((line) => line.startsWith("| `"))) {
+      const [names = "", defaults = ""] = row.slice(2).split(" | ");
+      const variables = [...names.matchAll(/`([A-Z_]+)`/g)].map((match) => match[1] as string);
+      const cells = defaults.split(" / ");
+      for (const [i, variable] of variables.entries()) {
+        documented.set(
+          variable,
+          cells.length === variables.length ? (cells[i] as string) : defaults,
+        );
+      }
+    }
+    return documented;
+  }
+
+  it("gives every setting's default as the config schema does, the one place it is written", () => {
+    const documented = documentedDefaults();
+    const defaults = Object.entries(settingDefaults());
+    expect(defaults.length).toBeGreaterThan(20);
+    for (const [variable, value] of defaults) {
+      expect(documented.get(variable), variable).toContain(`\`${value}\``);
+    }
   });
 });
 
