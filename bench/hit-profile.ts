@@ -249,8 +249,11 @@ try {
       connections: CONNECTIONS,
       duration: 1,
     });
-  for (let round = 0; round < ROUNDS; round++)
-    for (const target of targets) await loadRound(target);
+  // The two trees swap places each round, so that neither always follows the other's load.
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? targets : [after, before, bare];
+    for (const target of order) await loadRound(target);
+  }
 } finally {
   bare.process.kill("SIGKILL");
 }
