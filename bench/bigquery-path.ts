@@ -9,6 +9,7 @@ import { PassThroughClient } from "google-auth-library";
 import { buildApp } from "../src/app.ts";
 import { createBigQueryEngine } from "../src/engines/bigquery.ts";
 import { startBigQueryStandIn } from "../test/support/bigquery-standin.ts";
+import { configFrom } from "../test/support/config-from.ts";
 import { edgeLog, MINUTE, PROJECT, shift } from "../test/support/fixtures.ts";
 import { GoogleSqlServer } from "../test/support/googlesql.ts";
 import { bigQuerySql, windowed } from "../test/support/queries.ts";
@@ -42,7 +43,7 @@ const engine = createBigQueryEngine({
   now: standIn.clock,
   jobTimeoutMs: 30_000,
 });
-const app = await buildApp({ engine, apiKeys: [API_KEY] });
+const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] } }), { engine });
 const base = await app.listen({ host: "127.0.0.1", port: 0 });
 const raw = new BigQuery({
   projectId,

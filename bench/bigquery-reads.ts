@@ -4,11 +4,14 @@ import { cpus, loadavg, platform, totalmem } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import type { FollowSettings } from "../src/config.ts";
 import { DEMO_PROJECTS, generateLogs } from "../src/engines/duckdb/demo-data.ts";
 import { createTableSql } from "../src/engines/duckdb/tables.ts";
+import type { QueryEngine } from "../src/engines/engine.ts";
 import { sourceTables } from "../src/schema.ts";
 import { dateToMicros } from "../src/time.ts";
 import { type BigQueryStandIn, startBigQueryStandIn } from "../test/support/bigquery-standin.ts";
+import { configFrom } from "../test/support/config-from.ts";
 import { DAY, edgeLog, HOUR, micros, PROJECT, shift } from "../test/support/fixtures.ts";
 import { GoogleSqlServer, type Row } from "../test/support/googlesql.ts";
 import { root, treeAt } from "./tree-at.ts";
@@ -38,8 +41,21 @@ const beforeRoot = treeAt(String(args.before), "bigquery-reads-before");
 /** A tree's service: its app, and its BigQuery and DuckDB engines. */
 async function load(tree: string) {
   const from = async (path: string) => import(pathToFileURL(join(tree, path)).href);
+  const { buildApp } = await from("src/app.ts");
   return {
-    buildApp: (await from("src/app.ts")).buildApp as typeof import("../src/app.ts").buildApp,
+    /** The app with follow settings: a tree before issue 36 takes them with its deps in one object. */
+    serve: (engine: QueryEngine, follow: Partial<FollowSettings>, clock: () => bigint) =>
+      (buildApp.length === 1
+        ? buildApp({
+            engine,
+            apiKeys: [API_KEY],
+            rateLimitPerMinute: 1_000_000,
+            follow: { ...follow, clock },
+          })
+        : buildApp(
+            configFrom({ auth: { apiKeys: [API_KEY] }, rateLimitPerMinute: 1_000_000, follow }),
+            { engine, follow: { clock } },
+          )) as ReturnType<typeof import("../src/app.ts").buildApp>,
     createBigQueryEngine: (await from("src/engines/bigquery.ts"))
       .createBigQueryEngine as typeof import("../src/engines/bigquery.ts").createBigQueryEngine,
     createDuckDbEngine: (await from("src/engines/duckdb.ts"))
@@ -122,17 +138,11 @@ async function serveBigQuery(service: Service, standIn: BigQueryStandIn, speedup
     // 35 leaves the clock to the SQL and ignores it).
     now: standIn.clock,
   });
-  const app = await service.buildApp({
+  const app = await service.serve(
     engine,
-    apiKeys: [API_KEY],
-    rateLimitPerMinute: 1_000_000,
-    follow: {
-      clock: () => micros(NOW),
-      intervalMs: INTERVAL_MS / speedup,
-      lagMs: LAG_MS / speedup,
-      maxPerCredential: 4,
-    },
-  });
+    { intervalMs: INTERVAL_MS / speedup, lagMs: LAG_MS / speedup, maxPerCredential: 4 },
+    () => micros(NOW),
+  );
   const base = await app.listen({ host: "127.0.0.1", port: 0 });
   const jobs = () => standIn.queryCalls.filter((call) => !call.body.dryRun).length;
   return {
@@ -219,12 +229,7 @@ async function duckDbExport(service: Service, records: number) {
   for (const table of sourceTables()) await connection.run(createTableSql(table));
   await generateLogs(connection, { now, days: 7, edgeLogs: records, functionEdgeLogs: 1_000 });
   connection.closeSync();
-  const app = await service.buildApp({
-    engine,
-    apiKeys: [API_KEY],
-    rateLimitPerMinute: 1_000_000,
-    follow: { clock: () => now },
-  });
+  const app = await service.serve(engine, {}, () => now);
   const base = await app.listen({ host: "127.0.0.1", port: 0 });
   const started = performance.now();
   const query = new URLSearchParams({

@@ -16,6 +16,7 @@ import type { QueryEngine } from "../src/engines/engine.ts";
 import { createLogger } from "../src/logger.ts";
 import { sourceTables } from "../src/schema.ts";
 import { dateToMicros } from "../src/time.ts";
+import { configFrom } from "../test/support/config-from.ts";
 
 const API_KEY = "bench-key-0123456789abcdef";
 const AUTH = { "x-api-key": API_KEY };
@@ -85,13 +86,15 @@ async function demoEngine(): Promise<DuckDbEngine> {
 
 /** The service; its request log lines written as in production (to /dev/null), unless `quiet`. */
 function serviceOn(engine: QueryEngine, cache: ResultCacheOptions = CACHE, quiet = false) {
-  return buildApp({
-    engine,
-    apiKeys: [API_KEY],
-    cache,
-    rateLimitPerMinute: RATE_LIMIT,
-    ...(!quiet && { logger: createLogger({ logLevel: "info", logFormat: "json" }, "/dev/null") }),
-  });
+  const { now, ...bounds } = cache;
+  return buildApp(
+    configFrom({ auth: { apiKeys: [API_KEY] }, cache: bounds, rateLimitPerMinute: RATE_LIMIT }),
+    {
+      engine,
+      cache: { now },
+      ...(!quiet && { logger: createLogger({ logLevel: "info", logFormat: "json" }, "/dev/null") }),
+    },
+  );
 }
 
 async function listen(app: FastifyInstance): Promise<string> {

@@ -21,6 +21,7 @@ import { createDuckDbEngine } from "../src/engines/duckdb.ts";
 import { sourceTables } from "../src/schema.ts";
 import { dateToMicros } from "../src/time.ts";
 import { endpointRequest } from "../test/support/catalog.ts";
+import { configFrom } from "../test/support/config-from.ts";
 
 const RUNS = 5;
 // The first few queries after loading a large file take up to 10× the steady time, reading blocks
@@ -137,7 +138,10 @@ async function measure(): Promise<Measured> {
   const loadPeakRssMiB = peakRssMiB();
   if (now < dateToMicros(new Date()) - DAY_US) throw new Error("export older than a day");
 
-  const app = await buildApp({ engine, apiKeys: [API_KEY], rateLimitPerMinute: 1_000_000 });
+  const app = await buildApp(
+    configFrom({ auth: { apiKeys: [API_KEY] }, rateLimitPerMinute: 1_000_000 }),
+    { engine },
+  );
   const address = await app.listen({ port: 0, host: "127.0.0.1" });
   const cases = [];
   for (const [endpoint, params] of CASES) {

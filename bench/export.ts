@@ -15,6 +15,7 @@ import { createDuckDbEngine } from "../src/engines/duckdb.ts";
 import type { QueryEngine } from "../src/engines/engine.ts";
 import { sourceTables } from "../src/schema.ts";
 import { dateToMicros } from "../src/time.ts";
+import { configFrom } from "../test/support/config-from.ts";
 
 const API_KEY = "bench-key-0123456789abcdef";
 const CLI = new URL("../bin/log-query.js", import.meta.url).pathname;
@@ -44,12 +45,10 @@ try {
     },
   };
   // The service's clock stands still with the data's: a run after the first has nothing new to settle.
-  const app = await buildApp({
-    engine: counted,
-    apiKeys: [API_KEY],
-    rateLimitPerMinute: 1_000_000,
-    follow: { clock: () => now },
-  });
+  const app = await buildApp(
+    configFrom({ auth: { apiKeys: [API_KEY] }, rateLimitPerMinute: 1_000_000 }),
+    { engine: counted, follow: { clock: () => now } },
+  );
   const url = await app.listen({ port: 0, host: "127.0.0.1" });
   const exportRun = async () => {
     const before = queries;

@@ -19,6 +19,7 @@ import { loadData } from "../src/engines/duckdb/data.ts";
 import { DEMO_PROJECTS } from "../src/engines/duckdb/demo-data.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
 import { endpointRequest } from "../test/support/catalog.ts";
+import { configFrom } from "../test/support/config-from.ts";
 
 const RUNS = 5;
 const ATTACKER_KEY = "bench-attacker-0123456789abcdef";
@@ -91,23 +92,24 @@ writeFileSync(
 );
 // Engine seconds by the credential each query was charged to ("(none)": charged to nobody).
 const charged = new Map<string, number>();
-const app = await buildApp({
-  engine: {
-    ...engine,
-    async run(request) {
-      const started = performance.now();
-      try {
-        return await engine.run(request);
-      } finally {
-        const who = request.credential ?? "(none)";
-        charged.set(who, (charged.get(who) ?? 0) + (performance.now() - started) / 1000);
-      }
+const app = await buildApp(
+  configFrom({ rateLimitPerMinute: 1_000_000, follow: { intervalMs: INTERVAL_MS } }),
+  {
+    engine: {
+      ...engine,
+      async run(request) {
+        const started = performance.now();
+        try {
+          return await engine.run(request);
+        } finally {
+          const who = request.credential ?? "(none)";
+          charged.set(who, (charged.get(who) ?? 0) + (performance.now() - started) / 1000);
+        }
+      },
     },
+    keysFile: new KeysFile(keysPath),
   },
-  keysFile: new KeysFile(keysPath),
-  rateLimitPerMinute: 1_000_000,
-  follow: { intervalMs: INTERVAL_MS },
-});
+);
 const base = await app.listen({ host: "127.0.0.1", port: 0 });
 const followUrl = (query: string) =>
   `${base}/api/endpoints/logs.all/follow?project_tier=PRO&${query}`;

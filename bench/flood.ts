@@ -7,6 +7,7 @@ import { buildApp } from "../src/app.ts";
 import type { AdmissionOptions } from "../src/engines/admission.ts";
 import { loadData } from "../src/engines/duckdb/data.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
+import { configFrom } from "../test/support/config-from.ts";
 import { floodPatterns } from "../test/support/flood.ts";
 
 const FLOOD_KEY = "flood-key-0123456789abcdef";
@@ -25,12 +26,14 @@ const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? Number.NaN;
 
 async function measure(admission: Partial<AdmissionOptions>) {
-  const app = await buildApp({
-    engine,
-    apiKeys: [FLOOD_KEY, LIGHT_KEY],
-    rateLimitPerMinute: Number.MAX_SAFE_INTEGER,
-    admission: { ...admission, timeoutMs: 120_000 },
-  });
+  const app = await buildApp(
+    configFrom({
+      auth: { apiKeys: [FLOOD_KEY, LIGHT_KEY] },
+      rateLimitPerMinute: Number.MAX_SAFE_INTEGER,
+      admission: { ...admission, timeoutMs: 120_000 },
+    }),
+    { engine },
+  );
   const get = (url: string, key: string) => app.inject({ url, headers: { "x-api-key": key } });
   const light = async () => {
     const times: number[] = [];

@@ -6,6 +6,7 @@ import { buildApp } from "../src/app.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
 import type { QueryEngine } from "../src/engines/engine.ts";
 import { dateToMicros, formatTimestamp } from "../src/time.ts";
+import { configFrom } from "../test/support/config-from.ts";
 import { replaceTables } from "../test/support/duckdb-tables.ts";
 import { edgeLog } from "../test/support/fixtures.ts";
 import type { Row } from "../test/support/googlesql.ts";
@@ -28,12 +29,14 @@ const counted: QueryEngine = {
 };
 const rows: Row[] = [];
 await replaceTables(duckdb, { edge_logs: rows });
-const app = await buildApp({
-  engine: counted,
-  apiKeys: [API_KEY],
-  rateLimitPerMinute: 100_000,
-  follow: { intervalMs: INTERVAL_MS, maxPerCredential: 100 },
-});
+const app = await buildApp(
+  configFrom({
+    auth: { apiKeys: [API_KEY] },
+    rateLimitPerMinute: 100_000,
+    follow: { intervalMs: INTERVAL_MS, maxPerCredential: 100 },
+  }),
+  { engine: counted },
+);
 const base = await app.listen({ host: "127.0.0.1", port: 0 });
 
 /** Opens an NDJSON follow stream; `onRecord` is called per record until the returned abort. */

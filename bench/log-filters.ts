@@ -15,6 +15,7 @@ import { createDuckDbEngine } from "../src/engines/duckdb.ts";
 import type { QueryEngine } from "../src/engines/engine.ts";
 import { sourceTables } from "../src/schema.ts";
 import { dateToMicros } from "../src/time.ts";
+import { configFrom } from "../test/support/config-from.ts";
 
 const RUNS = 5;
 const WARM_UPS = 5;
@@ -53,12 +54,10 @@ try {
   connection.closeSync();
   const loadSeconds = (performance.now() - loading) / 1000;
 
-  const app = await buildApp({
-    engine,
-    apiKeys: [API_KEY],
-    rateLimitPerMinute: 1_000_000,
-    follow: { clock: () => now },
-  });
+  const app = await buildApp(
+    configFrom({ auth: { apiKeys: [API_KEY] }, rateLimitPerMinute: 1_000_000 }),
+    { engine, follow: { clock: () => now } },
+  );
   const address = await app.listen({ port: 0, host: "127.0.0.1" });
   const get = async (query: string) => {
     const response = await fetch(`${address}/api/endpoints/logs.all?project=${project}&${query}`, {
@@ -105,13 +104,15 @@ async function followPolls(engine: QueryEngine) {
     },
   };
   // The follow clock is the real one here: feeds poll for records arriving now.
-  const app = await buildApp({
-    engine: counted,
-    apiKeys: [API_KEY],
-    rateLimitPerMinute: 1_000_000,
-    follow: { maxPerCredential: 100 },
-    streams: { maxPerAddress: 100 },
-  });
+  const app = await buildApp(
+    configFrom({
+      auth: { apiKeys: [API_KEY] },
+      rateLimitPerMinute: 1_000_000,
+      follow: { maxPerCredential: 100 },
+      streams: { maxPerAddress: 100 },
+    }),
+    { engine: counted },
+  );
   const address = await app.listen({ port: 0, host: "127.0.0.1" });
   const controller = new AbortController();
   for (let i = 0; i < 50; i++) {

@@ -16,6 +16,7 @@ import { loadData } from "../src/engines/duckdb/data.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
 import type { QueryEngine } from "../src/engines/engine.ts";
 import { RedisLink } from "../src/redis/link.ts";
+import { configFrom } from "../test/support/config-from.ts";
 import { redisOnFreePort } from "../test/support/redis-process.ts";
 
 const API_KEY = "bench-replica-key-0123456789";
@@ -98,14 +99,15 @@ async function group(
     if (link && !(await link.waitUntilUp(5_000))) throw new Error("Redis did not answer");
     if (link) links.push(link);
     apps.push(
-      await buildApp({
-        engine: tally.wrap(engine),
-        apiKeys: [API_KEY],
-        cache: { maxEntries: 1_000, maxBytes: 64 * 1024 * 1024, ...(now && { now }) },
-        // In the path (a hit pays for it, in Redis when shared), never refusing.
-        rateLimitPerMinute: Number.MAX_SAFE_INTEGER,
-        redis: link,
-      }),
+      await buildApp(
+        configFrom({
+          auth: { apiKeys: [API_KEY] },
+          cache: { maxEntries: 1_000, maxBytes: 64 * 1024 * 1024 },
+          // In the path (a hit pays for it, in Redis when shared), never refusing.
+          rateLimitPerMinute: Number.MAX_SAFE_INTEGER,
+        }),
+        { engine: tally.wrap(engine), cache: { now }, redis: link },
+      ),
     );
   }
   return {

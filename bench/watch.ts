@@ -16,6 +16,7 @@ import { loadData } from "../src/engines/duckdb/data.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
 import type { QueryEngine } from "../src/engines/engine.ts";
 import { dateToMicros } from "../src/time.ts";
+import { configFrom } from "../test/support/config-from.ts";
 
 const API_KEY = "bench-watch-key-0123456789abcdef";
 const AUTH = { "x-api-key": API_KEY };
@@ -70,17 +71,19 @@ class QueryTally {
 }
 
 function service(tally: QueryTally, now?: () => number): Promise<FastifyInstance> {
-  return buildApp({
-    engine: tally.engine,
-    apiKeys: [API_KEY],
-    cache: { maxEntries: 1_000, maxBytes: 64 * 1024 * 1024, ...(now && { now }) },
-    // In the path, never refusing: one credential stands for every dashboard.
-    rateLimitPerMinute: Number.MAX_SAFE_INTEGER,
-    forcedRefreshPerMinute: 10_000,
-    maxConnections: 5_000,
-    streams: { maxOpen: 2_000, maxPerAddress: 2_000 },
-    follow: { maxPerCredential: 2_000 },
-  });
+  return buildApp(
+    configFrom({
+      auth: { apiKeys: [API_KEY] },
+      cache: { maxEntries: 1_000, maxBytes: 64 * 1024 * 1024 },
+      // In the path, never refusing: one credential stands for every dashboard.
+      rateLimitPerMinute: Number.MAX_SAFE_INTEGER,
+      forcedRefreshPerMinute: 10_000,
+      http: { maxConnections: 5_000 },
+      streams: { maxOpen: 2_000, maxPerAddress: 2_000 },
+      follow: { maxPerCredential: 2_000 },
+    }),
+    { engine: tally.engine, cache: { now } },
+  );
 }
 
 /** A watch stream's client on node:http (no pooling, no timer of its own). */

@@ -8,9 +8,9 @@ import { Alerts } from "./alerts/alerts.ts";
 import type { AlertRulesFile } from "./alerts/rules-source.ts";
 import type { DeliveryOptions } from "./alerts/webhooks.ts";
 import { RefreshBudget } from "./cache/refresh-budget.ts";
-import { ResultCache, type ResultCacheOptions } from "./cache/result-cache.ts";
+import { ResultCache } from "./cache/result-cache.ts";
 import { SharedResults } from "./cache/shared-results.ts";
-import type { FollowSettings, HttpSettings, StreamSettings } from "./config.ts";
+import type { Config } from "./config.ts";
 import { createAuthenticator } from "./credentials/authenticate.ts";
 import type { KeysFile } from "./credentials/keys-file.ts";
 import type { TokenVerifier } from "./credentials/tokens.ts";
@@ -19,7 +19,7 @@ import { cursorCodec } from "./endpoints/cursor.ts";
 import { FollowHub, type FollowOptions } from "./endpoints/follow.ts";
 import { loadCatalog } from "./endpoints/load-catalog.ts";
 import { createRunner } from "./endpoints/runner.ts";
-import { type AdmissionOptions, admit } from "./engines/admission.ts";
+import { admit } from "./engines/admission.ts";
 import type { QueryEngine } from "./engines/engine.ts";
 import { alertRoutes } from "./http/alert-routes.ts";
 import { anonymousLimit } from "./http/anonymous-limit.ts";
@@ -42,7 +42,7 @@ import { requestLog } from "./http/request-log.ts";
 import { requestShape } from "./http/request-shape.ts";
 import { shutdown } from "./http/shutdown.ts";
 import type { StreamEnds, StreamLimits } from "./http/streams/outbound-stream.ts";
-import { defaultMaxStreams, StreamCaps } from "./http/streams/stream-caps.ts";
+import { StreamCaps } from "./http/streams/stream-caps.ts";
 import { streamPlaces } from "./http/streams/stream-places.ts";
 import { type WatchStats, watchRoutes } from "./http/watch-routes.ts";
 import type { RedisLink } from "./redis/link.ts";
@@ -56,25 +56,21 @@ declare module "fastify" {
   }
 }
 
+/**
+ * What the service is built from besides its settings: the engine, the files and connections main.ts
+ * opened from them, and the clocks and knobs tests set.
+ */
 export interface AppDeps {
   engine: QueryEngine;
-  /** Keys with full access (API_KEYS). With keysFile and tokens, at least one source is needed. */
-  apiKeys?: readonly string[];
   /** Named, scoped keys (API_KEYS_FILE). */
   keysFile?: KeysFile;
   /** Signed access tokens (JWT_SECRET, JWT_PUBLIC_KEYS_FILE). */
   tokens?: TokenVerifier;
-  /** Failed authentications a minute per client address before 429; default 30. */
-  authFailuresPerMinute?: number;
-  /** Proxies (addresses, CIDR ranges) whose X-Forwarded-For names the client address; default none. */
-  trustProxy?: string[];
-  /** Result cache bounds and clock; absent turns caching off. */
-  cache?: ResultCacheOptions;
-  rateLimitPerMinute?: number;
-  /** Requests a minute per client address to /docs, /openapi.json without a credential and the explorer; default 120. */
-  anonymousRateLimitPerMinute?: number;
-  /** Recomputations a credential may force a minute (Cache-Control: no-cache, max-age); default 6. */
-  forcedRefreshPerMinute?: number;
+  /**
+   * Results are cached, within the config's bounds, on this clock in ms (default Date.now); absent,
+   * every request queries (tests that count queries).
+   */
+  cache?: { now?: () => number };
   /** Shares the cache and the rate limit with other replicas (REDIS_URL); its owner closes it. */
   redis?: RedisLink;
   /** Names the data the engine serves: replicas share cached values only when theirs agree. */
@@ -86,25 +82,12 @@ export interface AppDeps {
   deployment?: string;
   /** The endpoints served; default: the built-in ones (endpoints/). */
   catalog?: Catalog;
-  /** Bounds of engine work; default: 4 at once, 100 waiting, half of all per credential. */
-  admission?: Partial<AdmissionOptions>;
   /** Shed load past these limits (main.ts: always); absent: never (tests with fake timers). */
   pressure?: PressureLimits;
-  /** Open connections at most (HTTP_MAX_CONNECTIONS); default 10 000, below the open-file limit. */
-  maxConnections?: number;
-  /** Request, headers and keep-alive timeouts; defaults 30 s, 10 s and 72 s. */
-  http?: Partial<Omit<HttpSettings, "maxConnections">>;
-  /** On close, how long running queries may take before they are answered 503; default 25 s. */
-  shutdownGraceMs?: number;
-  /** Follow streams; default: a poll every 5 s, 60 s of lag, 4 streams per credential. */
-  follow?: Partial<FollowSettings> & Pick<FollowOptions, "clock" | "windowPageRows">;
-  /**
-   * Signs page cursors and event ids (CURSOR_SECRET, or the one kept in CURSOR_SECRET_FILE):
-   * processes that share it take each other's.
-   */
-  cursorSecret?: string;
-  /** Caps and buffering of streams; default: half the connection cap (at most 1 000), 16 per address. */
-  streams?: Partial<StreamSettings & StreamLimits>;
+  /** Follow streams' clock and window size, for tests. */
+  follow?: Pick<FollowOptions, "clock" | "windowPageRows">;
+  /** Buffering and timing of streams; default below. */
+  streams?: Partial<StreamLimits>;
   /** Alert rules (ALERT_RULES_FILE), run while the service is, and again as the file changes. */
   alertRules?: AlertRulesFile;
   /** Webhook attempts, backoff, timeout and lease; default 6 attempts, 1 s doubling, 10 s each, 30 s. */
@@ -113,8 +96,6 @@ export interface AppDeps {
   logger?: FastifyBaseLogger;
 }
 
-const DEFAULT_ADMISSION = { maxConcurrency: 4, maxQueue: 100 };
-const DEFAULT_FOLLOW = { intervalMs: 5_000, lagMs: 60_000, maxPerCredential: 4 };
 const DEFAULT_STREAM_LIMITS: StreamLimits = {
   // Several windows of a catch-up's records: a client that reads keeps far below it.
   maxUnsentBytes: 4 * 1024 * 1024,
@@ -127,17 +108,17 @@ const DEFAULT_DELIVERY: DeliveryOptions = {
   timeoutMs: 10_000,
   leaseMs: 30_000,
 };
-const DEFAULT_TIMEOUTS = {
-  requestTimeoutMs: 30_000,
-  headersTimeoutMs: 10_000,
-  keepAliveTimeoutMs: 72_000,
-};
 
 const REQUEST_ID = /^[\w.-]{1,64}$/;
 
-export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
-  const authenticate = createAuthenticator(deps);
-  const timeouts = { ...DEFAULT_TIMEOUTS, ...deps.http };
+/** The service of `config` (every setting, see config.ts) over `deps`. */
+export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyInstance> {
+  const authenticate = createAuthenticator({
+    apiKeys: config.auth.apiKeys,
+    keysFile: deps.keysFile,
+    tokens: deps.tokens,
+  });
+  const timeouts = config.http;
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     // Fastify's two lines per request give way to our one (http/request-log.ts).
@@ -148,7 +129,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return typeof given === "string" && REQUEST_ID.test(given) ? given : newRequestId();
     },
     // The client address every per-address count uses: the peer's, or the one trusted proxies name.
-    trustProxy: deps.trustProxy,
+    trustProxy: config.trustProxy,
     frameworkErrors: frameworkError,
     clientErrorHandler: clientError,
     bodyLimit: 1024,
@@ -169,7 +150,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Every per-credential limit is counted once across replicas while Redis answers.
   const budgets = deps.redis && new SharedBudgets(deps.redis);
   app.addHook("onClose", async () => budgets?.close());
-  const limits = { ...DEFAULT_ADMISSION, ...deps.admission };
+  const limits = config.admission;
   const observed = observeEngine(deps.engine);
   const engine = admit(observed, {
     maxPerCredential: Math.ceil((limits.maxConcurrency + limits.maxQueue) / 2),
@@ -187,11 +168,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       now: deps.cache?.now,
       logger: app.log,
     });
-  const cache = deps.cache && new ResultCache({ logger: app.log, shared, ...deps.cache });
+  const cache =
+    deps.cache && new ResultCache({ logger: app.log, shared, ...config.cache, ...deps.cache });
   app.addHook("onClose", async () => cache?.close());
   const catalog = deps.catalog ?? loadCatalog();
   // Without one (an app a test builds), this instance's cursors are good in this instance only.
-  const cursors = cursorCodec(deps.cursorSecret ?? randomBytes(32), deps.deployment);
+  const cursors = cursorCodec(config.cursorSecret ?? randomBytes(32), deps.deployment);
   const { run, watch } = createRunner({
     engine,
     endpoints: catalog.entries,
@@ -200,7 +182,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     log: app.log,
     cursors,
   });
-  const follow = { ...DEFAULT_FOLLOW, ...deps.follow };
+  const follow = { ...config.follow, ...deps.follow };
   const followHub = new FollowHub(engine, {
     ...follow,
     log: app.log,
@@ -219,11 +201,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       log: app.log,
     });
 
-  const maxConnections = deps.maxConnections ?? 10_000;
-  await app.register(connectionCap, { max: maxConnections });
+  await app.register(connectionCap, { max: config.http.maxConnections });
   const streamCaps = new StreamCaps({
-    maxOpen: deps.streams?.maxOpen ?? defaultMaxStreams(maxConnections),
-    maxPerAddress: deps.streams?.maxPerAddress ?? 16,
+    maxOpen: config.streams.maxOpen,
+    maxPerAddress: config.streams.maxPerAddress,
     maxPerCredential: follow.maxPerCredential,
     shared: budgets && {
       perAddress: budgets.places("streams-per-address"),
@@ -251,12 +232,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(requestLog);
   if (deps.pressure) await app.register(loadShedding, deps.pressure);
   await app.register(requestShape);
-  await app.register(shutdown, { engine, graceMs: deps.shutdownGraceMs ?? 25_000 });
+  await app.register(shutdown, { engine, graceMs: config.shutdownGraceMs });
   await app.register(openCors);
   await app.register(refuseBadlyEncodedQuery);
   await app.register(healthRoutes, { engine: deps.engine });
   const limit = anonymousLimit({
-    perMinute: deps.anonymousRateLimitPerMinute ?? 120,
+    perMinute: config.anonymousRateLimitPerMinute,
     redis: deps.redis,
   });
   await app.register(apiReference, { limit });
@@ -264,18 +245,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (api) => {
     await api.register(requireCredential, {
       authenticate,
-      failuresPerMinute: deps.authFailuresPerMinute ?? 30,
+      failuresPerMinute: config.auth.failuresPerMinute,
     });
     await api.register(perKeyRateLimit, {
-      perMinute: deps.rateLimitPerMinute ?? 600,
-      credentials: (deps.apiKeys?.length ?? 0) + (deps.keysFile?.size ?? 0),
+      perMinute: config.rateLimitPerMinute,
+      credentials: config.auth.apiKeys.length + (deps.keysFile?.size ?? 0),
       redis: deps.redis,
     });
     await api.register(metrics, { catalog, registry });
     await api.register(endpointRoutes, {
       catalog,
       run,
-      refreshBudget: new RefreshBudget(deps.forcedRefreshPerMinute ?? 6, budgets),
+      refreshBudget: new RefreshBudget(config.forcedRefreshPerMinute, budgets),
       cursors,
       // One clock for where streams start and where `since` windows do.
       now: () => followHub.now(),

@@ -258,6 +258,26 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
+/** Settings to change from the defaults; a nested group is changed field by field. */
+export type ConfigOverrides = {
+  [K in keyof Config]?: Config[K] extends readonly unknown[] | undefined
+    ? Config[K]
+    : Config[K] extends object
+      ? Partial<Config[K]>
+      : Config[K];
+};
+
+/** The config an empty environment gives (the schema's defaults), with `overrides` applied. */
+export function configFrom(overrides: ConfigOverrides = {}): Config {
+  const merged: Record<string, unknown> = { ...loadConfig({}) };
+  for (const [name, value] of Object.entries(overrides)) {
+    const base = merged[name];
+    const group = typeof value === "object" && !Array.isArray(value) && typeof base === "object";
+    merged[name] = group ? { ...base, ...value } : value;
+  }
+  return merged as unknown as Config;
+}
+
 /** `stdoutIsTerminal`: a person reads the log, so it is readable lines unless LOG_FORMAT says. */
 export function loadConfig(env: NodeJS.ProcessEnv, stdoutIsTerminal = false): Config {
   // An empty variable counts as unset, as in most shells' `VAR= command`.

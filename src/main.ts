@@ -135,36 +135,27 @@ if (redis && config.cursorSecret === undefined) {
     "CURSOR_SECRET is not set: this replica signs page cursors and event ids with the secret in its CURSOR_SECRET_FILE, which replicas on other machines do not have, so they refuse them; give every replica the same CURSOR_SECRET",
   );
 }
-const app = await buildApp({
-  engine,
-  catalog,
-  apiKeys,
-  keysFile,
-  tokens,
-  authFailuresPerMinute: config.auth.failuresPerMinute,
-  trustProxy: config.trustProxy,
-  admission: config.admission,
-  shutdownGraceMs: config.shutdownGraceMs,
-  http: config.http,
-  pressure: {},
-  maxConnections: config.http.maxConnections,
-  cache: config.cache,
-  rateLimitPerMinute: config.rateLimitPerMinute,
-  anonymousRateLimitPerMinute: config.anonymousRateLimitPerMinute,
-  forcedRefreshPerMinute: config.forcedRefreshPerMinute,
-  follow: config.follow,
-  streams: config.streams,
-  redis,
-  dataIdentity: redis && (await dataIdentity()),
-  cursorSecret: cursors.secret,
-  // A kept result holds this dataset's rows: another deployment's cursor is read by its position.
-  deployment:
-    config.engine.kind === "bigquery"
-      ? `${config.engine.projectId}.${config.engine.dataset}`
-      : undefined,
-  alertRules,
-  logger: log,
-});
+const app = await buildApp(
+  // The key generated above, and the secret kept in CURSOR_SECRET_FILE when CURSOR_SECRET is unset.
+  { ...config, auth: { ...config.auth, apiKeys }, cursorSecret: cursors.secret },
+  {
+    engine,
+    catalog,
+    keysFile,
+    tokens,
+    cache: {},
+    pressure: {},
+    redis,
+    dataIdentity: redis && (await dataIdentity()),
+    // A kept result holds this dataset's rows: another deployment's cursor is read by its position.
+    deployment:
+      config.engine.kind === "bigquery"
+        ? `${config.engine.projectId}.${config.engine.dataset}`
+        : undefined,
+    alertRules,
+    logger: log,
+  },
+);
 
 const management =
   config.managementPort === undefined

@@ -23,6 +23,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { buildApp } from "../src/app.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
+import { configFrom } from "./support/config-from.ts";
 import { codeBlocks, docFiles, runShell, shellCommands } from "./support/doc-commands.ts";
 import { replaceTables } from "./support/duckdb-tables.ts";
 import { edgeLog, micros, SECOND, shift } from "./support/fixtures.ts";
@@ -293,11 +294,10 @@ describe("log-query tail around late records", () => {
     const engine = await createDuckDbEngine({ now: () => micros(NOW) });
     const stored = [edgeLog(shift(NOW, -SECOND), { id: "before", project: "acme" })];
     await replaceTables(engine, { edge_logs: stored });
-    const app = await buildApp({
-      engine,
-      apiKeys: [KEY],
-      follow: { intervalMs: 40, lagMs: 60_000, clock: () => micros(NOW) },
-    });
+    const app = await buildApp(
+      configFrom({ auth: { apiKeys: [KEY] }, follow: { intervalMs: 40, lagMs: 60_000 } }),
+      { engine, follow: { clock: () => micros(NOW) } },
+    );
     onTestFinished(async () => {
       await app.close();
       await engine.close();

@@ -20,7 +20,7 @@ import {
   SECOND,
   shift,
 } from "../support/fixtures.ts";
-import { FOLLOW, NOW as FOLLOW_NOW } from "../support/follow-client.ts";
+import { FOLLOW, FOLLOW_CLOCK, NOW as FOLLOW_NOW } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
 import { recordingInto } from "../support/recording-engine.ts";
 import { startService } from "../support/service.ts";
@@ -221,7 +221,8 @@ async function burstRuleService(url: string, edgeLogs: Row[], runs: QueryRequest
   const service = await startService({
     now: FOLLOW_NOW,
     tables: { edge_logs: edgeLogs },
-    follow: FOLLOW,
+    config: { follow: FOLLOW },
+    follow: FOLLOW_CLOCK,
     alertRules: openAlertRules(path),
     wrapEngine: recordingInto(runs),
   });

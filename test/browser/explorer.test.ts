@@ -25,6 +25,7 @@ import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import { EngineError, type QueryRequest } from "../../src/engines/engine.ts";
 import { dateToMicros } from "../../src/time.ts";
 import { launchChromium } from "../support/browser.ts";
+import { type ConfigOverrides, configFrom } from "../support/config-from.ts";
 import { demoApp } from "../support/demo-app.ts";
 import { edgeLog, edgeMetadata, functionCall, request } from "../support/fixtures.ts";
 import type { Row } from "../support/googlesql.ts";
@@ -39,12 +40,15 @@ const STATS_QUERY = "project=default&interval=1hr";
 const CACHE = { maxEntries: 100, maxBytes: 16 * 1024 * 1024 };
 
 const cacheClock = { offsetMs: 0 };
-const demo = demoApp({
-  apiKeys: [KEY],
-  cache: { ...CACHE, now: () => Date.now() + cacheClock.offsetMs },
-  // The tests load the page (a dozen files) a dozen times a minute from one address.
-  anonymousRateLimitPerMinute: 1_000,
-});
+const demo = demoApp(
+  {
+    auth: { apiKeys: [KEY] },
+    cache: CACHE,
+    // The tests load the page (a dozen files) a dozen times a minute from one address.
+    anonymousRateLimitPerMinute: 1_000,
+  },
+  { cache: { now: () => Date.now() + cacheClock.offsetMs } },
+);
 
 let base: string;
 let browser: Browser;
@@ -63,8 +67,11 @@ afterAll(async () => {
 });
 
 /** Another service over the same demo tables, listening on a port of its own; its origin. */
-async function otherService(deps: Partial<AppDeps>): Promise<string> {
-  const app = await buildApp({ apiKeys: [KEY], engine: demo.engine, ...deps });
+async function otherService(config: ConfigOverrides, deps: Partial<AppDeps> = {}): Promise<string> {
+  const app = await buildApp(configFrom({ ...config, auth: { apiKeys: [KEY], ...config.auth } }), {
+    engine: demo.engine,
+    ...deps,
+  });
   others.push(app);
   return app.listen({ host: "127.0.0.1", port: 0 });
 }
@@ -74,19 +81,22 @@ async function otherService(deps: Partial<AppDeps>): Promise<string> {
  * the demo engine cannot produce on demand, injected around it.
  */
 function serviceFailing(fails: (request: QueryRequest) => boolean): Promise<string> {
-  return otherService({
-    engine: {
-      dialect: demo.engine.dialect,
-      ping: () => demo.engine.ping(),
-      close: async () => {},
-      run: async (request) => {
-        if (fails(request)) {
-          throw new EngineError("engine_error", "The query failed in the engine.");
-        }
-        return demo.engine.run(request);
+  return otherService(
+    {},
+    {
+      engine: {
+        dialect: demo.engine.dialect,
+        ping: () => demo.engine.ping(),
+        close: async () => {},
+        run: async (request) => {
+          if (fails(request)) {
+            throw new EngineError("engine_error", "The query failed in the engine.");
+          }
+          return demo.engine.run(request);
+        },
       },
     },
-  });
+  );
 }
 
 /**
@@ -116,7 +126,10 @@ async function exportsService() {
     await engine.close();
     await rm(folder, { recursive: true, force: true });
   });
-  const origin = await otherService({ engine, cache: CACHE, follow: { intervalMs: 200 } });
+  const origin = await otherService(
+    { cache: CACHE, follow: { intervalMs: 200 } },
+    { engine, cache: {} },
+  );
   const drop = async (table: string, rows: Row[]) => {
     await write(table, rows);
     await exports.poll();
@@ -508,7 +521,10 @@ describe("the explorer page", () => {
 
   it("shows data and says it polls when the service refuses a watch or a live tail", async () => {
     // No stream for any credential: each is refused with a 429.
-    const origin = await otherService({ cache: CACHE, follow: { maxPerCredential: 0 } });
+    const origin = await otherService(
+      { cache: CACHE, follow: { maxPerCredential: 0 } },
+      { cache: {} },
+    );
     const refused = await fetch(
       `${origin}/api/endpoints/functions.invocation-stats/watch?${STATS_QUERY}`,
       { headers: { "x-api-key": KEY, accept: "text/event-stream" } },
@@ -912,10 +928,10 @@ describe("the explorer page", () => {
 
   it("offers what a scoped token may call, its fixed values greyed out and left to the service", async () => {
     const secret = "explorer-test-secret-0123456789abcdef";
-    const scoped = await otherService({
-      apiKeys: [],
-      tokens: createTokenVerifier({ secret, maxLifetimeSeconds: 600 }),
-    });
+    const scoped = await otherService(
+      { auth: { apiKeys: [] } },
+      { tokens: createTokenVerifier({ secret, maxLifetimeSeconds: 600 }) },
+    );
     const token = await new SignJWT({
       scopes: [{ endpoint: "functions.invocation-stats", fixed_params: { project: "staging" } }],
     })

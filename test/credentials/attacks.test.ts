@@ -56,13 +56,15 @@ async function attackedService(options: Partial<ServiceOptions> = {}) {
   });
   const service = await startService({
     now: NOW,
-    apiKeys: [FULL_KEY],
     keysFile: new KeysFile(KEYS_PATH),
     tokens: createTokenVerifier({ secret: SECRET, maxLifetimeSeconds: 600 }),
     wrapEngine: recording,
-    rateLimitPerMinute: 100_000,
-    authFailuresPerMinute: 1000,
     ...options,
+    config: {
+      rateLimitPerMinute: 100_000,
+      ...options.config,
+      auth: { apiKeys: [FULL_KEY], failuresPerMinute: 1000, ...options.config?.auth },
+    },
   });
   const asAcme = (url: string, method: "GET" | "HEAD" | "POST" = "GET") =>
     service.app.inject({ method, url, headers: { "x-api-key": ACME_KEY } });
@@ -353,7 +355,7 @@ describe("credentials that are forged, stale, misplaced or mixed", () => {
   });
 
   it("locks an address out of guessing after too many failures; a valid key still passes", async () => {
-    const { app } = await attackedService({ authFailuresPerMinute: 3 });
+    const { app } = await attackedService({ config: { auth: { failuresPerMinute: 3 } } });
     for (let attempt = 0; attempt < 3; attempt += 1) {
       const response = await app.inject({ url, headers: { "x-api-key": `guess-${attempt}` } });
       expect(response.statusCode).toBe(401);

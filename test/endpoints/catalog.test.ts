@@ -9,6 +9,7 @@ import { buildApp } from "../../src/app.ts";
 import { DEFINITION_SCHEMA_FILE, definitionJsonSchema } from "../../src/endpoints/definition.ts";
 import { BUILT_IN_ENDPOINTS, CatalogError, loadCatalog } from "../../src/endpoints/load-catalog.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
+import { configFrom } from "../support/config-from.ts";
 
 const folders = mkdtempSync(join(tmpdir(), "endpoints-"));
 afterAll(() => rmSync(folders, { recursive: true, force: true }));
@@ -166,7 +167,10 @@ describe("an endpoint folder an operator adds", () => {
     const dir = endpointsDir({ "echo.project": { "endpoint.yaml": ECHO, ...ECHO_SQL } });
     const catalog = loadCatalog([BUILT_IN_ENDPOINTS, dir]);
     const engine = await createDuckDbEngine();
-    const app = await buildApp({ engine, apiKeys: ["k".repeat(32)], catalog });
+    const app = await buildApp(configFrom({ auth: { apiKeys: ["k".repeat(32)] } }), {
+      engine,
+      catalog,
+    });
     try {
       const get = (url: string) => app.inject({ url, headers: { "x-api-key": "k".repeat(32) } });
       const answer = await get("/api/endpoints/echo.project?project=acme&times=2");

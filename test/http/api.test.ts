@@ -245,7 +245,7 @@ describe("authentication", () => {
   );
 
   it("limits failed authentications per client address, so keys cannot be guessed at line rate", async () => {
-    const { app } = await service({ authFailuresPerMinute: 3 });
+    const { app } = await service({ config: { auth: { failuresPerMinute: 3 } } });
     const from = (remoteAddress: string, key: string) =>
       app.inject({ method: "GET", url: path, remoteAddress, headers: { "x-api-key": key } });
     for (let guess = 0; guess < 3; guess++) {
@@ -393,7 +393,7 @@ describe("errors", () => {
   });
 
   it("exposes Retry-After and the standard RateLimit-* headers to browsers", async () => {
-    const { get } = await service({ rateLimitPerMinute: 1 });
+    const { get } = await service({ config: { rateLimitPerMinute: 1 } });
     const path = `/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`;
     const first = await get(path, { origin: "https://dashboard.example" });
     expect(first.headers).toMatchObject({ "ratelimit-limit": "1", "ratelimit-remaining": "0" });
@@ -439,7 +439,7 @@ describe("errors", () => {
   });
 
   it("answers past the per-key limit with 429 rate_limited", async () => {
-    const { get } = await service({ rateLimitPerMinute: 2 });
+    const { get } = await service({ config: { rateLimitPerMinute: 2 } });
     const path = `/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`;
     expect((await get(path)).statusCode).toBe(200);
     expect((await get(path)).statusCode).toBe(200);
@@ -457,7 +457,9 @@ describe("errors", () => {
 
   it("counts the limit per key: one key's traffic does not use up another's", async () => {
     const other = "other-key-0123456789abcdef";
-    const { get } = await service({ rateLimitPerMinute: 1, apiKeys: [API_KEY, other] });
+    const { get } = await service({
+      config: { rateLimitPerMinute: 1, auth: { apiKeys: [API_KEY, other] } },
+    });
     const path = `/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`;
     expect((await get(path)).statusCode).toBe(200);
     expect((await get(path)).statusCode).toBe(429);
@@ -467,7 +469,7 @@ describe("errors", () => {
   it("counts by credential name, with a credential's own limit overriding the default", async () => {
     const secret = "a-token-secret-of-32-bytes-or-more";
     const { get } = await service({
-      rateLimitPerMinute: 100,
+      config: { rateLimitPerMinute: 100 },
       tokens: createTokenVerifier({ secret, maxLifetimeSeconds: 600 }),
     });
     const token = (sub: string, limit?: number) =>

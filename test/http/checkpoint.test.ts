@@ -9,6 +9,7 @@ import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine, QueryRequest } from "../../src/engines/engine.ts";
 import { formatTimestamp } from "../../src/time.ts";
+import { configFrom } from "../support/config-from.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
 import {
   DAY,
@@ -39,12 +40,10 @@ interface Run {
 /** A service on `engine` whose clock the test moves; every engine query counted. */
 async function serviceOn(engine: QueryEngine, clock: { now: bigint }, deps: Partial<AppDeps> = {}) {
   const runs: QueryRequest[] = [];
-  const app = await buildApp({
-    engine: recordingInto(runs)(engine),
-    apiKeys: [API_KEY],
-    follow: { intervalMs: 40, lagMs: LAG_MS, clock: () => clock.now },
-    ...deps,
-  });
+  const app = await buildApp(
+    configFrom({ auth: { apiKeys: [API_KEY] }, follow: { intervalMs: 40, lagMs: LAG_MS } }),
+    { engine: recordingInto(runs)(engine), follow: { clock: () => clock.now }, ...deps },
+  );
   closers.push(() => app.close());
   /** One settled run, read to its end, as NDJSON or Server-Sent Events; FREE unless `query` says. */
   const settle = async (
@@ -329,7 +328,8 @@ describe("a settled follow stream on BigQuery", () => {
     const { app, standIn } = await startService({
       now: NOW,
       tables: { edge_logs: rows },
-      follow: { intervalMs: 40, lagMs: LAG_MS, clock: () => micros(NOW), windowPageRows: 50 },
+      config: { follow: { intervalMs: 40, lagMs: LAG_MS } },
+      follow: { clock: () => micros(NOW), windowPageRows: 50 },
     });
     const headers = { "x-api-key": API_KEY };
     const lines = (
@@ -371,7 +371,8 @@ describe("a settled follow stream on BigQuery", () => {
     const { app } = await startService({
       now: NOW,
       tables: { edge_logs: rows },
-      follow: { intervalMs: 40, lagMs: LAG_MS, clock: () => clock.now },
+      config: { follow: { intervalMs: 40, lagMs: LAG_MS } },
+      follow: { clock: () => clock.now },
     });
     const url = `/api/endpoints/logs.all/follow?${QUERY}&project_tier=FREE&until=settled`;
     const headers = { "x-api-key": API_KEY, accept: "application/x-ndjson" };

@@ -23,19 +23,23 @@ const STATS = "functions.invocation-stats";
 const LOGS = "logs.all";
 const AUTH_FAILURES_PER_MINUTE = 3;
 
-const demo = demoApp({
-  apiKeys: [FULL_KEY],
-  keysFile: new KeysFile(
-    temporaryFile("keys.json", {
-      keys: [
-        { name: "stats-only", sha256: sha256Hex(STATS_KEY), scopes: [{ endpoint: STATS }] },
-        { name: "logs-only", sha256: sha256Hex(LOGS_KEY), scopes: [{ endpoint: LOGS }] },
-      ],
-    }),
-  ),
-  cache: { maxEntries: 100, maxBytes: 1e7 },
-  authFailuresPerMinute: AUTH_FAILURES_PER_MINUTE,
-});
+const demo = demoApp(
+  {
+    auth: { apiKeys: [FULL_KEY], failuresPerMinute: AUTH_FAILURES_PER_MINUTE },
+    cache: { maxEntries: 100, maxBytes: 1e7 },
+  },
+  {
+    keysFile: new KeysFile(
+      temporaryFile("keys.json", {
+        keys: [
+          { name: "stats-only", sha256: sha256Hex(STATS_KEY), scopes: [{ endpoint: STATS }] },
+          { name: "logs-only", sha256: sha256Hex(LOGS_KEY), scopes: [{ endpoint: LOGS }] },
+        ],
+      }),
+    ),
+    cache: {},
+  },
+);
 
 let document: OpenApiDocument;
 let check: Awaited<ReturnType<typeof contractOf>>;

@@ -5,6 +5,7 @@ import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import { configFrom } from "../support/config-from.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
 import { edgeLog, micros, PROJECT, SECOND, shift } from "../support/fixtures.ts";
 import type { Row } from "../support/googlesql.ts";
@@ -32,7 +33,9 @@ afterAll(async () => {
 });
 
 async function replica(cursorSecret?: string): Promise<FastifyInstance> {
-  const app = await buildApp({ engine, apiKeys: [API_KEY], cursorSecret });
+  const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] }, cursorSecret }), {
+    engine,
+  });
   apps.push(app);
   return app;
 }

@@ -7,12 +7,15 @@ import { floodPatterns } from "../support/flood.ts";
 const FLOOD_KEY = "flood-key-0123456789abcdef";
 const DASHBOARD_KEY = "dashboard-key-0123456789ab";
 
-const demo = demoApp({
-  apiKeys: [FLOOD_KEY, DASHBOARD_KEY],
-  rateLimitPerMinute: 10_000,
-  cache: { maxEntries: 1000, maxBytes: 1e8 },
-  admission: { maxConcurrency: 2, maxQueue: 100, timeoutMs: 30_000 },
-});
+const demo = demoApp(
+  {
+    auth: { apiKeys: [FLOOD_KEY, DASHBOARD_KEY] },
+    rateLimitPerMinute: 10_000,
+    cache: { maxEntries: 1000, maxBytes: 1e8 },
+    admission: { maxConcurrency: 2, maxQueue: 100, timeoutMs: 30_000 },
+  },
+  { cache: {} },
+);
 
 const get = (url: string, key: string) => demo.app.inject({ url, headers: { "x-api-key": key } });
 

@@ -10,9 +10,18 @@ import { KeysFile } from "../../src/credentials/keys-file.ts";
 import { MAX_LIST_TERMS } from "../../src/endpoints/params.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
+import { configFrom } from "../support/config-from.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
 import { edgeLog, micros, SECOND, shift } from "../support/fixtures.ts";
-import { closers, FOLLOW, NOW, open, QUERY, records } from "../support/follow-client.ts";
+import {
+  closers,
+  FOLLOW,
+  FOLLOW_CLOCK,
+  NOW,
+  open,
+  QUERY,
+  records,
+} from "../support/follow-client.ts";
 import { API_KEY } from "../support/service.ts";
 import { temporaryFile } from "../support/temporary-file.ts";
 
@@ -59,7 +68,14 @@ async function twoTenants(maxPerCredential = 4) {
   const keysFile = new KeysFile(temporaryFile("keys.json", { keys }));
   const admission = { maxConcurrency: 4, maxQueue: 100, maxPerCredential };
   // API_KEY: the operator's, which reads /metrics.
-  const app = await buildApp({ engine, keysFile, apiKeys: [API_KEY], follow: FOLLOW, admission });
+  const app = await buildApp(
+    configFrom({
+      auth: { apiKeys: [API_KEY] },
+      follow: FOLLOW,
+      admission: { ...admission, timeoutMs: undefined },
+    }),
+    { engine, keysFile, follow: FOLLOW_CLOCK },
+  );
   closers.push(async () => {
     for (const release of held.splice(0)) release();
     await app.close();

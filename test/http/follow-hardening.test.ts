@@ -12,6 +12,7 @@ import { cursorCodec } from "../../src/endpoints/cursor.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine, QueryRequest, StreamedRows } from "../../src/engines/engine.ts";
 import { formatTimestamp } from "../../src/time.ts";
+import { type ConfigOverrides, configFrom } from "../support/config-from.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
 import {
   DAY,
@@ -26,6 +27,7 @@ import {
 import {
   closers,
   FOLLOW,
+  FOLLOW_CLOCK,
   NOW,
   open,
   QUERY,
@@ -45,6 +47,7 @@ const RECENT = edgeLog(shift(NOW, -10n * SECOND), { id: "recent" });
 
 interface Options {
   rows?: Row[];
+  config?: ConfigOverrides;
   deps?: Partial<AppDeps>;
   /**
    * Each catch-up query, and each chunk pulled from its streamed result, waits this long first, so
@@ -103,13 +106,15 @@ async function followService(options: Options = {}) {
       }
     },
   };
-  const app = await buildApp({
-    engine,
-    apiKeys: [API_KEY],
-    follow: FOLLOW,
-    cursorSecret: CURSOR_SECRET,
-    ...options.deps,
-  });
+  const app = await buildApp(
+    configFrom({
+      auth: { apiKeys: [API_KEY] },
+      follow: FOLLOW,
+      cursorSecret: CURSOR_SECRET,
+      ...options.config,
+    }),
+    { engine, follow: FOLLOW_CLOCK, ...options.deps },
+  );
   closers.push(async () => {
     await app.close();
     await duck.close();
@@ -250,7 +255,8 @@ describe("a follow stream whose client does not read", () => {
 
   it("does not hold up shutdown", async () => {
     const { app, base, add, metric } = await followService({
-      deps: { streams: { maxUnsentBytes: 1024 ** 3 }, shutdownGraceMs: 60_000 },
+      config: { shutdownGraceMs: 60_000 },
+      deps: { streams: { maxUnsentBytes: 1024 ** 3 } },
     });
     const client = stalledClient(base, `/api/endpoints/logs.all/follow?${QUERY}`);
     await expect.poll(() => metric("query_service_follow_streams_open")).toBe(1);
@@ -273,7 +279,11 @@ describe("a follow stream's credential", () => {
   async function keyedStream(first: Record<string, unknown>) {
     const path = temporaryFile("keys.json", { keys: [first] });
     const keysFile = new KeysFile(path);
-    const { base } = await followService({ rows: [RECENT], deps: { apiKeys: [], keysFile } });
+    const { base } = await followService({
+      rows: [RECENT],
+      config: { auth: { apiKeys: [] } },
+      deps: { keysFile },
+    });
     const stream = await open(followUrl(base), { "x-api-key": KEY });
     const rewrite = (keys: unknown[]) => {
       writeFileSync(path, JSON.stringify({ keys }));
@@ -327,8 +337,8 @@ describe("a scope on the follow route", () => {
   const scopedService = () =>
     followService({
       rows: [RECENT, edgeLog(shift(NOW, -2n * SECOND), { id: "after-the-pinned-start" })],
+      config: { auth: { apiKeys: [] } },
       deps: {
-        apiKeys: [],
         keysFile: new KeysFile(
           temporaryFile("keys.json", {
             keys: Object.entries(keys).map(([key, scope], i) => ({
@@ -367,7 +377,7 @@ describe("a scope on the follow route", () => {
 
 describe("capacity for streams", () => {
   it("past the process's cap answers 503 overloaded, and /health still answers", async () => {
-    const { app, base } = await followService({ deps: { streams: { maxOpen: 2 } } });
+    const { app, base } = await followService({ config: { streams: { maxOpen: 2 } } });
     await open(followUrl(base));
     await open(followUrl(base));
     const third = await fetch(followUrl(base), { headers: { "x-api-key": API_KEY } });
@@ -380,7 +390,7 @@ describe("capacity for streams", () => {
   it("past an address's cap answers 429, whichever of its keys asks", async () => {
     const keys = ["first-key-0123456789abcdef", "second-key-0123456789abcdef"];
     const { base } = await followService({
-      deps: { apiKeys: keys, streams: { maxPerAddress: 2 } },
+      config: { auth: { apiKeys: keys }, streams: { maxPerAddress: 2 } },
     });
     await open(followUrl(base), { "x-api-key": keys[0] as string });
     await open(followUrl(base), { "x-api-key": keys[0] as string });

@@ -7,11 +7,13 @@ import { buildApp } from "../../src/app.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
+import { configFrom } from "../support/config-from.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
 import { edgeLog, MICROSECOND, micros, OTHER_PROJECT, SECOND, shift } from "../support/fixtures.ts";
 import {
   closers,
   FOLLOW,
+  FOLLOW_CLOCK,
   NOW,
   open,
   QUERY,
@@ -63,7 +65,8 @@ describe("a follow stream on BigQuery", () => {
     const { base, add } = await bigQueryService({
       now: NOW,
       tables: { edge_logs: OLDER },
-      follow: FOLLOW,
+      config: { follow: FOLLOW },
+      follow: FOLLOW_CLOCK,
     });
     const stream = await open(`${base}/api/endpoints/logs.all/follow?${QUERY}`);
     const arriving = burst(250, "burst");
@@ -80,7 +83,8 @@ describe("a follow stream on BigQuery", () => {
     const { base, add } = await bigQueryService({
       now: NOW,
       tables: { edge_logs: OLDER },
-      follow: FOLLOW,
+      config: { follow: FOLLOW },
+      follow: FOLLOW_CLOCK,
     });
     const url = `${base}/api/endpoints/logs.all/follow?${QUERY}`;
     const first = await open(url);
@@ -104,7 +108,8 @@ describe("a follow stream on BigQuery", () => {
     const { base, add } = await bigQueryService({
       now: NOW,
       tables: { edge_logs: OLDER },
-      follow: FOLLOW,
+      config: { follow: FOLLOW },
+      follow: FOLLOW_CLOCK,
     });
     const url = `${base}/api/endpoints/logs.all/follow?${QUERY}`;
     const first = await open(url);
@@ -137,7 +142,8 @@ describe("a follow stream on BigQuery", () => {
     const { base, add } = await bigQueryService({
       now: NOW,
       tables: { edge_logs: [...OLDER, ...history] },
-      follow: FOLLOW,
+      config: { follow: FOLLOW },
+      follow: FOLLOW_CLOCK,
     });
     const start = encodeURIComponent(shift(NOW, -5n * SECOND));
     const stream = await open(
@@ -159,7 +165,8 @@ describe("a follow stream on BigQuery", () => {
     const { base, add } = await bigQueryService({
       now: NOW,
       tables: { edge_logs: OLDER },
-      follow: FOLLOW,
+      config: { follow: FOLLOW },
+      follow: FOLLOW_CLOCK,
     });
     const stream = await open(`${base}/api/endpoints/logs.all/follow?${QUERY}`);
     add([edgeLog(shift(NOW, 40n * SECOND), { id: "newest" })]);
@@ -175,7 +182,8 @@ describe("a follow stream on BigQuery", () => {
     const { base, add, get, standIn } = await bigQueryService({
       now: NOW,
       tables: { edge_logs: OLDER },
-      follow: FOLLOW,
+      config: { follow: FOLLOW },
+      follow: FOLLOW_CLOCK,
     });
     const url = `${base}/api/endpoints/logs.all/follow?${QUERY}`;
     const [one, two] = [await open(url), await open(url)];
@@ -196,7 +204,8 @@ describe("a follow stream on BigQuery", () => {
     const { base } = await bigQueryService({
       now: NOW,
       tables: { edge_logs: OLDER },
-      follow: FOLLOW,
+      config: { follow: FOLLOW },
+      follow: FOLLOW_CLOCK,
     });
     const url = `${base}/api/endpoints/logs.all/follow?${QUERY}`;
     const streams: Stream[] = [];
@@ -218,7 +227,8 @@ describe("a follow stream on BigQuery", () => {
     const { app, base } = await bigQueryService({
       now: NOW,
       tables: { edge_logs: OLDER },
-      follow: FOLLOW,
+      config: { follow: FOLLOW },
+      follow: FOLLOW_CLOCK,
     });
     const stream = await open(`${base}/api/endpoints/logs.all/follow?${QUERY}`);
     await app.close();
@@ -235,7 +245,8 @@ describe("a follow stream on BigQuery", () => {
     const { base, add } = await bigQueryService({
       now: NOW,
       tables: { edge_logs: OLDER },
-      follow: FOLLOW,
+      config: { follow: FOLLOW },
+      follow: FOLLOW_CLOCK,
     });
     const stream = await open(`${base}/api/endpoints/query/logs.all/follow?${QUERY}`, {
       accept: "application/x-ndjson",
@@ -249,7 +260,8 @@ describe("a follow stream on BigQuery", () => {
     const { get } = await bigQueryService({
       now: NOW,
       tables: { edge_logs: OLDER },
-      follow: FOLLOW,
+      config: { follow: FOLLOW },
+      follow: FOLLOW_CLOCK,
     });
     const refused = await get(
       `/api/endpoints/logs.all/follow?${QUERY}&iso_timestamp_end=2026-11-21T05:00:00Z&cursor=x`,
@@ -276,7 +288,8 @@ describe("a follow stream on BigQuery", () => {
     const { base } = await bigQueryService({
       now: NOW,
       tables: { edge_logs: OLDER },
-      follow: FOLLOW,
+      config: { follow: FOLLOW },
+      follow: FOLLOW_CLOCK,
       tokens: createTokenVerifier({ secret, maxLifetimeSeconds: 3600 }),
     });
     const stream = await open(`${base}/api/endpoints/logs.all/follow?${QUERY}`, {
@@ -295,7 +308,10 @@ describe("a follow stream on DuckDB", () => {
     const engine = await createDuckDbEngine({ now: () => micros(NOW) });
     const others = [edgeLog(shift(NOW, SECOND), { id: "theirs", project: OTHER_PROJECT })];
     await replaceTables(engine, { edge_logs: [...OLDER, ...others] });
-    const app = await buildApp({ engine, apiKeys: [API_KEY], follow: FOLLOW });
+    const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] }, follow: FOLLOW }), {
+      engine,
+      follow: FOLLOW_CLOCK,
+    });
     closers.push(async () => {
       await app.close();
       await engine.close();
@@ -323,10 +339,9 @@ describe("resuming a follow stream on DuckDB around late records", () => {
     const engine = await createDuckDbEngine({ now: () => clock.now });
     const stored = [...OLDER];
     await replaceTables(engine, { edge_logs: stored });
-    const app = await buildApp({
+    const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] }, follow: FOLLOW }), {
       engine: wrap(engine),
-      apiKeys: [API_KEY],
-      follow: { ...FOLLOW, clock: () => clock.now },
+      follow: { clock: () => clock.now },
     });
     closers.push(async () => {
       await app.close();
@@ -367,12 +382,14 @@ describe("resuming a follow stream on DuckDB around late records", () => {
       return replaceTables(engine, { edge_logs: stored });
     };
     const deploy = async () => {
-      const app = await buildApp({
-        engine,
-        apiKeys: [API_KEY],
-        cursorSecret: "a secret the deploys share, 32 characters or more",
-        follow: { ...FOLLOW, clock: () => clock.now },
-      });
+      const app = await buildApp(
+        configFrom({
+          auth: { apiKeys: [API_KEY] },
+          cursorSecret: "a secret the deploys share, 32 characters or more",
+          follow: FOLLOW,
+        }),
+        { engine, follow: { clock: () => clock.now } },
+      );
       closers.push(() => app.close());
       return { app, base: await app.listen({ host: "127.0.0.1", port: 0 }) };
     };

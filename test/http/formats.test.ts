@@ -81,7 +81,8 @@ async function service(options: Omit<ServiceOptions, "now"> = {}) {
   const started = await startService({
     now: NOW,
     tables: TABLES,
-    cache: { maxEntries: 100, maxBytes: 1_000_000 },
+    config: { cache: { maxEntries: 100, maxBytes: 1_000_000 } },
+    cache: {},
     wrapEngine: counted,
     ...options,
   });

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import { withQuery } from "../support/catalog.ts";
+import { configFrom } from "../support/config-from.ts";
 
 const KEY = "load-test-key-0123456789";
 // Several seconds of CPU per query on this machine kind, interruptible like any DuckDB scan.
@@ -18,13 +19,14 @@ afterEach(async () => {
 /** The service on an empty embedded database whose logs.all is a heavy query. */
 async function heavyService(timeoutMs: number, shutdownGraceMs?: number) {
   const engine = await createDuckDbEngine();
-  const app = await buildApp({
-    engine,
-    apiKeys: [KEY],
-    catalog: withQuery("logs.all", "duckdb", HEAVY_SQL),
-    admission: { maxConcurrency: 2, maxQueue: 20, maxPerCredential: 20, timeoutMs },
-    shutdownGraceMs,
-  });
+  const app = await buildApp(
+    configFrom({
+      auth: { apiKeys: [KEY] },
+      admission: { maxConcurrency: 2, maxQueue: 20, maxPerCredential: 20, timeoutMs },
+      ...(shutdownGraceMs !== undefined && { shutdownGraceMs }),
+    }),
+    { engine, catalog: withQuery("logs.all", "duckdb", HEAVY_SQL) },
+  );
   closing.push(async () => {
     await app.close();
     await engine.close();

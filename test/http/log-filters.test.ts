@@ -9,6 +9,7 @@ import { buildApp } from "../../src/app.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryRequest } from "../../src/engines/engine.ts";
+import { configFrom } from "../support/config-from.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
 import {
   DAY,
@@ -21,7 +22,16 @@ import {
   SECOND,
   shift,
 } from "../support/fixtures.ts";
-import { closers, FOLLOW, inOrder, NOW, open, QUERY, records } from "../support/follow-client.ts";
+import {
+  closers,
+  FOLLOW,
+  FOLLOW_CLOCK,
+  inOrder,
+  NOW,
+  open,
+  QUERY,
+  records,
+} from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
 import { recordingInto } from "../support/recording-engine.ts";
 import { API_KEY, startService } from "../support/service.ts";
@@ -109,7 +119,7 @@ const engines: [
         tables,
         now: NOW,
         follow: CLOCK,
-        rateLimitPerMinute: 10_000,
+        config: { rateLimitPerMinute: 10_000 },
         wrapEngine: recordingInto(runs),
       });
       return { get, runs };
@@ -121,12 +131,10 @@ const engines: [
       const runs: QueryRequest[] = [];
       const engine = await createDuckDbEngine({ now: () => micros(NOW) });
       await replaceTables(engine, tables);
-      const app = await buildApp({
-        engine: recordingInto(runs)(engine),
-        apiKeys: [API_KEY],
-        rateLimitPerMinute: 10_000,
-        follow: CLOCK,
-      });
+      const app = await buildApp(
+        configFrom({ auth: { apiKeys: [API_KEY] }, rateLimitPerMinute: 10_000 }),
+        { engine: recordingInto(runs)(engine), follow: CLOCK },
+      );
       opened.push({ app, engine });
       return { get: (url) => app.inject({ url, headers: { "x-api-key": API_KEY } }), runs };
     },
@@ -251,7 +259,10 @@ describe("since, paged", () => {
     let now = micros(NOW);
     const engine = await createDuckDbEngine({ now: () => now });
     await replaceTables(engine, TABLES);
-    const app = await buildApp({ engine, apiKeys: [API_KEY], follow: { clock: () => now } });
+    const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] } }), {
+      engine,
+      follow: { clock: () => now },
+    });
     opened.push({ app, engine });
     const get: Get = async (url) => {
       const response = await app.inject({ url, headers: { "x-api-key": API_KEY } });
@@ -328,10 +339,9 @@ describe("a follow stream under filters", () => {
     const engine = await createDuckDbEngine({ now: () => micros(NOW) });
     const runs: QueryRequest[] = [];
     await replaceTables(engine, { edge_logs: [] });
-    const app = await buildApp({
+    const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] }, follow: FOLLOW }), {
       engine: recordingInto(runs)(engine),
-      apiKeys: [API_KEY],
-      follow: FOLLOW,
+      follow: FOLLOW_CLOCK,
     });
     closers.push(async () => {
       await app.close();

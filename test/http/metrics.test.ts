@@ -31,7 +31,8 @@ describe("GET /metrics", () => {
     const { get, standIn } = await startService({
       now: NOW,
       tables: { edge_logs: [edgeLog(shift(NOW, -5n * SECOND))] },
-      cache: { maxEntries: 10, maxBytes: 1e6, now: () => now },
+      config: { cache: { maxEntries: 10, maxBytes: 1e6 } },
+      cache: { now: () => now },
       engine: { retry: { attempts: 1, initialDelayMs: 1, maxDelayMs: 1 } },
     });
     await get(USAGE);
@@ -95,7 +96,7 @@ describe("GET /metrics", () => {
   });
 
   it("does not spend the caller's query budget", async () => {
-    const { get } = await startService({ now: NOW, rateLimitPerMinute: 2 });
+    const { get } = await startService({ now: NOW, config: { rateLimitPerMinute: 2 } });
     for (let scrape = 0; scrape < 5; scrape++) expect((await get("/metrics")).statusCode).toBe(200);
     const catalog = "/api/endpoints";
     expect((await get(catalog)).statusCode).toBe(200);
@@ -155,7 +156,8 @@ describe("GET /metrics, read by Prometheus's own linter", () => {
     const { get } = await startService({
       now: NOW,
       tables: { edge_logs: [edgeLog(shift(NOW, -5n * SECOND))] },
-      cache: { maxEntries: 10, maxBytes: 1e6 },
+      config: { cache: { maxEntries: 10, maxBytes: 1e6 } },
+      cache: {},
     });
     await get(USAGE);
     await get(USAGE);

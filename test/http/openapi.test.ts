@@ -13,6 +13,7 @@ import { InvalidParamsError, parseParams } from "../../src/endpoints/params.ts";
 import { ERROR_CODES } from "../../src/http/errors.ts";
 import { type OpenApiDocument, withCatalogPaths } from "../../src/http/openapi/catalog-paths.ts";
 import { catalog } from "../support/catalog.ts";
+import { configFrom } from "../support/config-from.ts";
 import { demoApp } from "../support/demo-app.ts";
 import { jsonSchemaValidator, schemaErrors } from "../support/json-schema.ts";
 import { temporaryFile } from "../support/temporary-file.ts";
@@ -38,11 +39,10 @@ const KEYS_PATH = temporaryFile("keys.json", {
   ],
 });
 
-const demo = demoApp({
-  apiKeys: [FULL_KEY],
-  keysFile: new KeysFile(KEYS_PATH),
-  cache: { maxEntries: 100, maxBytes: 1e7 },
-});
+const demo = demoApp(
+  { auth: { apiKeys: [FULL_KEY] }, cache: { maxEntries: 100, maxBytes: 1e7 } },
+  { keysFile: new KeysFile(KEYS_PATH), cache: {} },
+);
 
 const get = (url: string, headers: Record<string, string> = {}) =>
   demo.app.inject({ url, headers });
@@ -654,11 +654,10 @@ describe("GET /docs", () => {
   });
 
   it("like /openapi.json, counts against no credential's rate limit", async () => {
-    const limited = await buildApp({
-      engine: demo.engine,
-      apiKeys: [FULL_KEY],
-      rateLimitPerMinute: 1,
-    });
+    const limited = await buildApp(
+      configFrom({ auth: { apiKeys: [FULL_KEY] }, rateLimitPerMinute: 1 }),
+      { engine: demo.engine },
+    );
     try {
       const key = { "x-api-key": FULL_KEY };
       for (let i = 0; i < 3; i++) {

@@ -7,6 +7,7 @@ import type { BigQueryEngine } from "../../src/engines/bigquery.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { BigQueryStandIn } from "../support/bigquery-standin.ts";
 import { catalog } from "../support/catalog.ts";
+import { configFrom } from "../support/config-from.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
 import {
   DAY,
@@ -116,7 +117,10 @@ const engines: [string, (tables: Record<string, Row[]>) => Promise<Get>][] = [
     async (tables) => {
       const engine = await createDuckDbEngine({ now: () => micros(NOW) });
       await replaceTables(engine, tables);
-      const app = await buildApp({ engine, apiKeys: [API_KEY], rateLimitPerMinute: 10_000 });
+      const app = await buildApp(
+        configFrom({ auth: { apiKeys: [API_KEY] }, rateLimitPerMinute: 10_000 }),
+        { engine },
+      );
       opened.push({ app, engine });
       return (url) => app.inject({ url, headers: { "x-api-key": API_KEY } });
     },
@@ -217,11 +221,14 @@ describe("a page walk on BigQuery", () => {
   const base = `/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`;
   const window = expectedIds(PROJECT, shift(NOW, -DAY));
   const start = (deployment = "test-project.logs") =>
-    startService({ tables: TABLES, now: NOW, cursorSecret: SECRET, deployment });
+    startService({ tables: TABLES, now: NOW, config: { cursorSecret: SECRET }, deployment });
   /** Another app on `standIn` with the secret: a replica, or another deployment's service. */
   const another = async (standIn: BigQueryStandIn, deployment: string): Promise<Get> => {
     const engine = engineOn(standIn);
-    const app = await buildApp({ engine, apiKeys: [API_KEY], cursorSecret: SECRET, deployment });
+    const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] }, cursorSecret: SECRET }), {
+      engine,
+      deployment,
+    });
     replicas.push({ app, engine });
     return (url) => app.inject({ url, headers: { "x-api-key": API_KEY } });
   };

@@ -181,7 +181,7 @@ describe.each(catalog.map((endpoint) => [endpoint.name, endpoint] as const))(
         now: NOW,
         tables: TABLES,
         wrapEngine: recordingInto(calls),
-        rateLimitPerMinute: 100_000,
+        config: { rateLimitPerMinute: 100_000 },
       });
       const statuses: number[] = [];
 

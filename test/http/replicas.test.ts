@@ -12,6 +12,7 @@ import { loadData } from "../../src/engines/duckdb/data.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
 import { RedisLink } from "../../src/redis/link.ts";
+import { type ConfigOverrides, configFrom } from "../support/config-from.ts";
 import { redisServer } from "../support/redis-server.ts";
 
 const API_KEY = "replica-key-0123456789abcdef";
@@ -54,6 +55,7 @@ async function replicas(
     redisTimeoutMs?: number;
     /** The engine of replica i; default: the shared DuckDB engine. */
     engineOf?: (i: number) => QueryEngine;
+    config?: ConfigOverrides;
     deps?: Partial<AppDeps>;
   } = {},
 ): Promise<Replica[]> {
@@ -76,16 +78,16 @@ async function replicas(
     const timeoutMs = options.redisTimeoutMs ?? 1_000;
     const link = new RedisLink({ url: redis.url, prefix, timeoutMs, logger });
     expect(await link.waitUntilUp(5_000)).toBe(true);
-    const app = await buildApp({
-      engine: options.engineOf?.(i) ?? engine,
-      apiKeys: [API_KEY],
-      shutdownGraceMs: 1_000,
-      cache: { maxEntries: 100, maxBytes: 10_000_000 },
-      rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
-      redis: link,
-      logger,
-      ...options.deps,
-    });
+    const app = await buildApp(
+      configFrom({
+        auth: { apiKeys: [API_KEY] },
+        shutdownGraceMs: 1_000,
+        cache: { maxEntries: 100, maxBytes: 10_000_000 },
+        rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
+        ...options.config,
+      }),
+      { engine: options.engineOf?.(i) ?? engine, cache: {}, redis: link, logger, ...options.deps },
+    );
     made.push({ app, link, redisLog, warnings, prefix });
   }
   opened.push(...made);
@@ -225,7 +227,7 @@ describe("every other per-credential budget, once across replicas", () => {
   });
 
   it("open follow streams: past the limit on one replica, refused on the others", async () => {
-    const three = await replicas({ deps: { follow: { maxPerCredential: 2 } } });
+    const three = await replicas({ config: { follow: { maxPerCredential: 2 } } });
     const bases = await Promise.all(three.map(({ app }) => app.listen({ port: 0 })));
     const streams = new AbortController();
     const follow = (base: string | undefined) =>
@@ -258,7 +260,7 @@ describe("every other per-credential budget, once across replicas", () => {
     };
     const [first, second] = await replicas({
       engineOf: () => slow,
-      deps: { admission: { maxPerCredential: 1 } },
+      config: { admission: { maxPerCredential: 1 } },
     });
     const holding = get(first, usage("daily"));
     await vi.waitFor(

@@ -105,15 +105,18 @@ async function tenantService(options: Partial<ServiceOptions> = {}) {
     tables: TABLES,
     keysFile: new KeysFile(KEYS_PATH),
     wrapEngine: recording,
-    rateLimitPerMinute: 100_000,
     ...options,
+    config: { rateLimitPerMinute: 100_000, ...options.config },
   });
   const as = (who: Who, url: string) => service.get(url, { "x-api-key": KEYS[who].key });
   return { ...service, calls, as };
 }
 
 const cachedService = () =>
-  tenantService({ cache: { maxEntries: 100, maxBytes: 1_000_000, now: () => 0 } });
+  tenantService({
+    config: { cache: { maxEntries: 100, maxBytes: 1_000_000 } },
+    cache: { now: () => 0 },
+  });
 
 /** `path` is a name, or `query/<name or UUID>`; a parameter repeats when given twice as a pair. */
 const url = (path: string, params: Record<string, string> | [string, string][] = {}) =>
@@ -251,8 +254,10 @@ describe("random stream requests by random credentials", () => {
   it("follow: never 5xx, a 403 never reaches the engine, and the engine sees only the scope's fixed values", async () => {
     const service = await tenantService({
       // Only the catch-up queries: no feed polls while a stream is open.
-      follow: { intervalMs: 600_000, maxPerCredential: 1_000 },
-      streams: { maxPerAddress: 1_000 },
+      config: {
+        follow: { intervalMs: 600_000, maxPerCredential: 1_000 },
+        streams: { maxPerAddress: 1_000 },
+      },
     });
     await expectScopedStreams(
       "follow",
@@ -277,9 +282,12 @@ describe("random stream requests by random credentials", () => {
 
   it("watch: never 5xx, a 403 never reaches the engine, and the engine sees only the scope's fixed values", async () => {
     const service = await tenantService({
-      cache: { maxEntries: 100, maxBytes: 1_000_000, now: () => 0 },
-      follow: { maxPerCredential: 1_000 },
-      streams: { maxPerAddress: 1_000 },
+      config: {
+        cache: { maxEntries: 100, maxBytes: 1_000_000 },
+        follow: { maxPerCredential: 1_000 },
+        streams: { maxPerAddress: 1_000 },
+      },
+      cache: { now: () => 0 },
     });
     await expectScopedStreams(
       "watch",
@@ -427,7 +435,8 @@ describe("what a credential may see besides its endpoints", () => {
       (["acme", "globex"] as const).map((project) => ruleOf(endpoint, project)),
     );
     const { as } = await tenantService({
-      cache: { maxEntries: 100, maxBytes: 1_000_000, now: () => 0 },
+      config: { cache: { maxEntries: 100, maxBytes: 1_000_000 } },
+      cache: { now: () => 0 },
       alertRules: openAlertRules(temporaryFile("rules.json", { rules })),
     });
     // What the scope rule lets each call: its endpoint, with every fixed value as the rule has it.

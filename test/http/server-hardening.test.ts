@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type AppDeps, buildApp } from "../../src/app.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import { buildManagementApp } from "../../src/http/management.ts";
+import { type ConfigOverrides, configFrom } from "../support/config-from.ts";
 
 const KEY = "hardening-key-0123456789";
 
@@ -14,9 +15,12 @@ afterEach(async () => {
   await Promise.all(closing.splice(0).map((close) => close()));
 });
 
-async function listening(deps: Partial<AppDeps> = {}) {
+async function listening(config: ConfigOverrides = {}, deps: Partial<AppDeps> = {}) {
   const engine = await createDuckDbEngine();
-  const app = await buildApp({ engine, apiKeys: [KEY], ...deps });
+  const app = await buildApp(configFrom({ ...config, auth: { apiKeys: [KEY] } }), {
+    engine,
+    ...deps,
+  });
   await app.listen({ port: 0, host: "127.0.0.1" });
   closing.push(async () => {
     await app.close();
@@ -53,7 +57,9 @@ function parseResponse(text: string) {
 
 describe("timeouts", () => {
   it("cuts a client that sends its headers too slowly with 408 in the envelope", async () => {
-    const { port } = await listening({ http: { requestTimeoutMs: 1_000, headersTimeoutMs: 500 } });
+    const { port } = await listening({
+      http: { requestTimeoutMs: 1_000, headersTimeoutMs: 500 },
+    });
     const { socket, closed, ready, received } = rawConnection(port);
     await ready;
     socket.write("GET /health HTTP/1.1\r\nHost: x\r\n");
@@ -117,7 +123,7 @@ describe("bodies", () => {
 
 describe("a connection cap", () => {
   it("closes connections past HTTP_MAX_CONNECTIONS at once, counts them, and the management port still answers", async () => {
-    const { app, engine } = await listening({ maxConnections: 2 });
+    const { app, engine } = await listening({ http: { maxConnections: 2 } });
     const port = (app.server.address() as { port: number }).port;
     const held = [rawConnection(port), rawConnection(port)];
     await Promise.all(held.map((connection) => connection.ready));
@@ -169,9 +175,10 @@ describe("framing errors", () => {
 
 describe("load shedding", () => {
   it("answers 503 overloaded with Retry-After while the event loop lags, and spares /health", async () => {
-    const { port } = await listening({
-      pressure: { maxEventLoopDelayMs: 30, sampleIntervalMs: 10 },
-    });
+    const { port } = await listening(
+      {},
+      { pressure: { maxEventLoopDelayMs: 30, sampleIntervalMs: 10 } },
+    );
     // Hold the event loop again and again, as bursts of synchronous work would, until a request is
     // shed: a single block can be over before a loaded machine delivers the request.
     const hold = () => {

@@ -45,7 +45,7 @@ const errorOf = (response: { body: string }) =>
 describe("the failed-authentication throttle", () => {
   it("lets a valid API key through from an address over its failures, and nothing else", async () => {
     const { tokens } = countedVerifier();
-    const { app } = await service({ authFailuresPerMinute: 3, tokens });
+    const { app } = await service({ config: { auth: { failuresPerMinute: 3 } }, tokens });
     const from = (headers: Record<string, string>) =>
       app.inject({ url: LISTING, remoteAddress: "203.0.113.7", headers });
     for (let guess = 0; guess < 3; guess++) {
@@ -67,7 +67,7 @@ describe("the failed-authentication throttle", () => {
   it("counts concurrent bad tokens as they arrive: at most the limit reach the verifier", async () => {
     const { tokens, counted } = countedVerifier();
     const limit = 10;
-    const { app } = await service({ authFailuresPerMinute: limit, tokens });
+    const { app } = await service({ config: { auth: { failuresPerMinute: limit } }, tokens });
     const forged = await token(FORGED_WITH);
     const answers = await Promise.all(
       Array.from({ length: 300 }, () =>
@@ -86,7 +86,7 @@ describe("the failed-authentication throttle", () => {
 
   it("gives back what a verification counted once its token passes", async () => {
     const { tokens, counted } = countedVerifier();
-    const { app } = await service({ authFailuresPerMinute: 2, tokens });
+    const { app } = await service({ config: { auth: { failuresPerMinute: 2 } }, tokens });
     const good = await token();
     const answers = await Promise.all(
       Array.from({ length: 2 }, () =>
@@ -110,7 +110,7 @@ describe("the failed-authentication throttle", () => {
 describe("TRUST_PROXY: whose address the per-address counts use", () => {
   /** Three bad keys from the client `forwarded` names, through a proxy on loopback. */
   async function throttleThroughProxy(trustProxy: string[] | undefined) {
-    const { app } = await service({ authFailuresPerMinute: 3, trustProxy });
+    const { app } = await service({ config: { auth: { failuresPerMinute: 3 }, trustProxy } });
     const through = (forwardedFor: string) =>
       app.inject({
         url: LISTING,
@@ -159,7 +159,9 @@ describe("TRUST_PROXY: whose address the per-address counts use", () => {
 describe("the per-credential rate limit", () => {
   it("keeps a limited key's count however many other credentials are counted after it", async () => {
     const others = Array.from({ length: 5_001 }, (_, i) => `other-key-${i}-0123456789abcdef`);
-    const { app } = await service({ rateLimitPerMinute: 1, apiKeys: [API_KEY, ...others] });
+    const { app } = await service({
+      config: { rateLimitPerMinute: 1, auth: { apiKeys: [API_KEY, ...others] } },
+    });
     const as = async (key: string) =>
       (await app.inject({ url: LISTING, headers: { "x-api-key": key } })).statusCode;
     expect(await as(API_KEY)).toBe(200);
@@ -174,7 +176,7 @@ describe("what is served without a credential", () => {
   const BROWSER = { "accept-encoding": "gzip, deflate, br, zstd" };
 
   it("counts /docs, its assets, /openapi.json and the explorer per client address", async () => {
-    const { app } = await service({ anonymousRateLimitPerMinute: 3 });
+    const { app } = await service({ config: { anonymousRateLimitPerMinute: 3 } });
     const from = (remoteAddress: string, url: string, headers: Record<string, string> = {}) =>
       app.inject({ url, remoteAddress, headers });
     for (const url of ["/docs", "/openapi.json", "/"]) {
@@ -208,8 +210,8 @@ describe("what is served without a credential", () => {
     try {
       expect(await link.waitUntilUp(5_000)).toBe(true);
       const replicas = [
-        await service({ anonymousRateLimitPerMinute: 3, redis: link }),
-        await service({ anonymousRateLimitPerMinute: 3, redis: link }),
+        await service({ config: { anonymousRateLimitPerMinute: 3 }, redis: link }),
+        await service({ config: { anonymousRateLimitPerMinute: 3 }, redis: link }),
       ];
       const statusOn = async (replica: number) =>
         (

@@ -94,7 +94,8 @@ describe("a watch stream", () => {
       { function_edge_logs: calls(3) },
       undefined,
       {
-        cache: { maxEntries: 100, maxBytes: 300, now: () => clock.ms },
+        config: { cache: { maxEntries: 100, maxBytes: 300 } },
+        cache: { now: () => clock.ms },
       },
     );
     const base = await service.app.listen({ host: "127.0.0.1", port: 0 });
@@ -159,7 +160,7 @@ describe("a watch stream", () => {
   });
 
   it("shares the credential's stream cap with follow streams: one budget", async () => {
-    const { service, base } = await watchedService({ follow: { maxPerCredential: 2 } });
+    const { service, base } = await watchedService({ config: { follow: { maxPerCredential: 2 } } });
     await open(`${base}/api/endpoints/logs.all/follow?project=${PROJECT}&project_tier=FREE`);
     const watch = await open(`${base}${WATCH}`);
     await watch.until(() => results(watch).length === 1);
@@ -169,7 +170,7 @@ describe("a watch stream", () => {
   });
 
   it("counts as one request against the credential's rate limit, however long it stays open", async () => {
-    const { service, base } = await watchedService({ rateLimitPerMinute: 2 });
+    const { service, base } = await watchedService({ config: { rateLimitPerMinute: 2 } });
     const stream = await open(`${base}${WATCH}`);
     await stream.until(() => results(stream).length === 1);
     expect((await service.get(STATS)).statusCode).toBe(200);

@@ -39,13 +39,15 @@ export async function cachedService(
 }> {
   const clock = { ms: 0 };
   const engine = countingEngine();
+  const { config, ...rest } = deps;
   const service = await startService({
     now,
     tables,
-    cache: { maxEntries: 100, maxBytes: 1_000_000, now: () => clock.ms },
+    config: { cache: { maxEntries: 100, maxBytes: 1_000_000 }, ...config },
+    cache: { now: () => clock.ms },
     wrapEngine: engine.wrap,
     logger,
-    ...deps,
+    ...rest,
   });
   return { service, engine: engine.counts, clock };
 }

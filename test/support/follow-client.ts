@@ -9,7 +9,10 @@ import { API_KEY } from "./service.ts";
 
 /** The follow tests' pinned clock, a quick poll, and the query string of the fixtures' project. */
 export const NOW = "2026-11-21T05:17:42.123456Z";
-export const FOLLOW = { intervalMs: 40, lagMs: 60_000, clock: () => micros(NOW) };
+/** The follow settings of these tests: a poll every 40 ms. */
+export const FOLLOW = { intervalMs: 40, lagMs: 60_000 };
+/** Their follow streams' clock, pinned at NOW. */
+export const FOLLOW_CLOCK = { clock: () => micros(NOW) };
 export const QUERY = `project=${PROJECT}&project_tier=FREE`;
 
 export interface Event {

@@ -6,12 +6,15 @@ import { type AppDeps, buildApp } from "../../src/app.ts";
 import { type BigQueryEngineOptions, createBigQueryEngine } from "../../src/engines/bigquery.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
 import { type BigQueryStandIn, startBigQueryStandIn } from "./bigquery-standin.ts";
+import { type ConfigOverrides, configFrom } from "./config-from.ts";
 import { servedContract } from "./contract.ts";
 import type { Row } from "./googlesql.ts";
 
 export const API_KEY = "test-key-0123456789abcdef";
 
 export interface ServiceOptions extends Partial<Omit<AppDeps, "engine">> {
+  /** Settings other than the defaults; the full-access key is API_KEY unless `auth` says. */
+  config?: ConfigOverrides;
   tables?: Record<string, Row[]>;
   now: string;
   engine?: Partial<BigQueryEngineOptions>;
@@ -66,9 +69,17 @@ export function engineOn(standIn: BigQueryStandIn, options: Partial<BigQueryEngi
 
 /** Starts a service for the current test; it is closed after the test. */
 export async function startService(options: ServiceOptions): Promise<Service> {
-  const { tables, now, engine: engineOptions, wrapEngine = (e) => e, ...deps } = options;
+  const { tables, now, engine: engineOptions, wrapEngine = (e) => e, config, ...deps } = options;
   const { standIn, engine } = await standInEngine({ tables, now, engine: engineOptions });
-  const app = await buildApp({ apiKeys: [API_KEY], ...deps, engine: wrapEngine(engine) });
+  const app = await buildApp(
+    configFrom({
+      ...config,
+      auth: { apiKeys: [API_KEY], ...config?.auth },
+      // The engine's own job timeout (`engine` above) bounds a query, not the embedded engine's default.
+      admission: { timeoutMs: undefined, ...config?.admission },
+    }),
+    { ...deps, engine: wrapEngine(engine) },
+  );
   open.push(async () => {
     await app.close();
     await engine.close();

@@ -7,6 +7,7 @@ import { type AppDeps, buildApp } from "../../src/app.ts";
 import { RedisLink } from "../../src/redis/link.ts";
 import { startBigQueryStandIn } from "./bigquery-standin.ts";
 import { countingEngine } from "./cached-service.ts";
+import { type ConfigOverrides, configFrom } from "./config-from.ts";
 import type { Row } from "./googlesql.ts";
 import { API_KEY, engineOn } from "./service.ts";
 
@@ -23,6 +24,7 @@ export async function replicasOnStandIn(options: {
   now: string;
   clock: { ms: number };
   tables: Record<string, Row[]>;
+  config?: ConfigOverrides;
   deps?: Partial<AppDeps>;
   count?: number;
 }) {
@@ -42,17 +44,23 @@ export async function replicasOnStandIn(options: {
   const startOne = async () => {
     const link = new RedisLink({ url: options.redisUrl, prefix, timeoutMs: 1_000 });
     expect(await link.waitUntilUp(5_000)).toBe(true);
-    const app = await buildApp({
-      engine: counting.wrap(engine),
-      apiKeys: [API_KEY],
-      cache: { maxEntries: 100, maxBytes: 1_000_000, now: () => options.clock.ms },
-      redis: link,
-      follow: { maxPerCredential: 100 },
-      streams: { maxPerAddress: 100 },
-      rateLimitPerMinute: 100_000,
-      shutdownGraceMs: 1_000,
-      ...options.deps,
-    });
+    const app = await buildApp(
+      configFrom({
+        auth: { apiKeys: [API_KEY] },
+        cache: { maxEntries: 100, maxBytes: 1_000_000 },
+        follow: { maxPerCredential: 100 },
+        streams: { maxPerAddress: 100 },
+        rateLimitPerMinute: 100_000,
+        shutdownGraceMs: 1_000,
+        ...options.config,
+      }),
+      {
+        engine: counting.wrap(engine),
+        cache: { now: () => options.clock.ms },
+        redis: link,
+        ...options.deps,
+      },
+    );
     const close = async () => {
       await app.close();
       await link.close();

@@ -4,6 +4,7 @@
 import { basename, dirname, join, relative, resolve } from "node:path";
 import type { LightMyRequestResponse } from "fastify";
 import { buildApp } from "../../app.ts";
+import { configFrom } from "../../config.ts";
 import { parseIsoTimestamp } from "../../time.ts";
 import type { Catalog } from "../catalog.ts";
 import { BUILT_IN_ENDPOINTS, CatalogError, loadCatalog } from "../load-catalog.ts";
@@ -95,7 +96,11 @@ async function runOverFixtures(
     return cases.map(() => [problem]);
   }
   // The app's clock too: it resolves `since` and where streams start.
-  const app = await buildApp({ engine, apiKeys: [KEY], catalog, follow: { clock } });
+  const app = await buildApp(configFrom({ auth: { apiKeys: [KEY] } }), {
+    engine,
+    catalog,
+    follow: { clock },
+  });
   try {
     const problems: string[][] = [];
     for (const entry of cases) {
