@@ -39,6 +39,7 @@ import {
   type ValueCheck,
 } from "./params.ts";
 import type { WindowBinding } from "./sql-params.ts";
+import { referencedParams } from "./sql-text.ts";
 import { NO_WINDOW, pagedWindow, type Span, spanWindow } from "./window.ts";
 
 /** One problem of a definition: the field it is about (dotted) and what is wrong. */
@@ -52,21 +53,11 @@ export type SqlFiles = Readonly<Record<string, string>>;
 
 const DIALECTS: readonly Dialect[] = ["bigquery", "duckdb"];
 /** How each engine's SQL names a parameter. */
-const SQL_PARAM: Record<Dialect, RegExp> = {
-  bigquery: /@([A-Za-z_]\w*)/g,
-  duckdb: /\$([A-Za-z_]\w*)/g,
-};
 /** What an engine binds in every query of its own: DuckDB's `$now` (engines/duckdb.ts). */
 const ENGINE_PARAMS: Record<Dialect, readonly string[]> = { bigquery: [], duckdb: ["now"] };
 /** What a paged endpoint's cursor binds (params.ts), and a resumed stream's position (follow.ts). */
 const CURSOR_PARAMS = ["cursor_timestamp", "cursor_id"];
 const AFTER_PARAMS = ["after_timestamp", "after_id"];
-
-/** The parameters the SQL names: comments and string literals skipped. */
-export function sqlParams(sql: string, dialect: Dialect): Set<string> {
-  const code = sql.replace(/--[^\n]*|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"/g, "");
-  return new Set([...code.matchAll(SQL_PARAM[dialect])].map((match) => match[1] as string));
-}
 
 /** The entry of a definition, or the problems that keep it from being one. */
 export function compileEndpoint(
@@ -370,7 +361,7 @@ function sqlOf(
     }
     const check = (file: string, text: string, extra: readonly string[]) => {
       const bound = new Set([...declared, ...windowBinds, ...extra, ...ENGINE_PARAMS[dialect]]);
-      const used = sqlParams(text, dialect);
+      const used = new Set(referencedParams(text, dialect));
       for (const name of used) {
         if (!bound.has(name)) {
           problems.push({

@@ -5,6 +5,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { BigQuery, type BigQueryOptions, common, type Job } from "@google-cloud/bigquery";
 import { PassThroughClient } from "google-auth-library";
+import { referencedParams } from "../endpoints/sql-text.ts";
 import { sourceTables } from "../schema.ts";
 import { labelValue } from "../telemetry/attribution.ts";
 import { dateToMicros, parseIsoTimestamp } from "../time.ts";
@@ -368,21 +369,6 @@ interface DryRunRequest {
 /** The part of a dry-run job (jobs.insert's answer) the service reads. */
 interface DryRunJob {
   statistics?: { query?: { statementType?: string } };
-}
-
-/**
- * The @names a GoogleSQL text refers to, lower case (BigQuery's names are case-insensitive),
- * outside comments, strings and quoted names; `@@` system variables are not parameters.
- */
-export function referencedParams(sql: string): string[] {
-  const code = sql.replace(
-    /--[^\n]*|#[^\n]*|\/\*[\s\S]*?\*\/|'''[\s\S]*?'''|"""[\s\S]*?"""|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`/g,
-    " ",
-  );
-  const names = [...code.matchAll(/(?<![@\w])@([A-Za-z_]\w*)/g)].map((m) =>
-    (m[1] as string).toLowerCase(),
-  );
-  return [...new Set(names)].sort();
 }
 
 /** The parts of jobs.query's and jobs.getQueryResults' answers the service reads. */

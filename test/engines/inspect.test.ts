@@ -2,7 +2,7 @@
 // statement (a read-only query or not, one statement or several) and the parameters it names.
 // BigQuery's answer comes from a jobs.insert dry run through the official client to the stand-in.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { referencedParams } from "../../src/engines/bigquery.ts";
+import { referencedParams } from "../../src/endpoints/sql-text.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import { EngineError, type QueryEngine } from "../../src/engines/engine.ts";
 import { standInEngine } from "../support/service.ts";
