@@ -2,7 +2,7 @@
 // naming the variable and what it expects.
 import { isIP } from "node:net";
 import { availableParallelism } from "node:os";
-import { resolve } from "node:path";
+import { delimiter, resolve } from "node:path";
 import { z } from "zod";
 import type { TokenOptions } from "./credentials/tokens.ts";
 import type { AdmissionOptions } from "./engines/admission.ts";
@@ -58,6 +58,7 @@ const environment = z.object({
     .optional(),
   API_KEYS_FILE: text.optional(),
   ALERT_RULES_FILE: text.optional(),
+  ENDPOINTS_DIR: text.optional(),
   JWT_SECRET: z
     .string()
     .refine((secret) => Buffer.byteLength(secret) >= 32, "needs at least 32 bytes")
@@ -243,6 +244,8 @@ export interface Config {
   cursorSecretFile: string;
   /** Alert rules (ALERT_RULES_FILE); absent: none. */
   alertRulesFile?: string;
+  /** Folders of operators' endpoints (ENDPOINTS_DIR), served beside the built-in ones. */
+  endpointsDirs: string[];
   logLevel: (typeof LOG_LEVELS)[number];
   /** JSON lines (production, a pipe), or pino-pretty's readable lines (a terminal, `npm run dev`). */
   logFormat: "json" | "pretty";
@@ -300,6 +303,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, stdoutIsTerminal = false): Co
     port: e.PORT,
     host: e.HOST,
     alertRulesFile: e.ALERT_RULES_FILE,
+    // Separated as PATH is (":"), so a folder's name may hold a comma.
+    endpointsDirs: (e.ENDPOINTS_DIR ?? "")
+      .split(delimiter)
+      .filter((dir) => dir.trim() !== "")
+      .map((dir) => resolve(dir)),
     auth: {
       apiKeys: e.API_KEYS ?? [],
       keysFile: e.API_KEYS_FILE,

@@ -1,5 +1,5 @@
 // Process entry: config → engine → app → listen; closes gracefully on SIGTERM/SIGINT; SIGHUP
-// reads API_KEYS_FILE again.
+// reads API_KEYS_FILE, ALERT_RULES_FILE and the endpoint folders again.
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import closeWithGrace from "close-with-grace";
@@ -9,7 +9,9 @@ import { type Config, ConfigError, loadConfig, nearMisses } from "./config.ts";
 import { KeysFile } from "./credentials/keys-file.ts";
 import { createTokenVerifier } from "./credentials/tokens.ts";
 import { keptCursorSecret } from "./cursor-secret-file.ts";
-import { loadCatalog } from "./endpoints/load-catalog.ts";
+import { LiveCatalog } from "./endpoints/catalog.ts";
+import { BUILT_IN_ENDPOINTS, CatalogError, loadCatalog } from "./endpoints/load-catalog.ts";
+import { loadServedCatalog } from "./endpoints/served-catalog.ts";
 import { openEngine } from "./engines/open-engine.ts";
 import { buildManagementApp } from "./http/management.ts";
 import { createLogger } from "./logger.ts";
@@ -64,9 +66,16 @@ for (const warning of nearMisses(process.env)) log.warn(warning);
  * The endpoint catalog, the keys file, token keys, alert rules (the last three checked against the
  * catalog) and the kept cursor secret, read now: a bad one stops startup naming what is wrong.
  */
-function openSettingsFiles({ auth, alertRulesFile, cursorSecret, cursorSecretFile }: Config) {
+function openSettingsFiles({
+  auth,
+  alertRulesFile,
+  cursorSecret,
+  cursorSecretFile,
+  endpointsDirs,
+}: Config) {
   try {
-    const catalog = loadCatalog();
+    // Checked by the engine once it is open (below), and then served as that check leaves it.
+    const catalog = new LiveCatalog(loadCatalog([BUILT_IN_ENDPOINTS, ...endpointsDirs]));
     return {
       catalog,
       keysFile: auth.keysFile === undefined ? undefined : new KeysFile(auth.keysFile, catalog),
@@ -103,13 +112,6 @@ if (apiKeys.length === 0 && !keysFile && !tokens) {
 }
 keysFile?.watch(log);
 alertRules?.watch(log);
-// For the life of the process, so a SIGHUP never stops it (closeWithGrace skips SIGHUP below).
-process.on("SIGHUP", () => {
-  if (!keysFile && !alertRules)
-    log.info("SIGHUP: no API_KEYS_FILE or ALERT_RULES_FILE to read again");
-  keysFile?.reload(log);
-  alertRules?.reload(log);
-});
 
 // Before the app: Fastify's instrumentation hooks every instance created after it.
 const stopTracing = await startTracing();
@@ -120,6 +122,41 @@ const engine = await openEngine(config.engine, log).catch((error: Error) => {
   process.stderr.write(`Startup error: ${error.message}\n`);
   process.exit(1);
 });
+try {
+  const served = await loadServedCatalog(config.endpointsDirs, engine);
+  for (const line of served.notServed) log.warn(line);
+  catalog.replace(served.catalog);
+} catch (error) {
+  // An operator's SQL the engine refuses: one line per file, then stop.
+  process.stderr.write(`Configuration error: ${(error as Error).message}\n`);
+  process.exit(1);
+}
+
+/**
+ * The endpoint folders read and checked again: served when all is well, else every problem logged
+ * and the endpoints served so far kept, so a typo breaks nothing that worked.
+ */
+async function reloadEndpoints(): Promise<void> {
+  try {
+    const served = await loadServedCatalog(config.endpointsDirs, engine);
+    for (const line of served.notServed) log.warn(line);
+    catalog.replace(served.catalog);
+    const names = served.catalog.entries.map((endpoint) => endpoint.name);
+    log.info({ endpoints: names }, `SIGHUP: serving ${names.length} endpoints`);
+  } catch (error) {
+    const problems = error instanceof CatalogError ? error.problems : [(error as Error).message];
+    for (const problem of problems) log.error(problem);
+    log.error("SIGHUP: the endpoint folders have problems; the endpoints served before are kept");
+  }
+}
+
+// For the life of the process, so a SIGHUP never stops it (closeWithGrace skips SIGHUP below).
+process.on("SIGHUP", () => {
+  keysFile?.reload(log);
+  alertRules?.reload(log);
+  void reloadEndpoints();
+});
+
 /** On the embedded engine, the identity of the exports loaded: replicas share values only with it. */
 async function dataIdentity(): Promise<string | undefined> {
   if (config.engine.kind !== "duckdb" || config.engine.localData === undefined) return undefined;

@@ -70,6 +70,8 @@ export interface EndpointDefinition {
   sql: Partial<Record<Dialect, EndpointSql>>;
   /** Where it answers: by name, by id, by name under query/, and follow and watch where it has them. */
   paths: readonly string[];
+  /** The folder it was read from, as problem lines name it. */
+  folder?: string;
 }
 
 /** The endpoints a service serves: built at startup, replaced whole on a reload. */
@@ -86,4 +88,28 @@ export function catalogOf(entries: readonly EndpointDefinition[]): Catalog {
     entries,
     find: (nameOrId) => byName.get(nameOrId) ?? byId.get(nameOrId.toLowerCase()),
   };
+}
+
+/**
+ * The catalog a running service serves: every surface holds this one object, and a reload
+ * (SIGHUP) puts the new endpoints in it at once. A request that found an entry keeps that entry.
+ */
+export class LiveCatalog implements Catalog {
+  #current: Catalog;
+
+  constructor(initial: Catalog) {
+    this.#current = initial;
+  }
+
+  get entries(): readonly EndpointDefinition[] {
+    return this.#current.entries;
+  }
+
+  find(nameOrId: string): EndpointDefinition | undefined {
+    return this.#current.find(nameOrId);
+  }
+
+  replace(next: Catalog): void {
+    this.#current = next;
+  }
 }

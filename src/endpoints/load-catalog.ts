@@ -113,7 +113,7 @@ function loadEndpoint(
     if (SQL_FILE.test(name)) sql[name] = readFileSync(join(path, name), "utf8");
   }
   const compiled = compileEndpoint(definition, sql as SqlFiles);
-  if ("entry" in compiled) return compiled;
+  if ("entry" in compiled) return { entry: { ...compiled.entry, folder: shown(path) } };
   return {
     problems: compiled.problems.map(({ field, message }) =>
       field.endsWith(".sql")

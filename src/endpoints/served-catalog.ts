@@ -1,0 +1,92 @@
+// The endpoints a running engine serves. An endpoint without SQL for the engine is not served
+// (said once, at load); an operator's SQL is served only when the engine's own parser and planner
+// find it one read-only query (DuckDB's, BigQuery's dry run, which bills nothing): the service
+// reads, and a script or a statement that writes is refused before anyone can call it.
+import { join, resolve, sep } from "node:path";
+import { EngineError, type QueryEngine } from "../engines/engine.ts";
+import { type Catalog, catalogOf, type EndpointDefinition, type EndpointSql } from "./catalog.ts";
+import { BUILT_IN_ENDPOINTS, CatalogError, loadCatalog } from "./load-catalog.ts";
+
+export interface ServedCatalog {
+  /** What the engine serves, when nothing was refused. */
+  catalog: Catalog;
+  /** One line per SQL file refused, naming it; any refuses the whole catalog. */
+  problems: string[];
+  /** One line per endpoint the engine has no SQL for. */
+  notServed: string[];
+}
+
+/**
+ * `loaded` as `engine` serves it; the SQL of the endpoints `checked` picks is inspected by the
+ * engine (the built-in endpoints' is proven by the test suite instead, and startup makes no dry run
+ * for it).
+ */
+export async function servedOn(
+  loaded: Catalog,
+  engine: QueryEngine,
+  checked: (endpoint: EndpointDefinition) => boolean,
+): Promise<ServedCatalog> {
+  const served: EndpointDefinition[] = [];
+  const problems: string[] = [];
+  const notServed: string[] = [];
+  for (const endpoint of loaded.entries) {
+    const sql = endpoint.sql[engine.dialect];
+    if (sql === undefined) {
+      notServed.push(
+        `${endpoint.folder ?? endpoint.name}: no ${engine.dialect}.sql, so ${endpoint.name} is not served on ${engine.dialect}`,
+      );
+      continue;
+    }
+    if (checked(endpoint)) problems.push(...(await refusals(endpoint, sql, engine)));
+    served.push(endpoint);
+  }
+  return { catalog: catalogOf(served), problems, notServed };
+}
+
+/**
+ * The endpoints of the built-in folder and `operatorDirs` (ENDPOINTS_DIR) as `engine` serves them,
+ * operators' SQL checked by the engine; throws CatalogError listing every problem.
+ */
+export async function loadServedCatalog(
+  operatorDirs: readonly string[],
+  engine: QueryEngine,
+): Promise<Omit<ServedCatalog, "problems">> {
+  const loaded = loadCatalog([BUILT_IN_ENDPOINTS, ...operatorDirs]);
+  const served = await servedOn(loaded, engine, (endpoint) => !builtIn(endpoint));
+  if (served.problems.length > 0) throw new CatalogError(served.problems);
+  return served;
+}
+
+const builtIn = (endpoint: EndpointDefinition) =>
+  endpoint.folder !== undefined &&
+  resolve(endpoint.folder).startsWith(resolve(BUILT_IN_ENDPOINTS) + sep);
+
+/** Each of the endpoint's SQL files for the engine that is not one read-only query. */
+async function refusals(
+  endpoint: EndpointDefinition,
+  sql: EndpointSql,
+  engine: QueryEngine,
+): Promise<string[]> {
+  if (!engine.inspect) return [];
+  const problems: string[] = [];
+  for (const [use, text] of Object.entries(sql)) {
+    const name = `${use === "query" ? "" : `${use}.`}${engine.dialect}.sql`;
+    const file =
+      endpoint.folder === undefined ? `${endpoint.name}/${name}` : join(endpoint.folder, name);
+    try {
+      const { kind } = await engine.inspect(text);
+      if (kind !== "SELECT") {
+        problems.push(
+          `${file}: is ${kind === "SCRIPT" ? "more than one statement" : `a ${kind} statement`}, not one read-only query (SELECT)`,
+        );
+      }
+    } catch (error) {
+      if (!(error instanceof EngineError)) throw error;
+      const said = (error.detail?.cause ?? error.message).replace(/\s+/g, " ").trim();
+      problems.push(
+        `${file}: ${engine.dialect === "bigquery" ? "BigQuery's dry run" : "DuckDB"}: ${said}`,
+      );
+    }
+  }
+  return problems;
+}

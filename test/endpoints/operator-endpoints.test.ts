@@ -1,0 +1,157 @@
+// An operator's endpoints (ENDPOINTS_DIR), served by the service as `npm start` runs it: checked at
+// startup and on SIGHUP by the engine itself (one read-only query per SQL file), every problem one
+// line naming the file, a bad change on SIGHUP keeping the endpoints served before.
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, inject, it, vi } from "vitest";
+import { LiveCatalog } from "../../src/endpoints/catalog.ts";
+import { BUILT_IN_ENDPOINTS, loadCatalog } from "../../src/endpoints/load-catalog.ts";
+import { servedOn } from "../../src/endpoints/served-catalog.ts";
+import { startBigQueryStandIn } from "../support/bigquery-standin.ts";
+import { engineOn } from "../support/service.ts";
+import { start, startAndExit } from "../support/service-process.ts";
+
+const KEY = "operator-key-0123456789abcdef";
+const EXAMPLE = new URL("../../examples/endpoints/auth.failures-per-hour/", import.meta.url)
+  .pathname;
+const NAME = "auth.failures-per-hour";
+
+/** A fresh ENDPOINTS_DIR holding the docs' example endpoint, its files changed by `change`. */
+function operatorDir(change: Record<string, string | null> = {}): string {
+  const dir = mkdtempSync(join(tmpdir(), "endpoints-dir-"));
+  cpSync(EXAMPLE, join(dir, NAME), { recursive: true });
+  for (const [file, text] of Object.entries(change)) {
+    if (text === null) rmSync(join(dir, NAME, file));
+    else writeFileSync(join(dir, NAME, file), text);
+  }
+  return dir;
+}
+
+const get = (baseUrl: string, path: string) =>
+  fetch(`${baseUrl}${path}`, { headers: { "X-API-KEY": KEY } });
+
+describe("ENDPOINTS_DIR", () => {
+  it("serves an operator's endpoint beside the built-in ones: answer, listing and OpenAPI path", async () => {
+    const { baseUrl } = await start({ API_KEYS: KEY, ENDPOINTS_DIR: operatorDir() });
+    const answer = await get(baseUrl, `/api/endpoints/${NAME}?project=default&period=week`);
+    expect(answer.status).toBe(200);
+    const { result } = (await answer.json()) as { result: { hour: string; failures: number }[] };
+    // The demo data answers some sign-ins with 401.
+    expect(result.length).toBeGreaterThan(0);
+    expect(Object.keys(result[0] ?? {})).toEqual(["hour", "failures"]);
+    const listing = (await (await get(baseUrl, "/api/endpoints")).json()) as {
+      result: { name: string }[];
+    };
+    expect(listing.result.map((entry) => entry.name)).toContain(NAME);
+    const document = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as {
+      paths: Record<string, unknown>;
+    };
+    expect(Object.keys(document.paths)).toContain(`/api/endpoints/${NAME}`);
+    expect((await get(baseUrl, `/api/endpoints/${NAME}?project=default&period=month`)).status).toBe(
+      400,
+    );
+  });
+
+  it("refuses to start with SQL that writes or holds two statements, one line per file", async () => {
+    const dir = operatorDir({
+      "duckdb.sql": "DELETE FROM edge_logs WHERE project = $project AND timestamp >= $window_start",
+    });
+    const second = join(dir, "auth.copy");
+    cpSync(join(dir, NAME), second, { recursive: true });
+    const definition = readFileSync(join(second, "endpoint.yaml"), "utf8")
+      .replace(`name: ${NAME}`, "name: auth.copy")
+      .replace(/^id: .*$/m, "id: 9d6a1b2c-3e4f-4a5b-8c7d-0e1f2a3b4c5d");
+    writeFileSync(join(second, "endpoint.yaml"), definition);
+    writeFileSync(
+      join(second, "duckdb.sql"),
+      "SELECT now() AS hour, 1 AS failures WHERE $project <> '' AND $window_start IS NOT NULL; DROP TABLE edge_logs",
+    );
+    const { code, stderr } = await startAndExit({ API_KEYS: KEY, ENDPOINTS_DIR: dir });
+    expect(code).toBe(1);
+    const lines = stderr.trimEnd().split("\n");
+    expect(lines[0]).toBe("Configuration error: the endpoint catalog has 2 problem(s):");
+    expect(lines.slice(1).sort()).toEqual([
+      expect.stringMatching(
+        /auth\.copy\/duckdb\.sql: is more than one statement, not one read-only query \(SELECT\)$/,
+      ),
+      expect.stringMatching(
+        /auth\.failures-per-hour\/duckdb\.sql: is a DELETE statement, not one read-only query \(SELECT\)$/,
+      ),
+    ]);
+  });
+
+  it("says at startup which endpoint has no SQL for the engine, and does not serve it", async () => {
+    const dir = operatorDir({ "duckdb.sql": null });
+    const service = await start({ API_KEYS: KEY, ENDPOINTS_DIR: dir });
+    expect(service.stdout()).toContain(`no duckdb.sql, so ${NAME} is not served on duckdb`);
+    expect((await get(service.baseUrl, `/api/endpoints/${NAME}?project=default`)).status).toBe(404);
+    expect(
+      (await get(service.baseUrl, "/api/endpoints/logs.all?project=default&project_tier=FREE"))
+        .status,
+    ).toBe(200);
+  });
+
+  it("on SIGHUP keeps serving what it served when a change is bad, and serves a good one", async () => {
+    const dir = operatorDir();
+    const service = await start({ API_KEYS: KEY, ENDPOINTS_DIR: dir });
+    const status = async (name: string) =>
+      (await get(service.baseUrl, `/api/endpoints/${name}?project=default`)).status;
+    expect(await status(NAME)).toBe(200);
+
+    const definition = join(dir, NAME, "endpoint.yaml");
+    const good = readFileSync(definition, "utf8");
+    writeFileSync(definition, good.replace("max_rows: 200", "max_rows: lots"));
+    service.child.kill("SIGHUP");
+    await vi.waitFor(() => expect(service.stdout()).toContain("served before are kept"));
+    expect(service.stdout()).toMatch(/endpoint\.yaml: max_rows: [^"]+"/);
+    expect(await status(NAME)).toBe(200);
+
+    // Fixed, and renamed: the old name goes, the new one is served, with no restart.
+    rmSync(join(dir, NAME), { recursive: true });
+    cpSync(EXAMPLE, join(dir, "auth.failures"), { recursive: true });
+    writeFileSync(
+      join(dir, "auth.failures", "endpoint.yaml"),
+      good.replace(`name: ${NAME}`, "name: auth.failures"),
+    );
+    service.child.kill("SIGHUP");
+    await vi.waitFor(() => expect(service.stdout()).toMatch(/SIGHUP: serving \d+ endpoints/));
+    expect(await status("auth.failures")).toBe(200);
+    expect(await status(NAME)).toBe(404);
+    expect(service.child.exitCode).toBeNull();
+  });
+});
+
+describe("an operator's BigQuery SQL", () => {
+  it("is refused by BigQuery's dry run when it is not one query, naming the file", async () => {
+    const dir = operatorDir({
+      "bigquery.sql":
+        "DELETE FROM edge_logs WHERE project = @project AND timestamp > @window_start",
+    });
+    const standIn = await startBigQueryStandIn({
+      googleSqlPort: inject("googleSqlPort"),
+      now: "2026-01-15T12:00:00Z",
+    });
+    try {
+      const engine = engineOn(standIn);
+      const loaded = loadCatalog([BUILT_IN_ENDPOINTS, dir]);
+      const served = await servedOn(loaded, engine, (endpoint) => endpoint.name === NAME);
+      expect(served.problems).toEqual([
+        expect.stringMatching(
+          /auth\.failures-per-hour\/bigquery\.sql: is a DELETE statement, not one read-only query \(SELECT\)$/,
+        ),
+      ]);
+      // The example's own SQL passes, and the built-in endpoints are served as they are.
+      const example = await servedOn(
+        loadCatalog([BUILT_IN_ENDPOINTS, operatorDir()]),
+        engine,
+        () => true,
+      );
+      expect(example.problems).toEqual([]);
+      expect(new LiveCatalog(example.catalog).find(NAME)?.name).toBe(NAME);
+      expect(standIn.requests.some((request) => request.path.endsWith("/jobs"))).toBe(true);
+    } finally {
+      await standIn.close();
+    }
+  });
+});
