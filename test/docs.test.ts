@@ -70,6 +70,7 @@ const RUN_BY_TESTS: [RegExp, string][] = [
   [/^npm install --dry-run /, "this file, which checks what their comments say"],
   [/^(npm link|log-query |export LOG_QUERY_KEY=)/, "test/cli.test.ts, against npm start's service"],
   [/^npm run test:endpoints$/, "test/endpoints/cases.test.ts, which checks that every case passes"],
+  [/^npm run test:endpoints -- /, "test/endpoints/operator-endpoints.test.ts, the walk-through's"],
 ];
 
 const NO_DOCKER = "no Docker engine where the tests run";
@@ -85,6 +86,8 @@ const NOT_RUN: Record<string, string> = {
     "a placeholder; test/start.test.ts checks the printed key, and supplies $KEY to the curl lines",
   "ALERT_RULES_FILE=./alert-rules.json npm start":
     "test/alerts/docs-example.test.ts starts npm start's command (node src/main.ts) with the rules file the page shows",
+  "ENDPOINTS_DIR=examples/endpoints npm start":
+    "test/start.test.ts starts npm start's command with ENDPOINTS_DIR=examples/endpoints, and runs the page's curl lines against it",
   "API_KEYS_FILE=./keys.json npm start":
     "test/start.test.ts starts npm start's command with API_KEYS_FILE holding the entry npm run key made",
   "export GOOGLE_APPLICATION_CREDENTIALS=/path/to/service-account.json   # or workload identity / gcloud ADC":

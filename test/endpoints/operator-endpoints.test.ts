@@ -9,6 +9,7 @@ import { LiveCatalog } from "../../src/endpoints/catalog.ts";
 import { BUILT_IN_ENDPOINTS, loadCatalog } from "../../src/endpoints/load-catalog.ts";
 import { servedOn } from "../../src/endpoints/served-catalog.ts";
 import { startBigQueryStandIn } from "../support/bigquery-standin.ts";
+import { codeBlocks, runShell, shellCommands } from "../support/doc-commands.ts";
 import { engineOn } from "../support/service.ts";
 import { start, startAndExit } from "../support/service-process.ts";
 
@@ -154,4 +155,21 @@ describe("an operator's BigQuery SQL", () => {
       await standIn.close();
     }
   });
+});
+
+describe("docs/endpoints.md's walk-through", () => {
+  it("shows the example's files as they are, and its cases pass run as written", async () => {
+    const shown = codeBlocks("docs/endpoints.md")
+      .filter((block) => block.lang === "yaml" || block.lang === "sql")
+      .map((block) => block.text);
+    for (const file of ["endpoint.yaml", "bigquery.sql", "duckdb.sql"]) {
+      expect(shown, file).toContain(readFileSync(join(EXAMPLE, file), "utf8").trimEnd());
+    }
+    const [command] = shellCommands().filter(({ text }) =>
+      text.startsWith("npm run test:endpoints -- "),
+    );
+    const { code, stdout, stderr } = await runShell(command?.text as string, {});
+    expect(code, stderr).toBe(0);
+    expect(stdout).toContain("4 cases passed, 0 failed");
+  }, 60_000);
 });
