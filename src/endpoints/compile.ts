@@ -166,7 +166,8 @@ function paramSchema(name: string, param: ParamDefinition, endpointExample?: str
           ctx.addIssue({ code: "custom", message: `must be ${expected}` });
           return z.NEVER;
         },
-        text(shown(values)),
+        // Without `otherwise` the values are the only ones: documented as an enum, offered as such.
+        otherwise === undefined ? text(shown(values)).meta({ enum: values }) : text(shown(values)),
       );
     }
     case "timestamp":

@@ -17,6 +17,7 @@ import type { Browser, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type AppDeps, buildApp } from "../../src/app.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
+import { BUILT_IN_ENDPOINTS, loadCatalog } from "../../src/endpoints/load-catalog.ts";
 import { loadData } from "../../src/engines/duckdb/data.ts";
 import { generateLogs } from "../../src/engines/duckdb/demo-data.ts";
 import { appendRecords } from "../../src/engines/duckdb/derived.ts";
@@ -962,6 +963,25 @@ describe("the explorer page", () => {
     );
     const rows = ((await response.json()) as Envelope).result;
     expect(await attribute(page, `${STATS} .chart`, "data-points")).toBe(String(rows.length));
+    await page.context().close();
+  });
+
+  it("shows an operator's endpoint (ENDPOINTS_DIR) as a panel of its own, its form from its definition", async () => {
+    const examples = new URL("../../examples/endpoints/", import.meta.url).pathname;
+    const operators = await otherService(
+      {},
+      {
+        catalog: loadCatalog([BUILT_IN_ENDPOINTS, examples]),
+      },
+    );
+    const { page } = await openExplorer("", operators);
+    await enterKey(page, KEY);
+    const panel = '[data-endpoint="auth.failures-per-hour"]';
+    await page.waitForSelector(`${panel}:not([data-draws="0"])`);
+    await expect(page.locator(`${panel} [name="project"]`).inputValue()).resolves.toBe("default");
+    await expect(
+      page.locator(`${panel} select[name="period"] option`).allTextContents(),
+    ).resolves.toEqual(expect.arrayContaining(["day", "week"]));
     await page.context().close();
   });
 
