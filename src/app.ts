@@ -26,6 +26,7 @@ import { anonymousLimit } from "./http/anonymous-limit.ts";
 import { requireCredential } from "./http/auth.ts";
 import { connectionCap } from "./http/connection-cap.ts";
 import { openCors } from "./http/cors.ts";
+import { endpointRequests } from "./http/endpoint-request.ts";
 import { endpointRoutes } from "./http/endpoint-routes.ts";
 import { clientError, errorEnvelope, frameworkError, newRequestId } from "./http/errors.ts";
 import { explorerPage } from "./http/explorer/routes.ts";
@@ -253,13 +254,14 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       redis: deps.redis,
     });
     await api.register(metrics, { catalog, registry });
+    // One way in for every route that names an endpoint, and one clock for where streams start
+    // and where `since` windows do.
+    const requests = endpointRequests({ catalog, cursors, now: () => followHub.now() });
     await api.register(endpointRoutes, {
       catalog,
       run,
       refreshBudget: new RefreshBudget(config.forcedRefreshPerMinute, budgets),
-      cursors,
-      // One clock for where streams start and where `since` windows do.
-      now: () => followHub.now(),
+      requests,
     });
     // One set of caps for every stream kind: a credential's follows and watches share its budget.
     const reserve = streamPlaces(api, {
@@ -268,11 +270,11 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       ends: streamEnds,
       keysFile: deps.keysFile,
     });
-    await api.register(followRoutes, { catalog, hub: followHub, reserve });
+    await api.register(followRoutes, { hub: followHub, requests, reserve });
     if (cache) {
-      await api.register(watchRoutes, { catalog, run, watch, reserve, stats: watchStats });
+      await api.register(watchRoutes, { run, watch, requests, reserve, stats: watchStats });
     }
-    await api.register(alertRoutes, { alerts });
+    await api.register(alertRoutes, { alerts, requests });
     await api.register(openApiRoute, { limit });
   });
   return app;

@@ -7,6 +7,7 @@
 import type { CachePolicy } from "../cache/result-cache.ts";
 import type { Credential } from "../credentials/credential.ts";
 import { authorize, type RawQuery } from "../credentials/scope-rule.ts";
+import type { EndpointDefinition } from "../endpoints/catalog.ts";
 import { startingAt } from "../endpoints/cursor.ts";
 import type { FollowHub } from "../endpoints/follow.ts";
 import type { WatchEndpoint } from "../endpoints/runner.ts";
@@ -109,9 +110,16 @@ export class Alerts {
     return this.#counts;
   }
 
-  /** The rules `credential` may see, with their states: those whose endpoint and parameters it may call. */
-  async list(credential: Credential): Promise<AlertListing[]> {
-    const visible = [...this.#active.values()].filter(({ rule }) => mayCall(credential, rule));
+  /**
+   * The rules `credential` may see, with their states: those whose endpoint and parameters it may
+   * call; with `endpoint`, only its rules.
+   */
+  async list(credential: Credential, endpoint?: EndpointDefinition): Promise<AlertListing[]> {
+    const visible = [...this.#active.values()].filter(
+      ({ rule }) =>
+        (endpoint === undefined || rule.endpoint.name === endpoint.name) &&
+        mayCall(credential, rule),
+    );
     return Promise.all(
       visible.map(async ({ rule }) => listing(rule, await this.#deps.states.get(rule.identity))),
     );

@@ -1,19 +1,13 @@
 // The query routes (docs/api.md), and the catalog listing.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { LRUCache } from "lru-cache";
 import type { RefreshBudget } from "../cache/refresh-budget.ts";
 import type { Demand } from "../cache/result-cache.ts";
 import type { Credential } from "../credentials/credential.ts";
-import { authorize, fixedFor, grantedParams, type RawQuery } from "../credentials/scope-rule.ts";
+import { grantedParams } from "../credentials/scope-rule.ts";
 import type { Catalog, EndpointDefinition } from "../endpoints/catalog.ts";
-import type { CursorCodec } from "../endpoints/cursor.ts";
-import { NO_PARAMS, parseParams, withWindowStart } from "../endpoints/params.ts";
 import type { Answer, RunEndpoint } from "../endpoints/runner.ts";
-import type { SqlParams } from "../endpoints/sql-params.ts";
-import { annotateRequestSpan } from "../telemetry/tracing.ts";
-import { granted, HttpError, sendError } from "./errors.ts";
-import type { Format } from "./formats/format.ts";
-import { acceptedFormat, MEDIA_TYPES, splitFormatSuffix } from "./formats/negotiate.ts";
+import { ANSWER, type EndpointRequests, LISTING } from "./endpoint-request.ts";
+import { HttpError } from "./errors.ts";
 import { QUERY_SCHEMA } from "./openapi/endpoint-schemas.ts";
 import { LISTING_SCHEMA } from "./openapi/service-schemas.ts";
 import { sendAnswer } from "./reply.ts";
@@ -24,18 +18,14 @@ export async function endpointRoutes(
     catalog,
     run,
     refreshBudget,
-    cursors,
-    now,
+    requests,
   }: {
     catalog: Catalog;
     run: RunEndpoint;
     refreshBudget: RefreshBudget;
-    cursors: CursorCodec;
-    /** Epoch µs: where a relative start (`since`) counts back from. */
-    now: () => bigint;
+    requests: EndpointRequests;
   },
 ) {
-  const validParams = paramsValidator(cursors);
   const descriptions = new Map(
     catalog.entries.map((endpoint) => [endpoint, describeEndpoint(endpoint)]),
   );
@@ -54,8 +44,8 @@ export async function endpointRoutes(
     return listing;
   };
   app.get("/api/endpoints", { schema: LISTING_SCHEMA }, async (request, reply) => {
-    parseParams(NO_PARAMS, request.query);
-    return reply.type("application/json; charset=utf-8").send(listingFor(request.credential));
+    const format = requests.list(LISTING, request, reply);
+    return reply.type(format.contentType).send(listingFor(request.credential));
   });
 
   // By name, by UUID, and by either under /query (the path Logflare and Supabase Studio call).
@@ -70,36 +60,7 @@ export async function endpointRoutes(
     });
     // Not async: a cached hit is answered in the turn it arrived in (see runner.ts).
     app.get<{ Params: { nameOrId: string } }>(path, { schema: QUERY_SCHEMA }, (request, reply) => {
-      const { endpoint, format: named } = target(catalog, request.params.nameOrId);
-      request.queryLog.endpoint = endpoint.name;
-      annotateRequestSpan(request, endpoint.name);
-      const raw = request.query as RawQuery;
-      const query = granted(authorize(request.credential, endpoint, raw));
-      const validated = validParams(endpoint, query);
-      // Only a paged endpoint's window takes `since`; the scope is looked at again only for a page
-      // that carries the window `since` resolved to.
-      const window = endpoint.paging?.window;
-      const since = window?.since;
-      const params =
-        since !== undefined && since in validated
-          ? withWindowStart(
-              window,
-              validated,
-              now(),
-              () => !(since in fixedFor(request.credential, endpoint, raw)),
-            )
-          : validated;
-      // The request is otherwise valid; only now can its Accept be what fails it.
-      const format = named ?? negotiated(request, reply);
-      if (!format) {
-        sendError(
-          reply,
-          "not_acceptable",
-          `Accept names none of the formats served: ${MEDIA_TYPES.join(", ")}.`,
-          { available: MEDIA_TYPES },
-        );
-        return;
-      }
+      const { endpoint, params, format } = requests.enter(ANSWER, request, reply);
       const { credential } = request;
       const answer = run(
         endpoint,
@@ -119,46 +80,6 @@ function respond(request: FastifyRequest, reply: FastifyReply, answer: Answer): 
   Object.assign(request.queryLog, answer.execution);
   if (answer.nextCursor) reply.header("link", nextLink(request.url, answer.nextCursor));
   return sendAnswer(request, reply, answer);
-}
-
-/**
- * `parseParams` of the query the endpoint runs with, memoised per service (a cursor one service
- * takes, another with a different secret refuses). Failures are not kept. Dashboards repeat the same
- * few query strings, and validation is a pure function of them. A request's own query is the same
- * frozen object whenever its text repeats (query-string.ts), so it is found by identity and lives as
- * long as that object; a query with fixed params applied is made anew per request, so it is found
- * by its JSON, in an LRU bounded by count and by the keys' length.
- */
-function paramsValidator(cursors: CursorCodec) {
-  const validatedByQuery = new WeakMap<RawQuery, Map<EndpointDefinition, SqlParams>>();
-  const validatedByJson = new LRUCache<string, SqlParams>({
-    max: 1_000,
-    maxSize: 4 * 1024 * 1024,
-    sizeCalculation: (_params, key) => key.length,
-  });
-  return (endpoint: EndpointDefinition, query: RawQuery): SqlParams => {
-    // Only a frozen object cannot change under its memoised value.
-    if (!Object.isFrozen(query)) {
-      const key = `${endpoint.id} ${JSON.stringify(query)}`;
-      let params = validatedByJson.get(key);
-      if (params === undefined) {
-        params = Object.freeze(parseParams(endpoint.params, query, cursors));
-        validatedByJson.set(key, params);
-      }
-      return params;
-    }
-    let byEndpoint = validatedByQuery.get(query);
-    if (byEndpoint === undefined) {
-      byEndpoint = new Map();
-      validatedByQuery.set(query, byEndpoint);
-    }
-    let params = byEndpoint.get(endpoint);
-    if (params === undefined) {
-      params = Object.freeze(parseParams(endpoint.params, query, cursors));
-      byEndpoint.set(endpoint, params);
-    }
-    return params;
-  };
 }
 
 /**
@@ -205,32 +126,6 @@ function nextLink(url: string, cursor: string): string {
   const query = new URLSearchParams(queryAt === -1 ? "" : url.slice(queryAt + 1));
   query.set("cursor", cursor);
   return `<${queryAt === -1 ? url : url.slice(0, queryAt)}?${query}>; rel="next"`;
-}
-
-/** The format the request's Accept prefers, if any; the answer then varies with Accept. */
-function negotiated(request: FastifyRequest, reply: FastifyReply): Format | undefined {
-  const vary = reply.getHeader("vary");
-  reply.header("vary", vary ? `${vary}, Accept` : "Accept");
-  return acceptedFormat(request.headers.accept);
-}
-
-/** The endpoint a path names and the format its suffix asks for, if any: `usage.api-counts.csv`. */
-function target(
-  catalog: Catalog,
-  nameOrId: string,
-): { endpoint: EndpointDefinition; format?: Format } {
-  const endpoint = catalog.find(nameOrId);
-  if (endpoint) return { endpoint };
-  const suffixed = splitFormatSuffix(nameOrId);
-  if (suffixed) {
-    const named = catalog.find(suffixed.name);
-    // A suffix goes on a name only, not on a UUID.
-    if (named?.name === suffixed.name) return { endpoint: named, format: suffixed.format };
-  }
-  throw new HttpError(
-    "endpoint_not_found",
-    `No endpoint is named or has the id "${nameOrId}"; GET /api/endpoints lists them.`,
-  );
 }
 
 function describeEndpoint(endpoint: EndpointDefinition) {

@@ -57,13 +57,20 @@ export class HttpError extends Error {
   readonly code: ErrorCode;
   /** Sent as Retry-After when given. */
   readonly retryAfterSeconds: number | undefined;
+  /** Fields the envelope carries beside the code and message (a 406's `available`). */
+  readonly extra: Readonly<Record<string, unknown>> | undefined;
 
-  constructor(code: ErrorCode, message: string, options: { retryAfterSeconds?: number } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { retryAfterSeconds?: number; extra?: Record<string, unknown> } = {},
+  ) {
     super(message);
     this.name = "HttpError";
     this.statusCode = ERROR_CODES[code][0];
     this.code = code;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.extra = options.extra;
   }
 }
 
@@ -163,7 +170,7 @@ export const errorEnvelope = fp(async (app: FastifyInstance) => {
       if (error.retryAfterSeconds !== undefined) {
         reply.header("retry-after", String(error.retryAfterSeconds));
       }
-      return sendError(reply, error.code, error.message);
+      return sendError(reply, error.code, error.message, error.extra);
     }
     if (error instanceof NotCachedError) {
       return sendError(

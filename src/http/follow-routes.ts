@@ -2,34 +2,31 @@
 // default) or NDJSON lines, until the caller leaves, its credential ends, it reads too slowly or
 // the service closes.
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import Negotiator from "negotiator";
-import { authorize, type RawQuery } from "../credentials/scope-rule.ts";
-import type { Catalog, EndpointDefinition, PagingContract } from "../endpoints/catalog.ts";
+import type { RawQuery } from "../credentials/scope-rule.ts";
+import type { PagingContract } from "../endpoints/catalog.ts";
 import { type CursorCodec, type StreamPosition, startingAt } from "../endpoints/cursor.ts";
 import type { FollowHub } from "../endpoints/follow.ts";
-import { InvalidParamsError, parseParams, withWindowStart } from "../endpoints/params.ts";
+import { InvalidParamsError } from "../endpoints/params.ts";
 import { retentionDays } from "../endpoints/retention.ts";
 import type { SqlParams } from "../endpoints/sql-params.ts";
-import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
-import { granted, HttpError, sendError } from "./errors.ts";
+import { type EndpointRequests, EVENT_STREAM, FOLLOW } from "./endpoint-request.ts";
+import { HttpError } from "./errors.ts";
 import { FOLLOW_SCHEMA } from "./openapi/endpoint-schemas.ts";
 import { type ReservePlace, sendStream } from "./streams/stream-places.ts";
 
 export interface FollowRouteOptions {
-  catalog: Catalog;
   hub: FollowHub;
+  requests: EndpointRequests;
   /** Where each stream takes its place (shared with every stream kind). */
   reserve: ReservePlace;
 }
 
-const EVENT_STREAM = "text/event-stream";
-const NDJSON = "application/x-ndjson";
 /** Parameters that would end or page a stream, which runs on from now: the window's end, the cursor. */
 export const notFollowed = (paging: PagingContract) => [paging.window.end, "cursor"];
 
 export async function followRoutes(app: FastifyInstance, options: FollowRouteOptions) {
-  const { catalog, hub, reserve } = options;
+  const { hub, requests, reserve } = options;
   app.addHook("preClose", (done) => {
     hub.close();
     done();
@@ -40,41 +37,30 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
       path,
       { schema: FOLLOW_SCHEMA },
       async (request, reply) => {
-        const { endpoint, paging } = followable(catalog, request.params.nameOrId);
-        request.queryLog.endpoint = endpoint.name;
-        annotateRequestSpan(request, endpoint.name);
-        const { after, until, ...raw } = request.query as RawQuery;
-        refuseNotFollowed(paging, raw);
-        const resume = resumption(request, after, hub.options.cursors);
-        // A resume goes on where the stream was, whatever start the URL gives (EventSource reconnects
-        // to the URL it opened, `since` and all); only a start the key's scope fixes still bounds it.
-        const asked = resume ? withoutStart(paging, raw) : raw;
-        const authorized = granted(authorize(request.credential, endpoint, asked));
-        refusePinnedEnd(paging, authorized);
+        let resume: StreamPosition | undefined;
+        let settled = false;
+        // The stream's own parameters are not the endpoint's: taken out before the scope sees them.
+        const { endpoint, query, params, format } = requests.enter(FOLLOW, request, reply, {
+          narrow: ({ after, until, ...raw }, { paging }) => {
+            refuseNotFollowed(paging, raw);
+            resume = resumption(request, after, hub.options.cursors);
+            settled = settledMode(until);
+            // A resume goes on where the stream was, whatever start the URL gives (EventSource
+            // reconnects to the URL it opened, `since` and all); only a start the key's scope fixes
+            // still bounds it.
+            return resume ? withoutStart(paging, raw) : raw;
+          },
+        });
+        const { paging } = endpoint;
+        refusePinnedEnd(paging, query);
         const now = hub.now();
-        // `since` starts the stream as the window's start would.
-        const params = withWindowStart(
-          paging.window,
-          parseParams(endpoint.params, authorized),
-          now,
-        );
-        const settled = settledMode(until);
         const from = startingPoint(paging, params, resume);
         // A settled run ends with records that can no longer be overtaken by a late one.
         const settledUntil = settled ? now - hub.lag : undefined;
         if (settled && from?.resumed)
           refuseDroppedRecords(paging, from.horizon.micros, params, now);
-        const contentType = new Negotiator(request).mediaType([EVENT_STREAM, NDJSON]);
-        if (!contentType) {
-          return sendError(
-            reply,
-            "not_acceptable",
-            `Accept names none of the formats a follow stream has: ${EVENT_STREAM}, ${NDJSON}.`,
-            { available: [EVENT_STREAM, NDJSON] },
-          );
-        }
         const place = await reserve(request);
-        const stream = place.open(reply, contentType === EVENT_STREAM);
+        const stream = place.open(reply, format === EVENT_STREAM);
         // Where it starts, as an event id: a client that reconnects before any record came resumes
         // there, with nothing skipped and no start of its own to compute (or to clash with a scope).
         // It comes with data, which clients built on eventsource-parser need to keep an id, in an event
@@ -108,22 +94,10 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
           settledUntil,
         );
         stream.body.once("close", stop);
-        return sendStream(reply, stream, contentType);
+        return sendStream(reply, stream, format.contentType);
       },
     );
   }
-}
-
-function followable(
-  catalog: Catalog,
-  nameOrId: string,
-): { endpoint: EndpointDefinition; paging: PagingContract } {
-  const endpoint = catalog.find(nameOrId);
-  if (endpoint?.paging?.follow) return { endpoint, paging: endpoint.paging };
-  throw new HttpError(
-    "endpoint_not_found",
-    `No followable endpoint is named or has the id "${nameOrId}"; GET /api/endpoints lists which have a follow path.`,
-  );
 }
 
 function refuseNotFollowed(paging: PagingContract, query: RawQuery): void {

@@ -3,14 +3,9 @@
 // ends, it reads too slowly or the service closes. Watching queries nothing: the first answer is a
 // request's (usually a hit), every later one is the key's warming, which watchers keep going.
 import type { FastifyInstance } from "fastify";
-import Negotiator from "negotiator";
 import type { CacheAnswer, CachePolicy } from "../cache/result-cache.ts";
-import { authorize, type RawQuery } from "../credentials/scope-rule.ts";
-import type { Catalog, EndpointDefinition } from "../endpoints/catalog.ts";
-import { parseParams } from "../endpoints/params.ts";
 import type { RunEndpoint, WatchEndpoint } from "../endpoints/runner.ts";
-import { annotateRequestSpan } from "../telemetry/tracing.ts";
-import { granted, HttpError, sendError } from "./errors.ts";
+import { type EndpointRequests, WATCH } from "./endpoint-request.ts";
 import { WATCH_SCHEMA } from "./openapi/endpoint-schemas.ts";
 import { cacheStatus } from "./reply.ts";
 import { type ReservePlace, sendStream } from "./streams/stream-places.ts";
@@ -21,39 +16,23 @@ export interface WatchStats {
 }
 
 export interface WatchRouteOptions {
-  catalog: Catalog;
   run: RunEndpoint;
   watch: WatchEndpoint;
+  requests: EndpointRequests;
   reserve: ReservePlace;
   /** Counted as watches open, close and send. */
   stats: WatchStats;
 }
 
-const EVENT_STREAM = "text/event-stream";
-
 export async function watchRoutes(app: FastifyInstance, options: WatchRouteOptions) {
-  const { catalog, run, watch, reserve, stats } = options;
+  const { run, watch, requests, reserve, stats } = options;
   for (const path of ["/api/endpoints/:nameOrId/watch", "/api/endpoints/query/:nameOrId/watch"]) {
     app.get<{ Params: { nameOrId: string } }>(
       path,
       { schema: WATCH_SCHEMA },
       async (request, reply) => {
-        const endpoint = watchable(catalog, request.params.nameOrId);
-        request.queryLog.endpoint = endpoint.name;
-        annotateRequestSpan(request, endpoint.name);
+        const { endpoint, params, format } = requests.enter(WATCH, request, reply);
         const { credential } = request;
-        const params = parseParams(
-          endpoint.params,
-          granted(authorize(credential, endpoint, request.query as RawQuery)),
-        );
-        if (!new Negotiator(request).mediaType([EVENT_STREAM])) {
-          return sendError(
-            reply,
-            "not_acceptable",
-            `Accept does not take ${EVENT_STREAM}, the only format a watch has.`,
-            { available: [EVENT_STREAM] },
-          );
-        }
         const place = await reserve(request);
         // Told from before the first answer, so that no value stored meanwhile is missed.
         let told: CacheAnswer | undefined;
@@ -95,7 +74,7 @@ export async function watchRoutes(app: FastifyInstance, options: WatchRouteOptio
         };
         send(first);
         if (told) send(told);
-        return sendStream(reply, stream, EVENT_STREAM);
+        return sendStream(reply, stream, format.contentType);
       },
     );
   }
@@ -109,19 +88,4 @@ function freshness(answer: CacheAnswer, endpoint: { cache: CachePolicy }): strin
 
 function lastEventId(header: string | string[] | undefined): string | undefined {
   return typeof header === "string" && header !== "" ? header : undefined;
-}
-
-function watchable(
-  catalog: Catalog,
-  nameOrId: string,
-): EndpointDefinition & { cache: CachePolicy } {
-  const endpoint = catalog.find(nameOrId);
-  if (endpoint?.cache) return endpoint as EndpointDefinition & { cache: CachePolicy };
-  const hint = endpoint?.follow
-    ? `${endpoint.name} is not cached, so its answer has no value to watch: follow its records at /api/endpoints/${endpoint.name}/follow.`
-    : "GET /api/endpoints lists which endpoints are cached, and so can be watched.";
-  throw new HttpError(
-    "endpoint_not_found",
-    `No watchable endpoint is named or has the id "${nameOrId}". ${hint}`,
-  );
 }

@@ -1,13 +1,17 @@
 // The scope rule against an oracle written here from its statement alone: random scope sets and
-// random requests, and `authorize` must allow exactly when the oracle does, with the same values.
+// random requests, and `authorize` must allow exactly when the oracle does, with the same values;
+// and every route kind that names an endpoint must let in exactly what the rule grants.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import fc from "fast-check";
+import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
-import type { Scope } from "../../src/credentials/credential.ts";
+import { type Scope, scopesSchema } from "../../src/credentials/credential.ts";
 import { authorize, type RawQuery } from "../../src/credentials/scope-rule.ts";
+import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import type { EndpointDefinition } from "../../src/endpoints/catalog.ts";
-import { catalog } from "../support/catalog.ts";
+import { builtIn, catalog } from "../support/catalog.ts";
+import { startService } from "../support/service.ts";
 
 // Written out rather than read from the catalog, so that the oracle shares no code with the rule.
 const DECLARED: Readonly<Record<string, readonly string[]>> = {
@@ -123,17 +127,24 @@ const given = (param: string): fc.Arbitrary<string | string[] | undefined> =>
     fc.array(fc.constantFrom(...poolOf(param), "other"), { minLength: 1, maxLength: 3 }),
   );
 
-/** An endpoint's name (short in a counterexample) and a query string as the parser gives it. */
-const request = fc.constantFrom(...catalog.map((endpoint) => endpoint.name)).chain((name) => {
-  // "projct" is unknown to every endpoint: the rule passes it on, validation refuses it later.
-  const params = [...(DECLARED[name] ?? []), "projct"];
-  return fc.tuple(...params.map(given)).map((values) => ({
-    name,
-    query: Object.fromEntries(
-      params.flatMap((param, i) => (values[i] === undefined ? [] : [[param, values[i]]])),
-    ) as RawQuery,
-  }));
-});
+/**
+ * An endpoint's name (short in a counterexample) and a query string as the parser gives it, of the
+ * parameters the route may be given (not those it refuses before the scope looks).
+ */
+const requestOf = (names: readonly string[], refusedFirst: readonly string[] = []) =>
+  fc.constantFrom(...names).chain((name) => {
+    // "projct" is unknown to every endpoint: the rule passes it on, validation refuses it later.
+    const params = [...(DECLARED[name] ?? []), "projct"].filter(
+      (param) => !refusedFirst.includes(param),
+    );
+    return fc.tuple(...params.map(given)).map((values) => ({
+      name,
+      query: Object.fromEntries(
+        params.flatMap((param, i) => (values[i] === undefined ? [] : [[param, values[i]]])),
+      ) as RawQuery,
+    }));
+  });
+const request = requestOf(catalog.map((endpoint) => endpoint.name));
 
 const endpointNamed = (name: string) =>
   catalog.find((endpoint) => endpoint.name === name) as EndpointDefinition;
@@ -204,4 +215,121 @@ describe("the scope rule", () => {
       });
     expect(intoHttp).toEqual([]);
   });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Every route kind that names an endpoint, through the whole service
+
+const SECRET = "a-test-secret-of-at-least-32-bytes!!";
+
+/**
+ * Each route kind: the endpoints that have it (written out, as DECLARED is), its URL, the parameters
+ * it refuses before the scope looks, and whether the scope judges the endpoint alone (the alerts
+ * listing takes no parameter of the endpoint's).
+ */
+const ROUTE_KINDS = [
+  {
+    kind: "answer",
+    endpoints: Object.keys(DECLARED),
+    url: (name: string, query: string) => `/api/endpoints/${name}?${query}`,
+  },
+  {
+    kind: "watch",
+    endpoints: ["functions.invocation-stats", "usage.api-counts"],
+    url: (name: string, query: string) => `/api/endpoints/query/${name}/watch?${query}`,
+  },
+  {
+    kind: "follow",
+    endpoints: ["logs.all"],
+    url: (name: string, query: string) => `/api/endpoints/${name}/follow?${query}`,
+    refusedFirst: ["iso_timestamp_end", "cursor"],
+  },
+  {
+    kind: "alerts listing",
+    endpoints: Object.keys(DECLARED),
+    url: (name: string) => `/api/alerts?endpoint=${name}`,
+    endpointAlone: true,
+  },
+] as const;
+
+/** A scope set a token may carry: the claims' schema refuses a fixed value the endpoint would. */
+const grantable = scopesSchema(builtIn);
+const grantableScopes = fc.array(
+  scope.filter((candidate) => grantable.safeParse([candidate]).success),
+  { minLength: 1, maxLength: 4 },
+);
+
+const routeRequest = fc
+  .constantFrom(...ROUTE_KINDS)
+  .chain((route) =>
+    requestOf(route.endpoints, "refusedFirst" in route ? route.refusedFirst : []).map(
+      ({ name, query }) => ({ route, name, query }),
+    ),
+  );
+
+/** The query as the service parses its string: a value given once is text, not a list of one. */
+const asParsed = (query: RawQuery): RawQuery =>
+  Object.fromEntries(
+    Object.entries(query).map(([param, value]) => [
+      param,
+      Array.isArray(value) && value.length === 1 ? value[0] : value,
+    ]),
+  );
+
+const queryString = (query: RawQuery) =>
+  new URLSearchParams(
+    Object.entries(query).flatMap(([param, value]) =>
+      (Array.isArray(value) ? value : [value]).map((one): [string, string] => [param, one]),
+    ),
+  ).toString();
+
+describe("every route kind that names an endpoint", () => {
+  it("lets in exactly what the rule grants, and refuses the rest with the rule's 403", async () => {
+    const { app } = await startService({
+      now: "2026-11-21T05:17:42.123456Z",
+      tokens: createTokenVerifier({ secret: SECRET, maxLifetimeSeconds: 7200 }),
+      cache: { now: () => 0 },
+      config: { cache: { maxEntries: 100, maxBytes: 1_000_000 }, rateLimitPerMinute: 1_000_000 },
+    });
+    const key = new TextEncoder().encode(SECRET);
+    const outcomes = Object.fromEntries(
+      ROUTE_KINDS.map(({ kind }) => [kind, { allowed: 0, refused: 0 }]),
+    );
+    await fc.assert(
+      fc.asyncProperty(grantableScopes, routeRequest, async (scopes, { route, name, ...asked }) => {
+        const query = asParsed(asked.query);
+        const endpoint = endpointNamed(name);
+        const judged = "endpointAlone" in route ? {} : query;
+        const token = await new SignJWT({ sub: "tenant", scopes })
+          .setProtectedHeader({ alg: "HS256" })
+          .setExpirationTime("1h")
+          .sign(key);
+        // An Accept no route gives: a request let in stops at its parameters or its format, before
+        // any query or stream.
+        const response = await app.inject({
+          url: route.url(name, queryString(query)),
+          headers: { authorization: `Bearer ${token}`, accept: "application/xml" },
+        });
+        const counted = outcomes[route.kind] as { allowed: number; refused: number };
+        if (oracle(scopes, endpoint, judged)) {
+          expect([400, 406], response.body).toContain(response.statusCode);
+          counted.allowed++;
+          return;
+        }
+        const decision = authorize({ name: "tenant", scopes }, endpoint, judged);
+        const refusal = "refused" in decision ? decision.refused : undefined;
+        expect(response.statusCode, response.body).toBe(403);
+        expect(JSON.parse(response.body)).toEqual({
+          error: { code: "forbidden", message: refusal?.message },
+        });
+        counted.refused++;
+      }),
+      { numRuns: 600 },
+    );
+    // Every kind took both branches, so neither held vacuously.
+    for (const { kind } of ROUTE_KINDS) {
+      expect(outcomes[kind]?.allowed, kind).toBeGreaterThan(10);
+      expect(outcomes[kind]?.refused, kind).toBeGreaterThan(10);
+    }
+  }, 120_000);
 });

@@ -312,8 +312,7 @@ describe("choosing the format", () => {
       expect(JSON.parse(response.body), accept).toEqual({
         error: {
           code: "not_acceptable",
-          message:
-            "Accept names none of the formats served: application/json, application/x-ndjson, text/csv.",
+          message: "Accept names none of the formats this path gives; available lists them.",
           available: AVAILABLE,
         },
       });

@@ -451,6 +451,19 @@ describe("what a credential may see besides its endpoints", () => {
       const expected = rules.filter((rule) => callable(who, rule)).map((rule) => rule.name);
       expect(listed, who).toEqual(expected);
       seen[who] = listed.length;
+      // One endpoint's rules, asked of it as any of its routes is: out of the scopes, 403.
+      for (const endpoint of catalog) {
+        const answer = await as(who, `/api/alerts?endpoint=${endpoint.id}`);
+        if (fixedFor(who, endpoint) === undefined) {
+          expect(answer.statusCode, `${who} ${endpoint.name}`).toBe(403);
+          continue;
+        }
+        const own = body(answer).result.map((rule) => rule.name);
+        const ofEndpoint = rules.filter((rule) => rule.endpoint === endpoint.name);
+        expect(own, `${who} ${endpoint.name}`).toEqual(
+          expected.filter((name) => ofEndpoint.some((rule) => rule.name === name)),
+        );
+      }
     }
     expect(seen).toEqual({ acme: 3, globex: 2, admin: 6 });
   });

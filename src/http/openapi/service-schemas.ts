@@ -132,12 +132,15 @@ function listingSchema(
   operationId: string,
   [summary, description]: [string, string],
   [entry, listed]: [$id: string, description: string],
+  /** A listing that names an endpoint: its query string, and the 403 and 404 that can then answer. */
+  of?: { querystring: Record<string, unknown> },
 ) {
   return {
     tags: [CATALOG_TAG.name],
     operationId,
     summary,
-    description: `${description} Takes no parameters.`,
+    description: of ? description : `${description} Takes no parameters.`,
+    ...(of && { querystring: of.querystring }),
     response: {
       200: {
         description: listed,
@@ -148,7 +151,15 @@ function listingSchema(
           properties: { result: { type: "array", items: { $ref: `${entry}#` } } },
         }),
       },
-      ...errorResponses([400, 401, 429, 503, ...ANY_REQUEST_ERRORS]),
+      ...errorResponses([
+        400,
+        401,
+        ...(of ? [403, 404] : []),
+        406,
+        429,
+        503,
+        ...ANY_REQUEST_ERRORS,
+      ]),
     },
   };
 }
@@ -172,6 +183,18 @@ export const ALERTS_SCHEMA = listingSchema(
       "was last evaluated and its last webhook delivery.",
   ],
   ["alerts.entry", "The alert rules the credential may see, each with its state."],
+  {
+    querystring: {
+      type: "object",
+      properties: {
+        endpoint: {
+          type: "string",
+          description:
+            "Only the rules of this endpoint (its name or id): 404 when none has it, 403 when the credential may not call it.",
+        },
+      },
+    },
+  },
 );
 
 export const HEALTH_SCHEMA = {

@@ -1,0 +1,271 @@
+// The one way in for every route that names an endpoint — its answer (GET), a watch, a follow
+// stream, the alerts listing: the endpoint the request names (404), what the credential's scopes
+// grant (403), the parameters (400), then the format (406). In that order and with the same
+// messages whatever the route, so a client learns one set of answers. The credential itself was
+// checked before any route ran (auth.ts).
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { LRUCache } from "lru-cache";
+import type { CachePolicy } from "../cache/result-cache.ts";
+import { authorize, fixedFor, type RawQuery } from "../credentials/scope-rule.ts";
+import type { Catalog, EndpointDefinition, PagingContract } from "../endpoints/catalog.ts";
+import type { CursorCodec } from "../endpoints/cursor.ts";
+import { NO_PARAMS, type ParamsSchema, parseParams, withWindowStart } from "../endpoints/params.ts";
+import type { SqlParams } from "../endpoints/sql-params.ts";
+import { annotateRequestSpan } from "../telemetry/tracing.ts";
+import { granted, HttpError } from "./errors.ts";
+import type { Format, MediaFormat } from "./formats/format.ts";
+import { json } from "./formats/json.ts";
+import {
+  ANSWER_FORMATS,
+  type Negotiation,
+  negotiation,
+  splitFormatSuffix,
+} from "./formats/negotiate.ts";
+
+/** A kind of route: which endpoints have it, what it answers in, whose parameters it takes. */
+export interface RouteKind<
+  F extends MediaFormat,
+  E extends EndpointDefinition = EndpointDefinition,
+> {
+  /** After the endpoint's path (`/watch`); absent for a route not under it (the alerts listing). */
+  readonly path?: string;
+  /** Whether an endpoint has this kind of route; absent when every endpoint does. */
+  has?(endpoint: EndpointDefinition): endpoint is E;
+  readonly negotiation: Negotiation<F>;
+  /** The route's own parameters, where they are not the endpoint's: the scope then judges the endpoint alone. */
+  readonly params?: ParamsSchema;
+  /** Its answer comes in pages: a `cursor` is opened with the service's codec (streams take none). */
+  readonly pages?: true;
+}
+
+export type CachedEndpoint = EndpointDefinition & { cache: CachePolicy };
+export type FollowedEndpoint = EndpointDefinition & { paging: PagingContract };
+
+/** Server-Sent Events: what a watch gives, and a follow stream by default. */
+export const EVENT_STREAM: MediaFormat = { contentType: "text/event-stream" };
+
+/** GET /api/endpoints/<name>: the endpoint's answer, in JSON, NDJSON or CSV. */
+export const ANSWER: RouteKind<Format> = {
+  path: "",
+  negotiation: negotiation(ANSWER_FORMATS),
+  pages: true,
+};
+
+/** A listing (GET /api/endpoints): JSON, and no parameters. */
+export const LISTING: RouteKind<Format> & { params: ParamsSchema } = {
+  negotiation: negotiation([json]),
+  params: NO_PARAMS,
+};
+
+/** GET …/<name>/follow: a followable endpoint's records as they arrive. */
+export const FOLLOW: RouteKind<MediaFormat, FollowedEndpoint> = {
+  path: "/follow",
+  has: (endpoint): endpoint is FollowedEndpoint => endpoint.paging?.follow === true,
+  negotiation: negotiation([EVENT_STREAM, { contentType: "application/x-ndjson" }]),
+};
+
+/** GET …/<name>/watch: each new value a cached endpoint's answer takes. */
+export const WATCH: RouteKind<MediaFormat, CachedEndpoint> = {
+  path: "/watch",
+  has: (endpoint): endpoint is CachedEndpoint => endpoint.cache !== undefined,
+  negotiation: negotiation([EVENT_STREAM]),
+};
+
+/** A request let in: the endpoint, the query string the scope granted, its parameters, its format. */
+export interface Entered<F extends MediaFormat, E extends EndpointDefinition> {
+  endpoint: E;
+  /** The caller's query string with the scope's fixed params filled in. */
+  query: RawQuery;
+  params: SqlParams;
+  format: F;
+}
+
+/**
+ * Takes a route kind's own parameters out of the query string before the scope sees it, refusing
+ * those it will not take (InvalidParamsError): a follow stream's `after` and `until`.
+ */
+export type Narrow<E extends EndpointDefinition> = (query: RawQuery, endpoint: E) => RawQuery;
+
+export interface EndpointRequests {
+  /**
+   * The request let in through every step, or the error that refuses it (thrown). The endpoint is
+   * the one its path names (`:nameOrId`), unless `nameOrId` is given.
+   */
+  enter<F extends MediaFormat, E extends EndpointDefinition>(
+    kind: RouteKind<F, E>,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    options?: { nameOrId?: string; narrow?: Narrow<E> },
+  ): Entered<F, E>;
+  /** The format of a request to a route that names no endpoint (a listing), its parameters checked. */
+  list<F extends MediaFormat>(
+    kind: RouteKind<F> & { params: ParamsSchema },
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): F;
+}
+
+export function endpointRequests({
+  catalog,
+  cursors,
+  now,
+}: {
+  /** Where a path's name or UUID is looked up. */
+  catalog: Catalog;
+  /** Opens the page cursors of this service. */
+  cursors: CursorCodec;
+  /** Epoch µs: where a relative start (`since`) counts back from. */
+  now: () => bigint;
+}): EndpointRequests {
+  const validParams = paramsValidator(cursors);
+  return {
+    // Not async, as nothing in it waits: a cached hit is answered in the turn it arrived in.
+    enter(kind, request, reply, { nameOrId = pathName(request), narrow } = {}) {
+      const { endpoint, format: suffixed } = target(catalog, kind, nameOrId);
+      // A route under the endpoint's path is a request of that endpoint, refused or not.
+      if (kind.path !== undefined) {
+        request.queryLog.endpoint = endpoint.name;
+        annotateRequestSpan(request, endpoint.name);
+      }
+      const own = request.query as RawQuery;
+      const asked = narrow ? narrow(own, endpoint) : own;
+      const { credential } = request;
+      const query = granted(authorize(credential, endpoint, kind.params ? NOTHING : asked));
+      let params: SqlParams;
+      if (kind.params) {
+        params = parseParams(kind.params, own);
+      } else {
+        const validated = kind.pages
+          ? validParams(endpoint, query)
+          : parseParams(endpoint.params, query);
+        // Only a paged endpoint's window takes `since`; the scope is looked at again only for a page
+        // that carries the window `since` resolved to.
+        const window = endpoint.paging?.window;
+        const since = window?.since;
+        params =
+          since !== undefined && since in validated
+            ? withWindowStart(
+                window,
+                validated,
+                now(),
+                () => !(since in fixedFor(credential, endpoint, asked)),
+              )
+            : validated;
+      }
+      // The request is otherwise valid; only now can its format be what fails it.
+      const format = formatOf(kind, suffixed, request, reply);
+      return { endpoint, query, params, format };
+    },
+    list(kind, request, reply) {
+      parseParams(kind.params, request.query);
+      return formatOf(kind, undefined, request, reply);
+    },
+  };
+}
+
+const NOTHING: RawQuery = Object.freeze({});
+
+const pathName = (request: FastifyRequest) => (request.params as { nameOrId: string }).nameOrId;
+
+/** The endpoint a path names and the format its suffix asks for, if any: `usage.api-counts.csv`. */
+function target<E extends EndpointDefinition>(
+  catalog: Catalog,
+  kind: RouteKind<MediaFormat, E>,
+  nameOrId: string,
+): { endpoint: E; format: Format | undefined } {
+  const named = catalog.find(nameOrId);
+  const found = named ? { endpoint: named, format: undefined } : suffixedName(catalog, nameOrId);
+  if (!found) {
+    throw new HttpError(
+      "endpoint_not_found",
+      `No endpoint is named or has the id "${nameOrId}"; GET /api/endpoints lists them.`,
+    );
+  }
+  const { endpoint, format } = found;
+  if (kind.has && !kind.has(endpoint)) {
+    throw new HttpError(
+      "endpoint_not_found",
+      `${endpoint.name} has no ${kind.path} path; its paths are ${endpoint.paths.join(", ")}.`,
+    );
+  }
+  return { endpoint: endpoint as E, format };
+}
+
+/** `usage.api-counts.csv`: the endpoint and the format; a suffix goes on a name only, not on a UUID. */
+function suffixedName(
+  catalog: Catalog,
+  path: string,
+): { endpoint: EndpointDefinition; format: Format } | undefined {
+  const suffixed = splitFormatSuffix(path);
+  if (!suffixed) return undefined;
+  const endpoint = catalog.find(suffixed.name);
+  return endpoint?.name === suffixed.name ? { endpoint, format: suffixed.format } : undefined;
+}
+
+/** The suffix's format, else the one Accept prefers (the answer then varies with Accept); else 406. */
+function formatOf<F extends MediaFormat>(
+  kind: RouteKind<F, EndpointDefinition>,
+  suffixed: Format | undefined,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): F {
+  const { formats, available } = kind.negotiation;
+  if (suffixed) {
+    const format = formats.find((candidate) => candidate === suffixed);
+    if (format) return format;
+    throw new HttpError(
+      "not_acceptable",
+      `The suffix .${suffixed.suffix} names a format this path does not give; available lists those it does.`,
+      { extra: { available } },
+    );
+  }
+  const vary = reply.getHeader("vary");
+  reply.header("vary", vary ? `${vary}, Accept` : "Accept");
+  const format = kind.negotiation.accepted(request.headers.accept);
+  if (format) return format;
+  throw new HttpError(
+    "not_acceptable",
+    "Accept names none of the formats this path gives; available lists them.",
+    { extra: { available } },
+  );
+}
+
+/**
+ * `parseParams` of the query the endpoint runs with, memoised per service (a cursor one service
+ * takes, another with a different secret refuses). Failures are not kept. Dashboards repeat the same
+ * few query strings, and validation is a pure function of them. A request's own query is the same
+ * frozen object whenever its text repeats (query-string.ts), so it is found by identity and lives as
+ * long as that object; a query with fixed params applied is made anew per request, so it is found
+ * by its JSON, in an LRU bounded by count and by the keys' length.
+ */
+function paramsValidator(cursors: CursorCodec) {
+  const validatedByQuery = new WeakMap<RawQuery, Map<EndpointDefinition, SqlParams>>();
+  const validatedByJson = new LRUCache<string, SqlParams>({
+    max: 1_000,
+    maxSize: 4 * 1024 * 1024,
+    sizeCalculation: (_params, key) => key.length,
+  });
+  return (endpoint: EndpointDefinition, query: RawQuery): SqlParams => {
+    // Only a frozen object cannot change under its memoised value.
+    if (!Object.isFrozen(query)) {
+      const key = `${endpoint.id} ${JSON.stringify(query)}`;
+      let params = validatedByJson.get(key);
+      if (params === undefined) {
+        params = Object.freeze(parseParams(endpoint.params, query, cursors));
+        validatedByJson.set(key, params);
+      }
+      return params;
+    }
+    let byEndpoint = validatedByQuery.get(query);
+    if (byEndpoint === undefined) {
+      byEndpoint = new Map();
+      validatedByQuery.set(query, byEndpoint);
+    }
+    let params = byEndpoint.get(endpoint);
+    if (params === undefined) {
+      params = Object.freeze(parseParams(endpoint.params, query, cursors));
+      byEndpoint.set(endpoint, params);
+    }
+    return params;
+  };
+}
