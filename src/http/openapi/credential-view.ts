@@ -53,10 +53,7 @@ export function credentialView(
       continue;
     }
     const entry = granted.get(tag);
-    // A follow stream runs on past any end, so a scope fixing one refuses it.
-    if (!entry || (path.endsWith("/follow") && entry.fixed.iso_timestamp_end !== undefined)) {
-      continue;
-    }
+    if (!entry || (path.endsWith("/follow") && fixesEnd(entry))) continue;
     paths.push([path, { get: withFixed(get, entry.fixed) }]);
   }
   const tags = new Set(paths.map(([, { get }]) => get.tags[0]));
@@ -65,4 +62,10 @@ export function credentialView(
     tags: document.tags.filter(({ name }) => tags.has(name)),
     paths: Object.fromEntries(paths),
   });
+}
+
+/** A follow stream runs on past any end, so a scope fixing the end of its window refuses it. */
+function fixesEnd({ endpoint, fixed }: Grant["callable"][number]): boolean {
+  const end = endpoint.paging?.window.end;
+  return end !== undefined && fixed[end] !== undefined;
 }
