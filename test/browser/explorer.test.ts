@@ -1190,6 +1190,47 @@ describe("the explorer page", () => {
       await page.context().close();
     }
   });
+
+  it("labels at least two ticks of the time axis on a narrow chart, whatever span its points cover", async () => {
+    const { page, consoleErrors } = await openExplorer("", base, 480);
+    await enterKey(page);
+    await page.waitForSelector(`${STATS} .chart[data-points]`);
+    const chart = `${STATS} .chart`;
+    // Spans from a minute to two days, starting off any round time: on a chart this narrow some of
+    // them fall just under two of the steps uPlot picks, where a round step alone gives one tick.
+    const spans = Array.from({ length: 240 }, (_, i) => Math.round(60 * 1.022 ** i));
+    for (const span of spans) {
+      await page.evaluate(
+        ({ selector, span }) => {
+          const { plots, document } = globalThis as unknown as {
+            plots: {
+              root: { parentElement: unknown };
+              data: number[][];
+              setData(d: number[][]): void;
+            }[];
+            document: { querySelector(selector: string): unknown };
+          };
+          const plot = plots.find(
+            (each) => each.root.parentElement === document.querySelector(selector),
+          );
+          const start = 1_790_000_017;
+          // Two points, the span apart, every series at 1 on both.
+          plot?.setData(plot.data.map((_, i) => (i === 0 ? [start, start + span] : [1, 1])));
+        },
+        { selector: chart, span },
+      );
+      const labels = async () => (await xAxisLabels(page, STATS))[0] ?? [];
+      await expect
+        .poll(async () => (await labels()).length, { message: `a span of ${span} s` })
+        .toBeGreaterThanOrEqual(2);
+      const shown = await labels();
+      for (const [i, label] of shown.slice(1).entries()) {
+        expect(label.left, `a span of ${span} s`).toBeGreaterThanOrEqual(shown[i]?.right ?? 0);
+      }
+    }
+    expect(consoleErrors).toEqual([]);
+    await page.context().close();
+  });
 });
 
 describe("a page's own fetch", () => {

@@ -17,9 +17,8 @@ const MINUTE = 60;
 const HOUR = 3_600;
 const DAY = 86_400;
 
-// The steps a time axis may take, in seconds, each a round one at its scale (from 30 days on, uPlot
-// steps by calendar months). Two minutes gives a 5-minute window on a narrow chart two labelled
-// ticks rather than one.
+// The steps a time axis may take, in seconds, each a round one at its scale; ticks fall on their
+// multiples since the epoch (UTC midnights for steps of days).
 const TIME_STEPS = [
   ...[1, 2, 5, 10, 15, 30],
   ...[1, 2, 5, 10, 15, 30].map((n) => n * MINUTE),
@@ -28,15 +27,29 @@ const TIME_STEPS = [
 ];
 
 /**
- * Tick labels in UTC, 24-hour, as fine as the ticks' step: dates for steps of a day or more, else
- * the time of day (with seconds below a minute), with the date under a tick that starts a new day.
+ * Ticks at the multiples of the step uPlot picked that fall in the window. The step is the first
+ * that leaves room for a label, so on a narrow chart it may be more than half the window and give
+ * one tick only; then the window's two ends, which are the first and last points, are the ticks.
+ */
+function timeSplits(_plot, _axis, min, max, step) {
+  const ticks = [];
+  for (let tick = Math.ceil(min / step) * step; tick <= max; tick += step) ticks.push(tick);
+  return ticks.length >= 2 || max <= min ? ticks : [min, max];
+}
+
+/**
+ * Tick labels in UTC, 24-hour, as fine as the ticks: dates for steps of a day or more on midnights,
+ * else the time of day (with seconds where a tick is not on a minute), with the date under a tick
+ * that starts a new day.
  */
 function utcTicks(_plot, ticks, _axis, _space, step) {
+  const seconds = ticks.some((tick) => tick % MINUTE !== 0);
+  const dates = step >= DAY && ticks.every((tick) => tick % DAY === 0);
   return ticks.map((tick, i) => {
     const iso = new Date(tick * 1000).toISOString();
     const date = iso.slice(0, 10);
-    if (step >= DAY) return date;
-    const time = step < MINUTE ? iso.slice(11, 19) : iso.slice(11, 16);
+    if (dates) return date;
+    const time = seconds ? iso.slice(11, 19) : iso.slice(11, 16);
     const newDay = i === 0 || date !== new Date(ticks[i - 1] * 1000).toISOString().slice(0, 10);
     return newDay ? `${time}\n${date}` : time;
   });
@@ -99,6 +112,7 @@ function chart(title, series, { y, yScale = FROM_ZERO, bands = [] }) {
             // the widest label at any interval and chart width, and a gap.
             space: widestLabel + LABEL_GAP,
             incrs: TIME_STEPS,
+            splits: timeSplits,
           },
           { size: 60, ...y },
         ],
