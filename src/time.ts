@@ -40,6 +40,16 @@ export function parseIsoTimestamp(text: string): bigint | undefined {
   return inTimestampRange(micros) ? micros : undefined;
 }
 
+/**
+ * The instant of a TIMESTAMP as rows carry it (formatTimestamp's form, whichever engine read it),
+ * read without the checks a caller's text needs: a catch-up reads one per record it sends.
+ */
+export function wireTimestampMicros(text: string): bigint | undefined {
+  if (text.length !== 27 || text[19] !== "." || text[26] !== "Z") return parseIsoTimestamp(text);
+  const millis = Date.parse(`${text.slice(0, 19)}Z`);
+  return BigInt(millis) * 1000n + BigInt(text.slice(20, 26));
+}
+
 /** Whether epoch µs fall within BigQuery's TIMESTAMP range. */
 export function inTimestampRange(micros: bigint): boolean {
   return micros >= MIN_MICROS && micros <= MAX_MICROS;

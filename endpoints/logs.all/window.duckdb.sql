@@ -4,7 +4,9 @@ SELECT
   t.id,
   t.timestamp,
   t.event_message,
-  t.metadata
+  -- As DuckDB's JSON, which the engine parses into the same value: DuckDB writes a window's nested
+  -- lists in its own threads, many times faster than the engine would walk them value by value.
+  to_json(t.metadata) AS metadata
 FROM edge_logs AS t
 WHERE t.project = $project
   -- The window first, each bound a comparison of the column itself, which the scan applies: the

@@ -13,7 +13,7 @@ import { BurstWarning } from "../burst-warning.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import { AdmissionError } from "../engines/admission.ts";
 import type { QueryEngine, Row } from "../engines/engine.ts";
-import { dateToMicros, formatTimestamp, parseIsoTimestamp } from "../time.ts";
+import { dateToMicros, formatTimestamp, wireTimestampMicros } from "../time.ts";
 import type { EndpointDefinition, EndpointSql, PagingContract } from "./catalog.ts";
 import {
   type CursorCodec,
@@ -76,7 +76,7 @@ interface Position {
 }
 
 const positionOf = (row: Row): Position => ({
-  micros: parseIsoTimestamp(String(row.timestamp)) as bigint,
+  micros: wireTimestampMicros(String(row.timestamp)) as bigint,
   id: typeof row.id === "string" ? row.id : "",
 });
 
@@ -571,7 +571,7 @@ class Subscription {
     let bound = horizon;
     if (after.length > MOST_DELIVERED) {
       after = after.sort((a, b) => compare(a.point, b.point));
-      bound = (after[after.length - MOST_DELIVERED - 1] as { point: Point }).point;
+      bound = (after[after.length - MOST_DELIVERED - 1] as Sighting).point;
       after = after.slice(-MOST_DELIVERED);
     }
     const { newest } = this.sent;
@@ -579,46 +579,74 @@ class Subscription {
       this.hub.options.cursors.encodeStream({
         horizon: bound,
         newest,
-        delivered: after.map(({ key, point }) => ({ key, micros: point.micros })),
+        delivered: after.map((sighting) => ({
+          key: keyOf(sighting),
+          micros: sighting.point.micros,
+        })),
       });
   }
 }
 
-/** Records seen after a horizon, by key: the only ones a later read can return again. */
+/** A record seen after a horizon: its place, and its key in a stream position once one was made. */
+interface Sighting {
+  point: Point;
+  key?: string;
+}
+
+/** The key of a record a stream position names: hashed when first asked for. */
+function keyOf(sighting: Sighting): string {
+  sighting.key ??= recordKey(sighting.point as Required<Point>);
+  return sighting.key;
+}
+
+/**
+ * Records seen after a horizon: the only ones a later read can return again. A record read is
+ * known by its time and id, the text its key hashes; the key is made only for the few a stream
+ * position names, since hashing every record a catch-up sends cost a fifth of sending it.
+ */
 class Seen {
   /** The time of the newest record seen (at first, where seeing started). */
   newest: bigint;
-  private readonly points = new Map<string, Point>();
-
+  /** Records read, by `micros:id`. */
+  private readonly read = new Map<string, Sighting>();
   /**
-   * `before`: records seen before, of which only the key and time are known, each taken to be the
-   * last at its time.
+   * Records a resumed position named, by key: only their key and time are known, each taken to be
+   * the last at its time.
    */
+  private readonly named = new Map<string, Sighting>();
+
   constructor(newest: bigint, before: readonly DeliveredRecord[] = []) {
     this.newest = newest;
-    for (const { key, micros } of before) this.points.set(key, { micros });
+    for (const { key, micros } of before) this.named.set(key, { point: { micros }, key });
   }
 
   has(position: Position): boolean {
-    return this.points.has(recordKey(position));
+    return (
+      this.read.has(identity(position)) ||
+      (this.named.size > 0 && this.named.has(recordKey(position)))
+    );
   }
 
   /** Records a sighting; false when the record was seen before. */
   add(position: Position): boolean {
-    const key = recordKey(position);
-    if (this.points.has(key)) return false;
-    this.points.set(key, position);
+    if (this.has(position)) return false;
+    this.read.set(identity(position), { point: position });
     if (position.micros > this.newest) this.newest = position.micros;
     return true;
   }
 
   /** Forgets what is at or before `horizon`, which no read returns again; the rest, unordered. */
-  prune(horizon: Point): { key: string; point: Point }[] {
-    const kept: { key: string; point: Point }[] = [];
-    for (const [key, point] of this.points) {
-      if (compare(point, horizon) <= 0) this.points.delete(key);
-      else kept.push({ key, point });
+  prune(horizon: Point): Sighting[] {
+    const kept: Sighting[] = [];
+    for (const sightings of [this.named, this.read]) {
+      for (const [known, sighting] of sightings) {
+        if (compare(sighting.point, horizon) <= 0) sightings.delete(known);
+        else kept.push(sighting);
+      }
     }
     return kept;
   }
 }
+
+/** What recordKey hashes: equal for the same record, and only for it. */
+const identity = (position: Position) => `${position.micros}:${position.id}`;

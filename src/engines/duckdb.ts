@@ -10,11 +10,13 @@ import {
   type DuckDBConnection,
   DuckDBInstance,
   type DuckDBPreparedStatement,
+  type DuckDBResult,
   DuckDBTimestampTZValue,
+  type DuckDBType,
   StatementType,
 } from "@duckdb/node-api";
 import { dateToMicros } from "../time.ts";
-import { toWireValue } from "./duckdb/wire.ts";
+import { type WireColumn, wireRows } from "./duckdb/wire.ts";
 import {
   EngineError,
   type QueryEngine,
@@ -105,13 +107,13 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
       // One reading of now for the query: `$now`, and the window it reads (as on BigQuery).
       const now = clock();
       bindParams(prepared, request.window?.(request.params, now) ?? request.params, now);
+      const chunks = wireChunks(await prepared.stream());
       if (request.streamResult) {
-        const chunks = (await prepared.stream()).yieldConvertedRowObjects(toWireValue);
         // The first chunk waits for the query's heavy part (its filter and sort): within the
         // deadline; the rest is read from its result as pulled, the connection held until then.
         const first = await chunks.next();
         const more = restOf(
-          chunks as AsyncIterableIterator<Row[]>,
+          chunks,
           connection,
           prepared,
           options.streamIdleMs ?? STREAM_IDLE_MS,
@@ -119,19 +121,14 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
         );
         prepared = undefined;
         streaming = true;
-        return { rows: first.done ? [] : (first.value as Row[]), truncated: false, more };
+        return { rows: first.done ? [] : first.value, truncated: false, more };
       }
-      const reader = await prepared.streamAndReadUntil(request.maxRows + 1);
-      const names = reader.columnNames();
-      const rows = reader.convertRows(toWireValue).slice(0, request.maxRows + 1);
-      return {
-        rows: rows
-          .slice(0, request.maxRows)
-          .map(
-            (cells) => Object.fromEntries(names.map((name, i) => [name, cells[i] ?? null])) as Row,
-          ),
-        truncated: rows.length > request.maxRows,
-      };
+      const rows: Row[] = [];
+      for await (const chunk of chunks) {
+        rows.push(...chunk);
+        if (rows.length > request.maxRows) break;
+      }
+      return { rows: rows.slice(0, request.maxRows), truncated: rows.length > request.maxRows };
     } catch (error) {
       if (error instanceof EngineError) throw error;
       const cause = error instanceof Error ? error.message : String(error);
@@ -193,13 +190,25 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
   };
 }
 
+/** A result's rows in the wire format, a chunk at a time as DuckDB makes them. */
+async function* wireChunks(result: DuckDBResult): AsyncGenerator<Row[], void, undefined> {
+  const types = result.columnTypes();
+  const columns: WireColumn[] = result
+    .columnNames()
+    .map((name, index) => ({ name, type: types[index] as DuckDBType }));
+  for (let chunk = await result.fetchChunk(); chunk && chunk.rowCount > 0; ) {
+    yield wireRows(chunk, columns);
+    chunk = await result.fetchChunk();
+  }
+}
+
 /**
  * A streamed result's chunks after the first. Its connection closes when they end, fail or are
  * returned, even unread (a generator's own cleanup would not run then), or when nobody pulls the
  * next chunk within `idleMs`: that pull then throws ResultGoneError.
  */
 function restOf(
-  chunks: AsyncIterableIterator<Row[]>,
+  chunks: AsyncIterator<Row[], void, undefined>,
   connection: DuckDBConnection,
   prepared: DuckDBPreparedStatement,
   idleMs: number,
