@@ -237,6 +237,54 @@ describe("a settled follow stream on DuckDB", () => {
     expect(second.records.map((r) => r.id)).toEqual(["within-the-scope"]);
   });
 
+  it("sends each record byte for byte as a page of logs.all does, whatever its text and numbers", async () => {
+    const clock = { now: micros(START) };
+    const { engine, app, settle } = await duckDb(clock);
+    const every = Array.from({ length: 128 }, (_, code) => String.fromCharCode(code)).join("");
+    const text = `${every} é € 😀 \u2028\u2029\ufeff ﬀ İ`;
+    const at = (minutes: bigint) => shift(START, -minutes * MINUTE);
+    await replaceTables(engine, {
+      edge_logs: [
+        edgeLog(at(50n), { id: text, message: text }),
+        edgeLog(at(40n), {
+          id: "nested",
+          metadata: [
+            { request: [{ method: null, path: text, url: "", host: null }], response: [] },
+            { request: [], response: [{ status_code: null }, { status_code: -1 }] },
+          ],
+        }),
+        edgeLog(at(30n), { id: "empty", metadata: [] }),
+        edgeLog(at(20n), { id: "big" }),
+        { ...edgeLog(at(10n)), id: null, event_message: null },
+      ],
+    });
+    // Integers JSON.parse and a BIGINT read as a number both round, past 2^53: to the same double.
+    const connection = await engine.connect();
+    await connection.run(`UPDATE edge_logs SET metadata = [{'request': [], 'response': [
+      {'status_code': 9007199254740993}, {'status_code': -9223372036854775808},
+      {'status_code': 9223372036854775807}]}] WHERE id = 'big'`);
+    connection.closeSync();
+
+    const page = await app.inject({
+      url: `/api/endpoints/logs.all?${QUERY}&project_tier=FREE&iso_timestamp_start=${at(60n)}`,
+      headers: { "x-api-key": API_KEY },
+    });
+    // The page's rows as JSON.stringify wrote them (parsing and writing again gives the same text).
+    const lines = (JSON.parse(page.body) as { result: Row[] }).result
+      .reverse()
+      .map((row) => JSON.stringify(row));
+    expect(lines).toHaveLength(5);
+    const ndjson = await settle("&since=1h");
+    expect(ndjson.body.split("\n").slice(0, -2)).toEqual(lines);
+    const events = await settle("&since=1h", false);
+    expect(
+      events.body
+        .split("\n")
+        .filter((line) => line.startsWith('data: {"id"'))
+        .map((line) => line.slice("data: ".length)),
+    ).toEqual(lines);
+  });
+
   it("reaches its end over a real connection with 20 000 records, waiting whenever the socket is full", async () => {
     const clock = { now: micros(START) };
     const { engine, app } = await duckDb(clock);
