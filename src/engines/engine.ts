@@ -12,6 +12,23 @@ export type JsonValue =
 /** A result row in the wire format of docs/api.md (TIMESTAMP as RFC 3339 µs string, INT64 as number). */
 export type Row = Record<string, JsonValue>;
 
+/**
+ * A row's JSON text as JSON.stringify writes it, when its engine already holds it (DuckDB wrote it):
+ * kept on the row, out of sight of JSON.stringify, Object.keys and spreads.
+ */
+const WIRE_JSON = Symbol("the row's JSON");
+
+/** Keeps `json`, which must be JSON.stringify's text of `row`, as the row's JSON. */
+export function withJson(row: Row, json: string): Row {
+  Object.defineProperty(row, WIRE_JSON, { value: json });
+  return row;
+}
+
+/** The row's JSON text, as JSON.stringify writes it. */
+export function rowJson(row: Row): string {
+  return (row as { [WIRE_JSON]?: string })[WIRE_JSON] ?? JSON.stringify(row);
+}
+
 export interface QueryRequest {
   /** Endpoint name: job label and log field. */
   endpoint: string;

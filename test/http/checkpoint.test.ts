@@ -241,11 +241,13 @@ describe("a settled follow stream on DuckDB", () => {
     const clock = { now: micros(START) };
     const { engine, app, settle } = await duckDb(clock);
     const every = Array.from({ length: 128 }, (_, code) => String.fromCharCode(code)).join("");
-    const text = `${every} é € 😀 \u2028\u2029\ufeff ﬀ İ`;
+    const unicode = `é € 😀 \u2028\u2029\ufeff ﬀ İ "quoted" back\\slash /slash`;
+    const text = `${every} ${unicode}`;
     const at = (minutes: bigint) => shift(START, -minutes * MINUTE);
     await replaceTables(engine, {
       edge_logs: [
-        edgeLog(at(50n), { id: text, message: text }),
+        edgeLog(at(55n), { id: text, message: text }),
+        edgeLog(at(50n), { id: unicode, message: unicode }),
         edgeLog(at(40n), {
           id: "nested",
           metadata: [
@@ -273,7 +275,7 @@ describe("a settled follow stream on DuckDB", () => {
     const lines = (JSON.parse(page.body) as { result: Row[] }).result
       .reverse()
       .map((row) => JSON.stringify(row));
-    expect(lines).toHaveLength(5);
+    expect(lines).toHaveLength(6);
     const ndjson = await settle("&since=1h");
     expect(ndjson.body.split("\n").slice(0, -2)).toEqual(lines);
     const events = await settle("&since=1h", false);

@@ -19,7 +19,7 @@ import {
   stringFromValue,
 } from "@duckdb/node-api";
 import { formatDatetime, formatTimestamp } from "../../time.ts";
-import type { JsonValue, Row } from "../engine.ts";
+import { type JsonValue, type Row, withJson } from "../engine.ts";
 
 const integer: DuckDBValueConverter<JsonValue> = (value) => Number(value as bigint | number);
 
@@ -62,23 +62,41 @@ export interface WireColumn {
 }
 
 /**
- * A chunk's rows in the wire format, converted a column at a time. A column of DuckDB's JSON type
- * (`to_json(t.metadata)`) is the value its text holds: DuckDB writes a nested value as JSON in its
- * own threads, and JSON.parse reads it many times faster than this process walks the value element
- * by element, into the same arrays, objects (keys in order), strings and integers. Only values whose
- * JSON is their wire form belong in one: a nested TIMESTAMP would come as DuckDB writes it.
+ * A chunk's rows in the wire format, converted a column at a time; a result of one column of DuckDB's
+ * JSON type holds each row whole (rowsOfJson).
  */
 export function wireRows(chunk: DuckDBDataChunk, columns: readonly WireColumn[]): Row[] {
+  // The vectors' own types have lost the alias: a JSON column's says VARCHAR.
+  if (columns.length === 1 && columns[0]?.type.alias === "JSON") return rowsOfJson(chunk);
   const rows: Row[] = Array.from({ length: chunk.rowCount }, () => ({}));
-  for (const [index, { name, type }] of columns.entries()) {
-    // The vector's own type has lost the alias: a JSON column's says VARCHAR.
-    const json = type.alias === "JSON";
-    chunk.visitColumnValues(index, (value, row, _column, vectorType) => {
-      (rows[row] as Row)[name] =
-        json && typeof value === "string"
-          ? (JSON.parse(value) as JsonValue)
-          : toWireValue(value, vectorType, toWireValue);
+  for (const [index, { name }] of columns.entries()) {
+    chunk.visitColumnValues(index, (value, row, _column, type) => {
+      (rows[row] as Row)[name] = toWireValue(value, type, toWireValue);
     });
   }
   return rows;
+}
+
+/**
+ * DuckDB writes JSON as JSON.stringify does, but for two things: the hex digits of a `\u` escape
+ * (a control character) in upper case, and an integer past 2^53 exactly, where a JS number rounds.
+ * An integer is a value, so it follows a `:`, `[` or `,` (DuckDB writes no spaces).
+ */
+const NOT_AS_STRINGIFY_WRITES = /\\u|[:,[]-?\d{16}/;
+
+/**
+ * The rows of a result whose one column holds each row as a JSON object, its keys the columns
+ * (`to_json(struct_pack(...))`), which only values whose JSON is their wire form may fill: strings,
+ * integers, booleans, lists and structs of them, TIMESTAMPs written as formatTimestamp writes them
+ * (not a DOUBLE, nor a TIMESTAMP as DuckDB writes it). DuckDB writes it in its own threads, and one
+ * string a row is read out of it instead of one a column; JSON.parse makes the row many times faster
+ * than nested values are converted element by element here, and a stream sends the text as it is
+ * (rowJson) where it is the text JSON.stringify would write.
+ */
+function rowsOfJson(chunk: DuckDBDataChunk): Row[] {
+  return chunk.getColumnValues(0).map((value) => {
+    const json = String(value);
+    const row = JSON.parse(json) as Row;
+    return NOT_AS_STRINGIFY_WRITES.test(json) ? row : withJson(row, json);
+  });
 }

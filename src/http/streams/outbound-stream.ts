@@ -2,6 +2,7 @@
 // what it may hold unsent, and its end with a reason. Every stream kind writes through this.
 import { PassThrough } from "node:stream";
 import type { FastifyReply } from "fastify";
+import { type Row, rowJson } from "../../engines/engine.ts";
 
 /** Why a stream ended, as its last event tells a client (and so whether to reconnect at once). */
 export type EndReason =
@@ -55,8 +56,8 @@ export class OutboundStream {
   }
 
   /** Writes one record, with the event id a reconnect resumes from; false when nothing was written. */
-  record(record: unknown, cursor: () => string): boolean {
-    const json = JSON.stringify(record);
+  record(record: Row, cursor: () => string): boolean {
+    const json = rowJson(record);
     // NDJSON carries no ids: only the last record's is made, if the stream ends with it.
     const written = this.write(this.events ? `id: ${cursor()}\ndata: ${json}\n\n` : `${json}\n`);
     if (written) this.position = cursor;
