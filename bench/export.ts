@@ -40,7 +40,8 @@ try {
   const counted: QueryEngine = {
     ...engine,
     run: (request) => {
-      if (request.trigger === "follow") queries++;
+      // A settled run's queries are its catch-up's (export) and any poll (follow).
+      if (request.trigger === "export" || request.trigger === "follow") queries++;
       return engine.run(request);
     },
   };
