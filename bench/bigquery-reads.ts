@@ -8,9 +8,10 @@
 // by --speedup and counted over --live-seconds. Then, on DuckDB, a 7-day settled run's records per
 // second on each tree. The reference engine reads every row of the table for each query, so the
 // BigQuery figures are for --records (a week of edge logs, comma-separated for several sizes).
-// Run: node_modules/.bin/node bench/bigquery-reads.ts [--before <commit>] [--records 1000,3000 (or "")]
-//      [--duckdb-records 200000] [--duckdb-rounds 3] [--speedup 10] [--live-seconds 30] (about 4 minutes; the reference
-//      engine must answer a poll within the interval). Prints markdown for docs/benchmarks.md.
+// Run: node_modules/.bin/node bench/bigquery-reads.ts [--before <commit>] [--records 1000,3000]
+//      [--duckdb-records 200000] [--duckdb-rounds 3] [--speedup 10] [--live-seconds 30] (about 4
+//      minutes; the reference engine must answer a poll within the interval; `--records ""` for
+//      DuckDB's figures only). Prints markdown for docs/benchmarks.md.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cpus, loadavg, platform, totalmem } from "node:os";

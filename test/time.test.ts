@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { formatDatetime, formatTimestamp, parseIsoTimestamp } from "../src/time.ts";
+import {
+  formatDatetime,
+  formatTimestamp,
+  parseIsoTimestamp,
+  wireTimestampMicros,
+} from "../src/time.ts";
 
 describe("parseIsoTimestamp", () => {
   it.each([
@@ -53,5 +58,25 @@ describe("formatting", () => {
   it("writes a datetime without zone, with a fraction only when there is one", () => {
     expect(formatDatetime(1_700_000_000_000_000n)).toBe("2023-11-14T22:13:20");
     expect(formatDatetime(1_700_000_000_000_001n)).toBe("2023-11-14T22:13:20.000001");
+  });
+});
+
+describe("wireTimestampMicros", () => {
+  it.each([
+    0n,
+    -1n,
+    -1_500_000n,
+    1_795_238_199_690_013n,
+    -62_135_596_800_000_000n,
+    253_402_300_799_999_999n,
+  ])("reads back the instant formatTimestamp wrote of %s µs", (micros) => {
+    expect(wireTimestampMicros(formatTimestamp(micros))).toBe(micros);
+  });
+
+  it("reads any other text as parseIsoTimestamp does", () => {
+    expect(wireTimestampMicros("2026-11-21T07:00:00+02:00")).toBe(
+      parseIsoTimestamp("2026-11-21T05:00:00Z"),
+    );
+    expect(wireTimestampMicros("2026-11-21")).toBeUndefined();
   });
 });
