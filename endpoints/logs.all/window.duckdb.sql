@@ -1,8 +1,9 @@
 -- A window of the records duckdb.sql would return, oldest first, as
 -- window.bigquery.sql.
--- Each row whole, as the JSON object the service sends (its columns those of duckdb.sql, in order,
--- the timestamp as the service writes one): DuckDB writes a window's JSON in its own threads, many
--- times faster than the service would convert and write it value by value.
+-- Each row whole, as the JSON object the service sends, in one JSON column named row (its keys the
+-- columns of duckdb.sql, in order, the timestamp as the service writes one): DuckDB writes a
+-- window's JSON in its own threads, many times faster than the service would convert and write it
+-- value by value.
 SELECT
   to_json(struct_pack(
     id := t.id,

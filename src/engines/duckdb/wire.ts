@@ -61,13 +61,19 @@ export interface WireColumn {
   type: DuckDBType;
 }
 
+/** The one column of a result that holds each row whole, as JSON (rowsOfJson). */
+const ROW_AS_JSON = "row";
+
 /**
- * A chunk's rows in the wire format, converted a column at a time; a result of one column of DuckDB's
- * JSON type holds each row whole (rowsOfJson).
+ * A chunk's rows in the wire format, converted a column at a time; a result whose one column is
+ * ROW_AS_JSON, of DuckDB's JSON type, holds each row whole (rowsOfJson).
  */
 export function wireRows(chunk: DuckDBDataChunk, columns: readonly WireColumn[]): Row[] {
+  const [only] = columns;
   // The vectors' own types have lost the alias: a JSON column's says VARCHAR.
-  if (columns.length === 1 && columns[0]?.type.alias === "JSON") return rowsOfJson(chunk);
+  if (columns.length === 1 && only?.name === ROW_AS_JSON && only.type.alias === "JSON") {
+    return rowsOfJson(chunk);
+  }
   const rows: Row[] = Array.from({ length: chunk.rowCount }, () => ({}));
   for (const [index, { name }] of columns.entries()) {
     chunk.visitColumnValues(index, (value, row, _column, type) => {
