@@ -177,7 +177,6 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const cursors = cursorCodec(config.cursorSecret ?? randomBytes(32), deps.deployment);
   const { run, watch } = createRunner({
     engine,
-    endpoints: catalog.entries,
     cache,
     serialize: serializeResult,
     log: app.log,

@@ -179,7 +179,7 @@ const pagingDefinition = z
 
 export const endpointDefinition = z
   .strictObject({
-    name: z.string().regex(NAME, "a lower-case dotted name such as logs.all"),
+    name: z.string().regex(NAME, "a lower-case dotted name such as auth.failures-per-hour"),
     id: z.uuid(),
     description: z.string().min(1),
     params: z.record(z.string().regex(PARAM_NAME), paramDefinition),

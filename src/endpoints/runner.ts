@@ -62,10 +62,14 @@ export type WatchEndpoint = (
   tellHeld?: boolean,
 ) => () => void;
 
+/** The start of a paged endpoint's window as this page bound it (a `since` resolved included). */
+function windowStartOf(endpoint: EndpointDefinition, bound: SqlParams): string | undefined {
+  const start = endpoint.paging && bound[endpoint.paging.window.start];
+  return typeof start === "string" ? start : undefined;
+}
+
 export function createRunner(deps: {
   engine: QueryEngine;
-  /** Each with its SQL in the engine's dialect (and a paged one's rest of a walk: see walkOn). */
-  endpoints: readonly EndpointDefinition[];
   cache?: ResultCache;
   /** The body and headers a result is cached as, and sent as unless a rendition is asked for. */
   serialize: (result: QueryResult) => Payload;
@@ -158,13 +162,16 @@ export function createRunner(deps: {
     return { found: await measured(rest), walk };
   }
 
-  // Made once, not on every hit.
-  const lookupSpans = new Map(
-    deps.endpoints.map((endpoint) => [
-      endpoint,
-      { attributes: { "query_service.endpoint": endpoint.name } },
-    ]),
-  );
+  // Made once per entry, not on every hit; a reload's new entries get theirs on their first lookup.
+  const lookupSpans = new WeakMap<EndpointDefinition, SpanOptions>();
+  const lookupSpan = (endpoint: EndpointDefinition): SpanOptions => {
+    let span = lookupSpans.get(endpoint);
+    if (span === undefined) {
+      span = { attributes: { "query_service.endpoint": endpoint.name } };
+      lookupSpans.set(endpoint, span);
+    }
+    return span;
+  };
 
   // Cache keys by parameters object: validated parameters are memoised per query string (and frozen),
   // so a dashboard's repeated request finds its key without sorting and encoding again.
@@ -206,7 +213,10 @@ export function createRunner(deps: {
     return {
       payload: rendition ? rendition.render(payload) : payload,
       execution,
-      ...(last && more && { nextCursor: cursors.after(last, bound.iso_timestamp_start, kept) }),
+      ...(last &&
+        more && {
+          nextCursor: cursors.after(last, windowStartOf(endpoint, bound), kept),
+        }),
     };
   }
 
@@ -231,7 +241,7 @@ export function createRunner(deps: {
     };
     const found = await inSpan(
       "cache lookup",
-      lookupSpans.get(endpoint) as SpanOptions,
+      lookupSpan(endpoint),
       () => cache.get(key, endpoint.cache, load, rendition, demand),
       describeLookup,
     );

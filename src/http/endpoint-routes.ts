@@ -26,20 +26,24 @@ export async function endpointRoutes(
     requests: EndpointRequests;
   },
 ) {
-  const descriptions = new Map(
-    catalog.entries.map((endpoint) => [endpoint, describeEndpoint(endpoint)]),
-  );
-  // One listing per credential, built on its first request: credentials are few and long-lived.
-  const listings = new WeakMap<Credential, string>();
+  // One listing per credential and catalog, built on its first request: credentials are few and
+  // long-lived, and a reload replaces the catalog's entries whole.
+  const listings = new WeakMap<readonly EndpointDefinition[], WeakMap<Credential, string>>();
   const listingFor = (credential: Credential) => {
-    let listing = listings.get(credential);
+    const { entries } = catalog;
+    let ofCatalog = listings.get(entries);
+    if (ofCatalog === undefined) {
+      ofCatalog = new WeakMap();
+      listings.set(entries, ofCatalog);
+    }
+    let listing = ofCatalog.get(credential);
     if (listing === undefined) {
-      const callable = catalog.entries.flatMap((endpoint) => {
+      const callable = entries.flatMap((endpoint) => {
         const fixed = grantedParams(credential, endpoint);
-        return fixed ? [{ ...descriptions.get(endpoint), fixed_params: fixed }] : [];
+        return fixed ? [{ ...describeEndpoint(endpoint), fixed_params: fixed }] : [];
       });
       listing = JSON.stringify({ result: callable });
-      listings.set(credential, listing);
+      ofCatalog.set(credential, listing);
     }
     return listing;
   };
@@ -149,5 +153,13 @@ function describeEndpoint(endpoint: EndpointDefinition) {
       : null,
     paths: endpoint.paths,
     example: `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`,
+    ...(endpoint.paging && {
+      paging: {
+        page_size: endpoint.paging.pageSize,
+        order: endpoint.paging.order,
+        window: endpoint.paging.window,
+        follow: endpoint.paging.follow,
+      },
+    }),
   };
 }

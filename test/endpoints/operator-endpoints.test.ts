@@ -98,7 +98,14 @@ describe("ENDPOINTS_DIR", () => {
     const service = await start({ API_KEYS: KEY, ENDPOINTS_DIR: dir });
     const status = async (name: string) =>
       (await get(service.baseUrl, `/api/endpoints/${name}?project=default`)).status;
+    const listed = async () => {
+      const { result } = (await (await get(service.baseUrl, "/api/endpoints")).json()) as {
+        result: { name: string; params: { name: string }[] }[];
+      };
+      return result.map((entry) => entry.name);
+    };
     expect(await status(NAME)).toBe(200);
+    expect(await listed()).toContain(NAME);
 
     const definition = join(dir, NAME, "endpoint.yaml");
     const good = readFileSync(definition, "utf8");
@@ -119,6 +126,9 @@ describe("ENDPOINTS_DIR", () => {
     await vi.waitFor(() => expect(service.stdout()).toMatch(/SIGHUP: serving \d+ endpoints/));
     expect(await status("auth.failures")).toBe(200);
     expect(await status(NAME)).toBe(404);
+    // The listing (and so the explorer and `log-query endpoints`) reads the new catalog too.
+    expect(await listed()).toContain("auth.failures");
+    expect(await listed()).not.toContain(NAME);
     expect(service.child.exitCode).toBeNull();
   });
 });

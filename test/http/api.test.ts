@@ -209,6 +209,14 @@ describe("the three endpoints", () => {
       ],
     });
     expect(listed[1]?.cache).toBeNull();
+    // A paged endpoint says how: what a client needs to page or follow it without knowing it.
+    expect(listed[1]?.paging).toEqual({
+      page_size: 100,
+      order: ["timestamp DESC", "id DESC"],
+      window: { start: "iso_timestamp_start", end: "iso_timestamp_end", since: "since" },
+      follow: true,
+    });
+    expect(listed[0]).not.toHaveProperty("paging");
   });
 });
 

@@ -176,9 +176,9 @@ export const FOLLOW_SCHEMA = {
   tags: ["endpoints"],
   summary: "followed as records arrive",
   description:
-    "`tail -f` for the endpoint: its parameters but `iso_timestamp_end` and `cursor` (400 " +
-    "naming them; 403 for a credential whose scope fixes `iso_timestamp_end`). Without " +
-    "`iso_timestamp_start` (or `since`, or a cursor as `after` or Last-Event-ID) the stream " +
+    "`tail -f` for the endpoint: its parameters but the end of its window and `cursor` (400 " +
+    "naming them; 403 for a credential whose scope fixes the end). Without the start of its " +
+    "window (or its `since`, or a cursor as `after` or Last-Event-ID) the stream " +
     "starts at the moment of connection; with it, it first sends every record after that " +
     "point, then goes live, or with `until=settled` ends once what can no longer change was " +
     `sent. At most ${STREAM_CAPS}`,
@@ -190,7 +190,7 @@ export const FOLLOW_SCHEMA = {
         description:
           "An event id, or the cursor a settled stream ended with: the stream resumes from that " +
           "place, as with Last-Event-ID (which wins when both are given), for clients that cannot " +
-          "set a header, whatever since or iso_timestamp_start the URL gives (a scope's start still " +
+          "set a header, whatever start of the window the URL gives (a scope's start still " +
           "bounds it). A cursor this service did not make is 400 `invalid_params`; with " +
           "`until=settled`, so is one older than the tier's retention (records after it were dropped).",
       },
@@ -201,7 +201,7 @@ export const FOLLOW_SCHEMA = {
           "(which no late record can overtake any more), then end with `event: end` and " +
           '`{"reason":"settled","cursor":…}` (NDJSON: a last line `{"end":{"reason":"settled","cursor":…}}`). ' +
           "Runs each started `after` the last one's cursor give every record once, in order; " +
-          "a run with `after` resumes there whatever since or iso_timestamp_start the URL gives.",
+          "a run with `after` resumes there whatever start of the window the URL gives.",
       },
     },
   },
@@ -213,8 +213,8 @@ export const FOLLOW_SCHEMA = {
         description:
           "The id of the last event received (EventSource sends it by itself when it reconnects): a " +
           "place in what the stream sent, from which it resumes with every record not sent yet, late " +
-          "ones within the lag included, none twice, whatever since or iso_timestamp_start the URL " +
-          "gives (a scope's start still bounds it). An id this service did not make is 400 `bad_request`.",
+          "ones within the lag included, none twice, whatever start of the window the URL gives " +
+          "(a scope's start still bounds it). An id this service did not make is 400 `bad_request`.",
       },
     },
   },

@@ -75,6 +75,27 @@ export const CATALOG_ENTRY: Json = {
       additionalProperties: STRING,
       description: "What the credential's scope fixes: omit these, or send exactly these values.",
     },
+    paging: {
+      type: "object",
+      description:
+        "Only on an endpoint whose answers are pages: how its rows are ordered, the parameters " +
+        "that bound its window, and whether it can be followed.",
+      required: ["page_size", "order", "window", "follow"],
+      properties: {
+        page_size: { ...INTEGER, description: "The most rows a page holds." },
+        order: { ...STRINGS, description: "The rows' order: a column and ASC or DESC each." },
+        window: {
+          type: "object",
+          required: ["start", "end"],
+          properties: {
+            start: { ...STRING, description: "The parameter after which rows start (exclusive)." },
+            end: { ...STRING, description: "The parameter at which rows end (inclusive)." },
+            since: { ...STRING, description: "The parameter for a start of now − seconds." },
+          },
+        },
+        follow: { type: "boolean", description: "Its new rows can be streamed at …/follow." },
+      },
+    },
   },
 };
 

@@ -1,6 +1,7 @@
 // One endpoint's section: its form, the view of its rows and a status line that says first how the
 // view is kept current. A cached endpoint is watched: the service sends each new value as it
-// stores it. logs.all with Live on is followed: each new record is added to the table. Anything
+// stores it. A followable one (logs.all) with Live on is followed: each new record is added to the
+// table. Anything
 // else is polled, with If-None-Match, and so is a stream the service would not open (the status
 // line says why). An error leaves what is drawn dimmed and marked not current.
 import { describeError, get, isRefusal } from "./api.js";
@@ -11,11 +12,6 @@ import { keepOpen } from "./sse.js";
 import { tableView } from "./table.js";
 
 const VIEWS = { "functions.invocation-stats": statsView, "usage.api-counts": usageView };
-
-// A follow runs on from its start: it refuses an end and a page.
-const NOT_FOLLOWED = ["iso_timestamp_end"];
-// What a follow may start from instead of now.
-const STARTS = ["since", "iso_timestamp_start"];
 
 const WATCHING = ["watching", "watching (live)"];
 const FOLLOWING = ["following", "live: following new records"];
@@ -60,7 +56,7 @@ export function panel(endpoint, { refreshSeconds, active }) {
   const staleLabel = h("p", { class: "stale-label", hidden: true });
   view.element.classList.add("view");
   const watchable = endpoint.cache != null;
-  const live = endpoint.paths.some((path) => path.endsWith("/follow"))
+  const live = endpoint.paging?.follow
     ? h("input", { type: "checkbox", class: "live-toggle" })
     : undefined;
   if (live) form.append(h("label", { class: "live" }, live, " Live"));
@@ -204,10 +200,16 @@ export function panel(endpoint, { refreshSeconds, active }) {
     });
   }
 
-  /** logs.all with Live on: its newest rows, then each record that arrives after them. */
+  /**
+   * A followable endpoint with Live on: its newest rows, then each record that arrives after them.
+   * Its paging contract names the parameters that bound its window and the column rows are ordered
+   * by, newest first.
+   */
   async function follow(search) {
+    const { window, order } = endpoint.paging;
     const followed = new URLSearchParams(search);
-    for (const param of NOT_FOLLOWED) followed.delete(param);
+    // A follow runs on from its start: it refuses an end.
+    followed.delete(window.end);
     if (cursor === undefined) {
       const answer = await ask(search, null);
       if (!answer) return;
@@ -215,10 +217,12 @@ export function panel(endpoint, { refreshSeconds, active }) {
       // A follow starts at now: one that has no start of its own (from the form or the key's scope)
       // starts a millisecond before the newest row drawn, so that a record stored while the stream
       // opened is not missed; the rows sent again are shown already.
-      const times = (answer.result ?? []).map((row) => Date.parse(row.timestamp));
+      const [newest] = order[0].split(" ");
+      const times = (answer.result ?? []).map((row) => Date.parse(row[newest]));
       const given = [...followed.keys(), ...Object.keys(endpoint.fixed_params ?? {})];
-      if (times.length > 0 && !STARTS.some((param) => given.includes(param))) {
-        followed.set("iso_timestamp_start", new Date(Math.max(...times) - 1).toISOString());
+      const starts = [window.start, window.since];
+      if (times.length > 0 && !starts.some((param) => given.includes(param))) {
+        followed.set(window.start, new Date(Math.max(...times) - 1).toISOString());
       }
     }
     stream(search, path("/follow", followed), cursor, FOLLOWING, (event, opened) => {
