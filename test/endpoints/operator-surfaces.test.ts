@@ -1,0 +1,109 @@
+// An operator's endpoint (ENDPOINTS_DIR) taken by the surfaces that name no endpoint: a keys-file key
+// scoped to it alone, its per-key rate limit, and `log-query endpoints`, against the service as
+// `npm start` runs it and the CLI as a user runs it.
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { cpSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { start } from "../support/service-process.ts";
+
+const NAME = "auth.failures-per-hour";
+const EXAMPLE = new URL(`../../examples/endpoints/${NAME}/`, import.meta.url).pathname;
+const CLI = new URL("../../bin/log-query.js", import.meta.url).pathname;
+const FULL_KEY = "operator-surfaces-full-0123456789";
+const SCOPED_KEY = "operator-surfaces-scoped-0123456789";
+const LIMITED_KEY = "operator-surfaces-limited-0123456789";
+const LIMIT = 2;
+
+const sha256 = (key: string) => createHash("sha256").update(key).digest("hex");
+
+/** An ENDPOINTS_DIR holding the docs' example endpoint, and a keys file with keys scoped to it. */
+function operatorSetup(): { endpointsDir: string; keysFile: string } {
+  const root = mkdtempSync(join(tmpdir(), "operator-surfaces-"));
+  const endpointsDir = join(root, "endpoints");
+  cpSync(EXAMPLE, join(endpointsDir, NAME), { recursive: true });
+  const scope = { endpoint: NAME, fixed_params: { project: "default" } };
+  const keysFile = join(root, "keys.json");
+  writeFileSync(
+    keysFile,
+    JSON.stringify({
+      keys: [
+        { name: "auth-watch", sha256: sha256(SCOPED_KEY), scopes: [scope] },
+        {
+          name: "auth-limited",
+          sha256: sha256(LIMITED_KEY),
+          rate_limit_per_minute: LIMIT,
+          scopes: [scope],
+        },
+      ],
+    }),
+  );
+  return { endpointsDir, keysFile };
+}
+
+async function service(): Promise<string> {
+  const { endpointsDir, keysFile } = operatorSetup();
+  const { baseUrl } = await start({
+    API_KEYS: FULL_KEY,
+    API_KEYS_FILE: keysFile,
+    ENDPOINTS_DIR: endpointsDir,
+  });
+  return baseUrl;
+}
+
+const get = (baseUrl: string, path: string, key: string) =>
+  fetch(`${baseUrl}${path}`, { headers: { "X-API-KEY": key } });
+
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { PATH: process.env.PATH, LOG_QUERY_KEY: FULL_KEY },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk;
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk;
+  });
+  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
+}
+
+describe("an operator's endpoint on every surface", () => {
+  it("a key scoped to it alone calls it with its fixed param, is refused elsewhere and lists only it", async () => {
+    const baseUrl = await service();
+    const answer = await get(baseUrl, `/api/endpoints/${NAME}?period=week`, SCOPED_KEY);
+    expect(answer.status).toBe(200);
+    expect((await get(baseUrl, "/api/endpoints/logs.all?project=default", SCOPED_KEY)).status).toBe(
+      403,
+    );
+    const listing = (await (await get(baseUrl, "/api/endpoints", SCOPED_KEY)).json()) as {
+      result: { name: string; fixed_params?: Record<string, string> }[];
+    };
+    expect(listing.result.map((entry) => entry.name)).toEqual([NAME]);
+    expect(listing.result[0]?.fixed_params).toEqual({ project: "default" });
+  });
+
+  it("counts a key's requests to it against the key's rate limit", async () => {
+    const baseUrl = await service();
+    const path = `/api/endpoints/${NAME}?period=day`;
+    for (let i = 0; i < LIMIT; i++)
+      expect((await get(baseUrl, path, LIMITED_KEY)).status).toBe(200);
+    const refused = await get(baseUrl, path, LIMITED_KEY);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
+  it("log-query endpoints lists it with its params", async () => {
+    const baseUrl = await service();
+    const listed = await cli(["endpoints", "--url", baseUrl]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`^${NAME.replaceAll(".", "\\.")}: `, "m"));
+    const section = listed.stdout.slice(listed.stdout.indexOf(`${NAME}:`));
+    expect(section).toMatch(/^ {2}project \(required\)/m);
+    expect(section).toMatch(/^ {2}period/m);
+  });
+});
