@@ -73,10 +73,15 @@ function cli(args: string[]): Promise<{ code: number | null; stdout: string; std
 }
 
 describe("an operator's endpoint on every surface", () => {
-  it("a key scoped to it alone calls it with its fixed param, is refused elsewhere and lists only it", async () => {
+  it("a key scoped to it alone calls it with its fixed param (a second call a cache hit), is refused elsewhere and lists only it", async () => {
     const baseUrl = await service();
     const answer = await get(baseUrl, `/api/endpoints/${NAME}?period=week`, SCOPED_KEY);
     expect(answer.status).toBe(200);
+    expect(answer.headers.get("cache-status")).toMatch(/^query-service; fwd=miss; stored/);
+    // The same question again, by the same key, is answered from the cache.
+    const again = await get(baseUrl, `/api/endpoints/${NAME}?period=week`, SCOPED_KEY);
+    expect(again.headers.get("cache-status")).toMatch(/^query-service; hit; ttl=\d+/);
+    expect(await again.json()).toEqual(await answer.json());
     expect((await get(baseUrl, "/api/endpoints/logs.all?project=default", SCOPED_KEY)).status).toBe(
       403,
     );
