@@ -4,14 +4,19 @@ import { createHash } from "node:crypto";
 // Logflare path) and the query-string order do not reach the key.
 
 /**
- * `<endpointId>?<params>`: params sorted by name, absent (null) ones dropped, URL-encoded so that no
- * value can forge a separator. Readable in logs.
+ * `<endpointId>~<revision>?<params>`: params sorted by name, absent (null) ones dropped,
+ * URL-encoded so that no value can forge a separator. Readable in logs. The revision (a digest of
+ * the definition and SQL) keeps an answer of one version of an endpoint from being served for
+ * another after a reload changed it.
  */
-export function cacheKey(endpointId: string, params: Record<string, string | null>): string {
+export function cacheKey(
+  endpoint: { id: string; revision: string },
+  params: Record<string, string | null>,
+): string {
   const present = Object.entries(params)
     .filter((entry): entry is [string, string] => entry[1] !== null)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `${endpointId}?${new URLSearchParams(present).toString()}`;
+  return `${endpoint.id}~${endpoint.revision}?${new URLSearchParams(present).toString()}`;
 }
 
 /** A short, stable name for an entry in log lines: the first 12 hex digits of its key's SHA-256. */

@@ -35,6 +35,11 @@ export interface EndpointSql {
 export interface EndpointDefinition {
   name: string;
   id: string;
+  /**
+   * Which version of it this is: a digest of its definition and SQL, so that answers cached by one
+   * version (here or by a replica over Redis) are never served for another after a reload.
+   */
+  revision: string;
   description: string;
   /** The validator of its query string: what the SQL binds, or one detail per bad parameter. */
   params: ParamsSchema;

@@ -2,6 +2,7 @@
 // (catalog.ts): the validator built from the declared parameters, the JSON Schemas of the query
 // string and of a row, the window the engine binds, the paths. What does not fit (a SQL parameter
 // nobody declares or binds, a contract naming a parameter that is not there) is one problem each.
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { Dialect } from "../engines/engine.ts";
 import type { EndpointDefinition, EndpointSql, PagingContract } from "./catalog.ts";
@@ -89,6 +90,7 @@ export function compileEndpoint(
     entry: {
       name,
       id: id.toLowerCase(),
+      revision: revisionOf(definition, sqlFiles),
       description: definition.description,
       params,
       paramNames: new Set(Object.keys(paramsJsonSchema.properties)),
@@ -120,6 +122,13 @@ export function compileEndpoint(
       ],
     },
   };
+}
+
+/** The first 12 hex digits of the SHA-256 of a definition and its SQL files, in name order. */
+function revisionOf(definition: EndpointDefinitionFile, sqlFiles: SqlFiles): string {
+  const hash = createHash("sha256").update(JSON.stringify(definition));
+  for (const file of Object.keys(sqlFiles).sort()) hash.update(`\0${file}\0${sqlFiles[file]}`);
+  return hash.digest("hex").slice(0, 12);
 }
 
 /** A parameter's validator: the text given (absent: null), as the SQL binds it. */

@@ -149,7 +149,7 @@ export class FollowHub {
     const live = { ...params, [windowOf(endpoint).start]: null };
     const start = from ?? startingAt(this.clock());
     const subscription = new Subscription(follower, start, this);
-    const key = cacheKey(endpoint.id, live);
+    const key = cacheKey(endpoint, live);
     const stopped = new AbortController();
     const streamed = follower.unstreamed !== true;
     if (streamed) this.counts.open++;

@@ -175,14 +175,14 @@ export function createRunner(deps: {
 
   // Cache keys by parameters object: validated parameters are memoised per query string (and frozen),
   // so a dashboard's repeated request finds its key without sorting and encoding again.
-  const keys = new WeakMap<SqlParams, { endpointId: string; key: string }>();
+  const keys = new WeakMap<SqlParams, { endpoint: EndpointDefinition; key: string }>();
   const keyOf = (endpoint: EndpointDefinition, params: SqlParams): string => {
     // Only a frozen object cannot change under its memoised key.
-    if (!Object.isFrozen(params)) return cacheKey(endpoint.id, params);
+    if (!Object.isFrozen(params)) return cacheKey(endpoint, params);
     const known = keys.get(params);
-    if (known?.endpointId === endpoint.id) return known.key;
-    const key = cacheKey(endpoint.id, params);
-    keys.set(params, { endpointId: endpoint.id, key });
+    if (known?.endpoint === endpoint) return known.key;
+    const key = cacheKey(endpoint, params);
+    keys.set(params, { endpoint, key });
     return key;
   };
 

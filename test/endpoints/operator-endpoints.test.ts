@@ -133,6 +133,33 @@ describe("ENDPOINTS_DIR", () => {
   });
 });
 
+describe("a changed endpoint", () => {
+  it("answers from its new SQL after a SIGHUP, never from an answer cached before it", async () => {
+    const dir = operatorDir();
+    const service = await start({ API_KEYS: KEY, ENDPOINTS_DIR: dir });
+    const path = `/api/endpoints/${NAME}?project=default&period=week`;
+    const ask = async () => {
+      const answer = await get(service.baseUrl, path);
+      const { result } = (await answer.json()) as { result: { failures: number }[] };
+      return { cache: answer.headers.get("cache-status"), failures: result.map((r) => r.failures) };
+    };
+    const before = await ask();
+    expect((await ask()).cache).toMatch(/; hit/);
+    expect(before.failures.length).toBeGreaterThan(0);
+
+    const sql = join(dir, NAME, "duckdb.sql");
+    writeFileSync(
+      sql,
+      readFileSync(sql, "utf8").replace("count(*) AS failures", "count(*) * 1000 AS failures"),
+    );
+    service.child.kill("SIGHUP");
+    await vi.waitFor(() => expect(service.stdout()).toMatch(/SIGHUP: serving \d+ endpoints/));
+    const after = await ask();
+    expect(after.cache).not.toMatch(/; hit/);
+    expect(after.failures).toEqual(before.failures.map((failures) => failures * 1000));
+  });
+});
+
 describe("an operator's BigQuery SQL", () => {
   it("is refused by BigQuery's dry run when it is not one query, naming the file", async () => {
     const dir = operatorDir({
