@@ -985,6 +985,38 @@ describe("the explorer page", () => {
     await page.context().close();
   });
 
+  it("follows an operator's endpoint with Live on by the window parameters its contract names", async () => {
+    const fixtures = new URL("../fixtures/endpoints/", import.meta.url).pathname;
+    const operators = await otherService(
+      { follow: { intervalMs: 200 } },
+      { catalog: loadCatalog([BUILT_IN_ENDPOINTS, fixtures]) },
+    );
+    const { page, requests } = await openExplorer("", operators);
+    await enterKey(page, KEY);
+    const panel = '[data-endpoint="edge.errors"]';
+    await page.waitForSelector(`${panel}:not([data-draws="0"])`);
+    // Its window's end, which a follow refuses, is left out of it.
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 19);
+    await page.fill(`${panel} [name="to"]`, tomorrow);
+    await page.check(`${panel} .live-toggle`);
+    await page.waitForSelector(`${panel}[data-mode="following"]`);
+    const id = "operator-live-5xx";
+    await storeEdgeRecord(`
+      SELECT '${id}' AS id, now() AS timestamp, 'GET | 503 | https://default.supabase.co/rest/v1/todos' AS event_message,
+        'default' AS project,
+        [{'request': [{'method': 'GET', 'path': '/rest/v1/todos', 'url': 'https://default.supabase.co/rest/v1/todos',
+            'host': 'default.supabase.co'}],
+          'response': [{'status_code': 503}]}] AS metadata`);
+    await page.waitForSelector(`${panel} tr:has(td:text-is("${id}"))`);
+    const follow = requests
+      .map((r) => new URL(r.url()))
+      .find((url) => url.pathname === "/api/endpoints/edge.errors/follow");
+    const params = [...(follow?.searchParams.keys() ?? [])];
+    // Started from the newest row drawn (demo data has 5xx records), by its own start parameter.
+    expect(params.sort()).toEqual(["from", "plan", "project"]);
+    await page.context().close();
+  });
+
   it("lists logs.all newest first, and a record's metadata expands", async () => {
     const { page } = await openExplorer();
     await enterKey(page);
