@@ -19,7 +19,7 @@ import {
 } from "../support/fixtures.ts";
 import { closers, FOLLOW, NOW, open, records } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
-import { API_KEY } from "../support/service.ts";
+import { API_KEY, startService } from "../support/service.ts";
 
 const OPERATOR_ENDPOINTS = new URL("../fixtures/endpoints/", import.meta.url).pathname;
 const NAME = "edge.errors";
@@ -128,5 +128,26 @@ describe("an operator's followable endpoint with its own window parameter names,
       window: { start: "from", end: "to", since: "last" },
       follow: true,
     });
+  });
+});
+
+describe("an operator's followable endpoint on the BigQuery stand-in", () => {
+  it("pages through its window by next cursors, each record once, newest first", async () => {
+    const { get } = await startService({
+      tables: { edge_logs: [...ERRORS, ...OKS] },
+      now: NOW,
+      catalog: loadCatalog([BUILT_IN_ENDPOINTS, OPERATOR_ENDPOINTS]),
+    });
+    const seen: string[] = [];
+    let url: string | null =
+      `/api/endpoints/${NAME}?project=${PROJECT}&plan=FREE&from=${shift(NOW, -45n * MINUTE)}`;
+    while (url) {
+      const response = await get(url);
+      expect(response.statusCode).toBe(200);
+      seen.push(...(response.json() as { result: Row[] }).result.map((row) => String(row.id)));
+      url =
+        String(response.headers.link ?? "").match(/<[^>]*(\/api\/[^>]+)>; rel="next"/)?.[1] ?? null;
+    }
+    expect(seen).toEqual(["e7", "e6", "e5", "e4", "e3", "e2"]);
   });
 });
