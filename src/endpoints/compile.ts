@@ -59,6 +59,8 @@ const ENGINE_PARAMS: Record<Dialect, readonly string[]> = { bigquery: [], duckdb
 /** What a paged endpoint's cursor binds (params.ts), and a resumed stream's position (follow.ts). */
 const CURSOR_PARAMS = ["cursor_timestamp", "cursor_id"];
 const AFTER_PARAMS = ["after_timestamp", "after_id"];
+/** What a follow stream takes besides the endpoint's parameters: a resume, a settled run. */
+const FOLLOW_STREAM_PARAMS = ["after", "until"];
 
 /** The entry of a definition, or the problems that keep it from being one. */
 export function compileEndpoint(
@@ -280,6 +282,15 @@ function pagingContract(
       field: "params.cursor",
       message: "is the paging cursor; a paged endpoint cannot declare it",
     });
+  }
+  // A follow stream takes these besides the endpoint's parameters, which would then never reach it.
+  for (const own of paging.follow ? FOLLOW_STREAM_PARAMS : []) {
+    if (own in definition.params) {
+      problems.push({
+        field: `params.${own}`,
+        message: `is a follow stream's own parameter; a followable endpoint cannot declare it`,
+      });
+    }
   }
   return {
     pageSize: paging.page_size,

@@ -1,6 +1,9 @@
 // A second pageable, followable endpoint, an operator's (test/fixtures/endpoints/edge.errors), whose
 // window parameters are named unlike logs.all's (from, to, last; its retention by plan): pages,
 // follow streams, the listing and the OpenAPI document read every name from its paging contract.
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { BUILT_IN_ENDPOINTS, loadCatalog } from "../../src/endpoints/load-catalog.ts";
@@ -149,5 +152,28 @@ describe("an operator's followable endpoint on the BigQuery stand-in", () => {
         String(response.headers.link ?? "").match(/<[^>]*(\/api\/[^>]+)>; rel="next"/)?.[1] ?? null;
     }
     expect(seen).toEqual(["e7", "e6", "e5", "e4", "e3", "e2"]);
+  });
+});
+
+describe("a followable endpoint's parameters", () => {
+  it("may not be named as a follow stream's own (after, until): startup says which", () => {
+    const dir = mkdtempSync(join(tmpdir(), "endpoints-dir-"));
+    cpSync(join(OPERATOR_ENDPOINTS, NAME), join(dir, NAME), { recursive: true });
+    const definition = join(dir, NAME, "endpoint.yaml");
+    writeFileSync(
+      definition,
+      readFileSync(definition, "utf8")
+        .replace(/^ {2}to:$/m, "  until:")
+        .replace("end: to", "end: until"),
+    );
+    expect(() => loadCatalog([dir])).toThrow(
+      expect.objectContaining({
+        problems: [
+          expect.stringMatching(
+            /edge\.errors\/endpoint\.yaml: params\.until: is a follow stream's own parameter; a followable endpoint cannot declare it$/,
+          ),
+        ],
+      }),
+    );
   });
 });
