@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
+import { runEndpointCases } from "../../src/endpoints/cases/run-cases.ts";
 import { BUILT_IN_ENDPOINTS, loadCatalog } from "../../src/endpoints/load-catalog.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import { configFrom } from "../support/config-from.ts";
@@ -152,6 +153,18 @@ describe("an operator's followable endpoint on the BigQuery stand-in", () => {
         String(response.headers.link ?? "").match(/<[^>]*(\/api\/[^>]+)>; rel="next"/)?.[1] ?? null;
     }
     expect(seen).toEqual(["e7", "e6", "e5", "e4", "e3", "e2"]);
+  });
+});
+
+describe("the operator's followable endpoint's own cases (cases.yaml)", () => {
+  it("pass on the embedded engine: 5xx only, from exclusive, last from the pinned now", async () => {
+    const outcomes = await runEndpointCases(join(OPERATOR_ENDPOINTS, NAME));
+    expect(outcomes.map(({ name, problems }) => [name, problems])).toEqual([
+      ["only 5xx records, within the last day", []],
+      ["from is exclusive", []],
+      ["last counts back from the pinned now", []],
+      ["last and from do not go together", []],
+    ]);
   });
 });
 
