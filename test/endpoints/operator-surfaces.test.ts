@@ -1,13 +1,16 @@
 // An operator's endpoint (ENDPOINTS_DIR) taken by the surfaces that name no endpoint: a keys-file key
-// scoped to it alone, its per-key rate limit, and `log-query endpoints`, against the service as
-// `npm start` runs it and the CLI as a user runs it.
+// scoped to it alone (its listing and OpenAPI document), its per-key rate limit, an alert rule on it,
+// and `log-query endpoints`, against the service as `npm start` runs it and the CLI as a user runs it.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { start } from "../support/service-process.ts";
+import { temporaryFile } from "../support/temporary-file.ts";
+import { webhookReceiver } from "../support/webhook-receiver.ts";
 
 const NAME = "auth.failures-per-hour";
 const EXAMPLE = new URL(`../../examples/endpoints/${NAME}/`, import.meta.url).pathname;
@@ -43,12 +46,13 @@ function operatorSetup(): { endpointsDir: string; keysFile: string } {
   return { endpointsDir, keysFile };
 }
 
-async function service(): Promise<string> {
+async function service(env: Record<string, string> = {}): Promise<string> {
   const { endpointsDir, keysFile } = operatorSetup();
   const { baseUrl } = await start({
     API_KEYS: FULL_KEY,
     API_KEYS_FILE: keysFile,
     ENDPOINTS_DIR: endpointsDir,
+    ...env,
   });
   return baseUrl;
 }
@@ -86,10 +90,52 @@ describe("an operator's endpoint on every surface", () => {
       403,
     );
     const listing = (await (await get(baseUrl, "/api/endpoints", SCOPED_KEY)).json()) as {
-      result: { name: string; fixed_params?: Record<string, string> }[];
+      result: { name: string; fixed_params?: Record<string, string>; paths: string[] }[];
     };
     expect(listing.result.map((entry) => entry.name)).toEqual([NAME]);
     expect(listing.result[0]?.fixed_params).toEqual({ project: "default" });
+    // The OpenAPI document it sees describes this endpoint's paths alone.
+    const document = (await (await get(baseUrl, "/openapi.json", SCOPED_KEY)).json()) as {
+      paths: Record<string, unknown>;
+    };
+    const endpointPaths = Object.keys(document.paths).filter((path) =>
+      path.startsWith("/api/endpoints/"),
+    );
+    expect(endpointPaths.length).toBeGreaterThan(0);
+    const own = listing.result[0]?.paths ?? [];
+    for (const path of endpointPaths) {
+      expect(own.some((listed) => path.startsWith(listed))).toBe(true);
+    }
+  });
+
+  it("fires an alert rule on it to a webhook receiver, signed, and lists the rule by the endpoint's name", async () => {
+    const secret = `whsec_${Buffer.from("an operator's secret, 24 b").toString("base64")}`;
+    const receiver = await webhookReceiver();
+    const rule = {
+      name: "auth-failures",
+      endpoint: NAME,
+      params: { project: "default", period: "week" },
+      // The demo data answers some sign-ins with 401 every week.
+      condition: { any_row: "failures >= 1" },
+      webhook: { url: receiver.url, secret },
+    };
+    const baseUrl = await service({
+      ALERT_RULES_FILE: temporaryFile("operator-rules.json", { rules: [rule] }),
+    });
+    await receiver.until(1);
+    const [delivery] = receiver.received;
+    const message = new Webhook(secret).verify(
+      delivery?.body as string,
+      delivery?.headers as Record<string, string>,
+    );
+    expect(message).toMatchObject({
+      type: "alert.firing",
+      data: { rule: "auth-failures", endpoint: NAME, params: rule.params },
+    });
+    const listed = await get(baseUrl, `/api/alerts?endpoint=${NAME}`, FULL_KEY);
+    expect(listed.status).toBe(200);
+    const { result } = (await listed.json()) as { result: { name: string; state: string }[] };
+    expect(result).toEqual([expect.objectContaining({ name: "auth-failures", state: "firing" })]);
   });
 
   it("counts a key's requests to it against the key's rate limit", async () => {
