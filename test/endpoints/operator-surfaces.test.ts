@@ -1,11 +1,13 @@
 // An operator's endpoint (ENDPOINTS_DIR) taken by the surfaces that name no endpoint: a keys-file key
-// scoped to it alone (its listing and OpenAPI document), its per-key rate limit, an alert rule on it,
-// and `log-query endpoints`, against the service as `npm start` runs it and the CLI as a user runs it.
+// scoped to it alone (its listing and OpenAPI document), a token scoped to it, its per-key rate
+// limit, an alert rule on it, and `log-query endpoints`, against the service as `npm start` runs
+// it and the CLI as a user runs it.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SignJWT } from "jose";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { start } from "../support/service-process.ts";
@@ -19,6 +21,7 @@ const FULL_KEY = "operator-surfaces-full-0123456789";
 const SCOPED_KEY = "operator-surfaces-scoped-0123456789";
 const LIMITED_KEY = "operator-surfaces-limited-0123456789";
 const LIMIT = 2;
+const JWT_SECRET = "operator-surfaces-hs256-secret-0123456789";
 
 const sha256 = (key: string) => createHash("sha256").update(key).digest("hex");
 
@@ -52,6 +55,7 @@ async function service(env: Record<string, string> = {}): Promise<string> {
     API_KEYS: FULL_KEY,
     API_KEYS_FILE: keysFile,
     ENDPOINTS_DIR: endpointsDir,
+    JWT_SECRET,
     ...env,
   });
   return baseUrl;
@@ -136,6 +140,30 @@ describe("an operator's endpoint on every surface", () => {
     expect(listed.status).toBe(200);
     const { result } = (await listed.json()) as { result: { name: string; state: string }[] };
     expect(result).toEqual([expect.objectContaining({ name: "auth-failures", state: "firing" })]);
+  });
+
+  it("a token scoped to it with a fixed param calls it with that value and nothing else", async () => {
+    const baseUrl = await service();
+    const now = Math.floor(Date.now() / 1000);
+    const token = await new SignJWT({
+      sub: "operator-surfaces",
+      iat: now,
+      exp: now + 600,
+      scopes: [{ endpoint: NAME, fixed_params: { project: "default" } }],
+    })
+      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .sign(new TextEncoder().encode(JWT_SECRET));
+    const bearer = (path: string) =>
+      fetch(`${baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` } });
+    expect((await bearer(`/api/endpoints/${NAME}?period=week`)).status).toBe(200);
+    expect((await bearer(`/api/endpoints/${NAME}?period=week&project=other`)).status).toBe(403);
+    expect((await bearer("/api/endpoints/logs.all?project=default")).status).toBe(403);
+    const listing = (await (await bearer("/api/endpoints")).json()) as {
+      result: { name: string; fixed_params?: Record<string, string> }[];
+    };
+    expect(listing.result.map((entry) => [entry.name, entry.fixed_params])).toEqual([
+      [NAME, { project: "default" }],
+    ]);
   });
 
   it("counts a key's requests to it against the key's rate limit", async () => {
