@@ -7,6 +7,7 @@ import { AlertStates } from "./alerts/alert-states.ts";
 import { Alerts } from "./alerts/alerts.ts";
 import type { AlertRulesFile } from "./alerts/rules-source.ts";
 import type { DeliveryOptions } from "./alerts/webhooks.ts";
+import { servesKey } from "./cache/cache-key.ts";
 import { RefreshBudget } from "./cache/refresh-budget.ts";
 import { ResultCache } from "./cache/result-cache.ts";
 import { SharedResults } from "./cache/shared-results.ts";
@@ -14,7 +15,7 @@ import type { Config } from "./config.ts";
 import { createAuthenticator } from "./credentials/authenticate.ts";
 import type { KeysFile } from "./credentials/keys-file.ts";
 import type { TokenVerifier } from "./credentials/tokens.ts";
-import type { Catalog } from "./endpoints/catalog.ts";
+import { type Catalog, LiveCatalog } from "./endpoints/catalog.ts";
 import { cursorCodec } from "./endpoints/cursor.ts";
 import { FollowHub, type FollowOptions } from "./endpoints/follow.ts";
 import { loadCatalog } from "./endpoints/load-catalog.ts";
@@ -48,6 +49,7 @@ import { streamPlaces } from "./http/streams/stream-places.ts";
 import { type WatchStats, watchRoutes } from "./http/watch-routes.ts";
 import type { RedisLink } from "./redis/link.ts";
 import { SharedBudgets } from "./redis/shared-budgets.ts";
+import type { ReloadCounts } from "./settings-reload.ts";
 import { observeEngine } from "./telemetry/observed-engine.ts";
 
 declare module "fastify" {
@@ -91,6 +93,8 @@ export interface AppDeps {
   streams?: Partial<StreamLimits>;
   /** Alert rules (ALERT_RULES_FILE), run while the service is, and again as the file changes. */
   alertRules?: AlertRulesFile;
+  /** Reloads of the settings by part and outcome (main.ts's SettingsReload), for /metrics. */
+  reloads?: ReloadCounts;
   /** Webhook attempts, backoff, timeout and lease; default 6 attempts, 1 s doubling, 10 s each, 30 s. */
   alertDelivery?: Partial<DeliveryOptions>;
   /** Absent: no logging (tests). */
@@ -173,6 +177,11 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     deps.cache && new ResultCache({ logger: app.log, shared, ...config.cache, ...deps.cache });
   app.addHook("onClose", async () => cache?.close());
   const catalog = deps.catalog ?? loadCatalog();
+  if (cache && catalog instanceof LiveCatalog) {
+    // Values of an endpoint a reload removed or changed are dropped, their warming with them.
+    const stop = catalog.onReplace((next) => cache.retain((key) => servesKey(next, key)));
+    app.addHook("onClose", async () => stop());
+  }
   // Without one (an app a test builds), this instance's cursors are good in this instance only.
   const cursors = cursorCodec(config.cursorSecret ?? randomBytes(32), deps.deployment);
   const { run, watch } = createRunner({
@@ -223,6 +232,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     streamEnds,
     watches: watchStats,
     alerts,
+    reloads: deps.reloads,
     redis: deps.redis,
   });
   app.decorate("metricsRegistry", registry);
@@ -268,6 +278,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       limits: { ...DEFAULT_STREAM_LIMITS, ...deps.streams },
       ends: streamEnds,
       keysFile: deps.keysFile,
+      catalog,
     });
     await api.register(followRoutes, { hub: followHub, requests, reserve });
     if (cache) {

@@ -1,5 +1,5 @@
 // Process entry: config → engine → app → listen; closes gracefully on SIGTERM/SIGINT; SIGHUP
-// reads API_KEYS_FILE, ALERT_RULES_FILE and the endpoint folders again.
+// reads the endpoint folders, API_KEYS_FILE and ALERT_RULES_FILE again, as one snapshot.
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import closeWithGrace from "close-with-grace";
@@ -10,12 +10,13 @@ import { KeysFile } from "./credentials/keys-file.ts";
 import { createTokenVerifier } from "./credentials/tokens.ts";
 import { keptCursorSecret } from "./cursor-secret-file.ts";
 import { LiveCatalog } from "./endpoints/catalog.ts";
-import { BUILT_IN_ENDPOINTS, CatalogError, loadCatalog } from "./endpoints/load-catalog.ts";
+import { BUILT_IN_ENDPOINTS, loadCatalog } from "./endpoints/load-catalog.ts";
 import { loadServedCatalog } from "./endpoints/served-catalog.ts";
 import { openEngine } from "./engines/open-engine.ts";
 import { buildManagementApp } from "./http/management.ts";
 import { createLogger } from "./logger.ts";
 import { RedisLink } from "./redis/link.ts";
+import { SettingsReload } from "./settings-reload.ts";
 import { credentialLabels } from "./telemetry/attribution.ts";
 import { startTracing } from "./telemetry/tracing.ts";
 
@@ -110,8 +111,9 @@ if (apiKeys.length === 0 && !keysFile && !tokens) {
   );
   log.info("generated an API key for this process (printed above, once)");
 }
-keysFile?.watch(log);
-alertRules?.watch(log);
+for (const warning of [...(keysFile?.warnings ?? []), ...(alertRules?.warnings ?? [])]) {
+  log.warn(warning);
+}
 
 // Before the app: Fastify's instrumentation hooks every instance created after it.
 const stopTracing = await startTracing();
@@ -132,30 +134,17 @@ try {
   process.exit(1);
 }
 
-/**
- * The endpoint folders read and checked again: served when all is well, else every problem logged
- * and the endpoints served so far kept, so a typo breaks nothing that worked.
- */
-async function reloadEndpoints(): Promise<void> {
-  try {
-    const served = await loadServedCatalog(config.endpointsDirs, engine);
-    for (const line of served.notServed) log.warn(line);
-    catalog.replace(served.catalog);
-    const names = served.catalog.entries.map((endpoint) => endpoint.name);
-    log.info({ endpoints: names }, `SIGHUP: serving ${names.length} endpoints`);
-  } catch (error) {
-    const problems = error instanceof CatalogError ? error.problems : [(error as Error).message];
-    for (const problem of problems) log.error(problem);
-    log.error("SIGHUP: the endpoint folders have problems; the endpoints served before are kept");
-  }
-}
-
-// For the life of the process, so a SIGHUP never stops it (closeWithGrace skips SIGHUP below).
-process.on("SIGHUP", () => {
-  keysFile?.reload(log);
-  alertRules?.reload(log);
-  void reloadEndpoints();
+// The endpoint folders and both files, read again together on SIGHUP or when a file changes.
+const reload = new SettingsReload({
+  catalog,
+  loadEndpoints: () => loadServedCatalog(config.endpointsDirs, engine),
+  keysFile,
+  alertRules,
+  log,
 });
+reload.watch();
+// For the life of the process, so a SIGHUP never stops it (closeWithGrace skips SIGHUP below).
+process.on("SIGHUP", () => void reload.reload("SIGHUP"));
 
 /** On the embedded engine, the identity of the exports loaded: replicas share values only with it. */
 async function dataIdentity(): Promise<string | undefined> {
@@ -190,6 +179,7 @@ const app = await buildApp(
         ? `${config.engine.projectId}.${config.engine.dataset}`
         : undefined,
     alertRules,
+    reloads: reload.counts,
     logger: log,
   },
 );
@@ -202,8 +192,7 @@ const management =
 closeWithGrace({ delay: config.shutdownGraceMs, skip: ["SIGHUP"] }, async ({ signal, err }) => {
   if (err) log.error({ err }, "closing after an uncaught error");
   else log.info({ signal }, "closing");
-  keysFile?.close();
-  alertRules?.close();
+  reload.close();
   await app.close();
   await management?.close();
   await redis?.close();

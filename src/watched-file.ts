@@ -1,8 +1,11 @@
-// A JSON settings file the process follows while it runs (API_KEYS_FILE, ALERT_RULES_FILE): read
-// at startup, where a bad file throws; then read again when the file behind the path changes and on
-// demand (SIGHUP), where a bad file keeps the previous contents and logs one line, so a typo breaks
-// nothing that worked.
+// A JSON settings file the process follows while it runs (API_KEYS_FILE, ALERT_RULES_FILE), its
+// contents checked against the endpoint catalog: read at startup, where any problem throws; then
+// read again when the file behind the path changes and on demand (SIGHUP), in two steps — read
+// against a catalog, then taken — so that a reload of every settings part swaps them together
+// (settings-reload.ts). A bad file or entry on reload keeps what its kind says (the previous
+// contents, less what the file no longer grants) and logs one line per problem.
 import { readFileSync, statSync } from "node:fs";
+import type { Catalog } from "./endpoints/catalog.ts";
 
 export class SettingsFileError extends Error {
   override name = "SettingsFileError";
@@ -10,19 +13,34 @@ export class SettingsFileError extends Error {
 
 export interface ReloadLog {
   info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
   error(fields: object, message: string): void;
+}
+
+/** What a file's text gives against a catalog. */
+export interface Reading<T> {
+  /** What to serve: all of the file, or what a bad file or entry leaves (on reload). */
+  value: T;
+  /** One line per problem, naming the file (and the entry); on reload, saying what was kept. */
+  problems: string[];
+  /** One line per entry that is served but does less than it seems to. */
+  warnings: string[];
 }
 
 export interface SettingsFileKind<T> {
   /** The environment variable naming the file, which every message starts with. */
   variable: string;
-  /** What a bad file keeps: "keys", "rules". */
-  noun: string;
-  /** The contents of the file's text; throws SettingsFileError saying what is wrong, and where. */
-  parse(text: string): T;
+  /**
+   * The contents of the file's text against `catalog`; `previous` (absent at startup) is what a
+   * bad file or entry on reload may keep.
+   */
+  read(text: string, catalog: Catalog, previous: T | undefined): Reading<T>;
   /** What a reload's log line says of the new contents. */
   summary(value: T): object;
 }
+
+/** The file's text read again, or why it could not be: not yet served (see `take`). */
+export type FileReading<T> = Reading<T> & { changed: boolean };
 
 /** How often `watch` looks: the longest a change waits, however often the file is rewritten. */
 const POLL_MS = 250;
@@ -33,20 +51,30 @@ const RECENT_STAMP_MS = 2_000;
 export class WatchedFile<T> {
   readonly path: string;
   readonly #kind: SettingsFileKind<T>;
+  readonly #catalog: Catalog;
   #value: T;
-  /** The text last read, taken or refused: reading it again changes nothing and logs nothing. */
+  /** The text last read, taken or refused: `watch` reads again only when it changes. */
   #text: string;
   #identity: string | undefined;
+  /** Lines of the startup read, for the process to log once it has a log. */
+  readonly warnings: readonly string[];
   readonly #listeners = new Set<() => void>();
   #stop: (() => void) | undefined;
 
-  /** Reads the file now; a bad file throws SettingsFileError naming the file and the problem. */
-  constructor(path: string, kind: SettingsFileKind<T>) {
+  /**
+   * Reads the file now against `catalog` (the live one: a reload of this file alone checks it
+   * against what is served); any problem throws SettingsFileError naming the file and the entry.
+   */
+  constructor(path: string, kind: SettingsFileKind<T>, catalog: Catalog) {
     this.path = path;
     this.#kind = kind;
+    this.#catalog = catalog;
     this.#identity = identityOf(path);
     this.#text = readText(kind.variable, path);
-    this.#value = kind.parse(this.#text);
+    const { value, problems, warnings } = kind.read(this.#text, catalog, undefined);
+    if (problems[0] !== undefined) throw new SettingsFileError(problems[0]);
+    this.#value = value;
+    this.warnings = warnings;
   }
 
   get value(): T {
@@ -59,21 +87,56 @@ export class WatchedFile<T> {
     return () => this.#listeners.delete(listener);
   }
 
-  /** Reads the file again; a bad file keeps the previous contents. */
+  /**
+   * The file's text now, against `catalog`, not yet served. A file that cannot be read keeps the
+   * current contents: nothing can be said of what it no longer grants.
+   */
+  read(catalog: Catalog): FileReading<T> {
+    let text: string;
+    try {
+      text = readText(this.#kind.variable, this.path);
+    } catch (error) {
+      const problem = `${(error as Error).message}; keeping what it held`;
+      return { value: this.#value, problems: [problem], warnings: [], changed: false };
+    }
+    this.#text = text;
+    return { ...this.#kind.read(text, catalog, this.#value), changed: true };
+  }
+
+  /** Serves what `read` found, logs its lines, and tells the listeners (after the caller's swap). */
+  take(reading: FileReading<T>, log: ReloadLog): () => void {
+    this.#value = reading.value;
+    for (const problem of reading.problems) log.error({}, problem);
+    for (const warning of reading.warnings) log.warn({}, warning);
+    if (!reading.changed) return () => {};
+    log.info(this.#kind.summary(this.#value), `${this.#kind.variable} reloaded`);
+    return () => this.#tell(log);
+  }
+
+  /** Reads the file again against the catalog it was opened with, and serves it. */
   reload(log: ReloadLog): void {
-    this.#read(log, identityOf(this.path), true);
+    this.take(this.read(this.#catalog), log)();
   }
 
   /**
-   * Reloads when the file behind the path changes. Polled, not watched: kubelet updates a mounted
-   * ConfigMap or Secret by swapping the `..data` symlink the file's own symlink goes through, which
-   * no event names the file for; a poll also keeps a file rewritten without pause from postponing
-   * a reload.
+   * Calls `changed` (default: `reload`) when the text behind the path changes. Polled, not
+   * watched: kubelet updates a mounted ConfigMap or Secret by swapping the `..data` symlink the
+   * file's own symlink goes through, which no event names the file for; a poll also keeps a file
+   * rewritten without pause from postponing a reload.
    */
-  watch(log: ReloadLog): void {
+  watch(log: ReloadLog, changed: () => void = () => this.reload(log)): void {
     const poll = setInterval(() => {
       const identity = identityOf(this.path);
-      if (identity === undefined || identity !== this.#identity) this.#read(log, identity, false);
+      if (identity !== undefined && identity === this.#identity) return;
+      this.#identity = identity;
+      let text: string;
+      try {
+        text = readText(this.#kind.variable, this.path);
+      } catch {
+        // Gone for a moment (a rename over it) or for good: the next reload says which.
+        return;
+      }
+      if (text !== this.#text) changed();
     }, POLL_MS).unref();
     this.#stop = () => clearInterval(poll);
   }
@@ -82,26 +145,13 @@ export class WatchedFile<T> {
     this.#stop?.();
   }
 
-  /** Takes the file's contents if its text changed, or always; `identity`: the file's before reading. */
-  #read(log: ReloadLog, identity: string | undefined, always: boolean): void {
-    const { variable, noun } = this.#kind;
-    this.#identity = identity;
-    try {
-      const text = readText(variable, this.path);
-      if (text === this.#text && !always) return;
-      this.#text = text;
-      this.#value = this.#kind.parse(text);
-    } catch (error) {
-      log.error({}, `${(error as Error).message}; keeping the previous ${noun}`);
-      return;
-    }
-    log.info(this.#kind.summary(this.#value), `${variable} reloaded`);
+  #tell(log: ReloadLog): void {
     for (const listener of this.#listeners) {
       // One failing listener neither stops the others nor, from a signal or a timer, the process.
       try {
         listener();
       } catch (error) {
-        log.error({ err: error }, `${variable} change listener failed`);
+        log.error({ err: error }, `${this.#kind.variable} change listener failed`);
       }
     }
   }

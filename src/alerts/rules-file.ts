@@ -149,9 +149,10 @@ function ruleOf(catalog: Catalog, entry: z.infer<typeof ruleSchema>): AlertRule 
     const [detail] = error.details;
     throw new Error(`params.${detail?.param}: ${detail?.message}`);
   }
-  // Not the webhook: a new secret or receiver is the same rule, in the state it was.
+  // Not the webhook: a new secret or receiver is the same rule, in the state it was. The
+  // endpoint's revision: a rule on an endpoint a reload changed runs its new SQL, as a new rule.
   const identity = createHash("sha256")
-    .update(JSON.stringify([entry.name, endpoint.id, params, entry.condition]))
+    .update(JSON.stringify([entry.name, endpoint.id, endpoint.revision, params, entry.condition]))
     .digest("base64url");
   return {
     name: entry.name,

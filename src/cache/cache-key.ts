@@ -16,7 +16,21 @@ export function cacheKey(
   const present = Object.entries(params)
     .filter((entry): entry is [string, string] => entry[1] !== null)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `${endpoint.id}~${endpoint.revision}?${new URLSearchParams(present).toString()}`;
+  return `${versionOf(endpoint)}?${new URLSearchParams(present).toString()}`;
+}
+
+const versionOf = (endpoint: Versioned) => `${endpoint.id}~${endpoint.revision}`;
+
+type Versioned = { id: string; revision: string };
+
+/** Whether `key` is of an endpoint `catalog` serves, in the version it serves. */
+export function servesKey(
+  catalog: { find(id: string): Versioned | undefined },
+  key: string,
+): boolean {
+  const [id = ""] = key.split("~", 1);
+  const endpoint = catalog.find(id);
+  return endpoint !== undefined && key.startsWith(`${versionOf(endpoint)}?`);
 }
 
 /** A short, stable name for an entry in log lines: the first 12 hex digits of its key's SHA-256. */

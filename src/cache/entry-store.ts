@@ -40,6 +40,11 @@ export class EntryStore {
     this.#entries.delete(key);
   }
 
+  /** The keys held, as a copy: entries may be deleted while it is walked. */
+  keys(): string[] {
+    return [...this.#entries.keys()];
+  }
+
   values(): IterableIterator<Entry> {
     return this.#entries.values();
   }

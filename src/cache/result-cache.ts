@@ -123,6 +123,7 @@ export class ResultCache {
   readonly #watchers: Watchers;
   readonly #renditions: Renditions;
   #closed = false;
+  #serves: (key: string) => boolean = () => true;
 
   constructor(options: ResultCacheOptions) {
     const now = options.now ?? Date.now;
@@ -231,6 +232,16 @@ export class ResultCache {
     return { ...this.#counts, entries: this.#entries.size, bytes: this.#entries.bytes };
   }
 
+  /**
+   * From now on holds, warms and watches only the keys `serves` keeps: the others' entries and
+   * watches go now, and a load of one still in flight answers its waiters unstored.
+   */
+  retain(serves: (key: string) => boolean): void {
+    this.#serves = serves;
+    for (const key of this.#entries.keys()) if (!serves(key)) this.#entries.delete(key);
+    this.#watchers.retain(serves);
+  }
+
   /** Stops all timers and drops all entries. Loads in flight still answer their waiters, unstored. */
   close(): void {
     this.#closed = true;
@@ -280,6 +291,7 @@ export class ResultCache {
 
   /** Stores an entry: its timer is armed when it fits the bounds, and its watchers are told. */
   #store(key: string, entry: Entry): void {
+    if (!this.#serves(key)) return;
     const kept = this.#entries.set(key, entry);
     if (kept) this.#warming.arm(key, entry);
     this.#watchers.stored(key, entry, kept);

@@ -113,6 +113,11 @@ export class Watchers {
     }
   }
 
+  /** Stops watching the keys `serves` does not keep; their listeners are told nothing more. */
+  retain(serves: (key: string) => boolean): void {
+    for (const key of [...this.#watched.keys()]) if (!serves(key)) this.#watched.delete(key);
+  }
+
   close(): void {
     this.#watched.clear();
     clearTimeout(this.#timer);

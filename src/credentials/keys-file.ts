@@ -1,11 +1,12 @@
 // API_KEYS_FILE: named keys with scopes, stored as the SHA-256 of each key (the file never holds a
-// key). Reloaded when the file changes and on demand (the process asks on SIGHUP); a bad file on
-// reload keeps the previous set and logs one error line, so a typo locks nobody out (watched-file.ts).
+// key). Reloaded when the file changes and on demand (the process asks on SIGHUP): a removal always
+// applies, a bad entry refuses its own key only, and a file that does not parse keeps the previous
+// keys it still holds, so a typo locks out no one else (watched-file.ts). Each problem is one line.
 import { z } from "zod";
 import type { Catalog } from "../endpoints/catalog.ts";
 import { builtInCatalog } from "../endpoints/load-catalog.ts";
-import { SettingsFileError, WatchedFile } from "../watched-file.ts";
-import { type Credential, credentialName, scopesSchema } from "./credential.ts";
+import { type Reading, SettingsFileError, WatchedFile } from "../watched-file.ts";
+import { type Credential, credentialName, type Scope, scopesSchema } from "./credential.ts";
 
 export interface KeyEntry {
   credential: Credential;
@@ -38,45 +39,72 @@ const entrySchema = (catalog: Catalog) =>
     },
   );
 
-const fileSchema = (catalog: Catalog) => z.strictObject({ keys: z.array(entrySchema(catalog)) });
+/** The file's shape; each entry is checked on its own, so that one bad entry refuses only itself. */
+const fileSchema = z.strictObject({ keys: z.array(z.unknown()) });
 
 /** What a bad keys file throws. */
 export { SettingsFileError as KeysFileError };
 
-/** The keys of the file, by the hex SHA-256 of each key; scopes name endpoints of `catalog`. */
-export function parseKeysFile(
+type Keys = Map<string, KeyEntry>;
+
+/**
+ * The keys of the file, by the hex SHA-256 of each key; scopes name endpoints of `catalog`. At
+ * startup (no `previous`) any problem is one. On reload a removed key is refused whatever else the
+ * file holds: an entry the service cannot honour (an unknown endpoint, a bad field, a repeated name
+ * or key) refuses that key alone, and a file that does not parse keeps only the previous keys whose
+ * sha256 it still holds.
+ */
+export function readKeysFile(
   path: string,
   text: string,
-  catalog: Catalog = builtInCatalog(),
-): Map<string, KeyEntry> {
-  const fail = (where: string, problem: string) => {
-    throw new SettingsFileError(`API_KEYS_FILE ${path}: ${where}${problem}`);
-  };
+  catalog: Catalog,
+  previous?: Keys,
+): Reading<Keys> {
+  const line = (where: string, problem: string) => `API_KEYS_FILE ${path}: ${where}${problem}`;
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (error) {
-    fail("", `not JSON (${(error as Error).message})`);
+    return unparsed(line("", `not JSON (${(error as Error).message})`), text, previous);
   }
-  const parsed = fileSchema(catalog).safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0] as z.core.$ZodIssue;
-    const [, index, ...rest] = issue.path;
-    const entry = (json as { keys?: { name?: unknown }[] }).keys?.[index as number];
-    const where =
-      index === undefined
-        ? ""
-        : `key ${Number(index) + 1}${typeof entry?.name === "string" ? ` ("${entry.name}")` : ""}${rest.length ? ` ${rest.join(".")}` : ""}: `;
-    fail(where, issue.message);
+  const file = fileSchema.safeParse(json);
+  if (!file.success) {
+    const issue = file.error.issues[0] as z.core.$ZodIssue;
+    return unparsed(line("", issue.message), text, previous);
   }
-  const keys = new Map<string, KeyEntry>();
+  const keys: Keys = new Map();
   const names = new Set<string>();
-  parsed.data?.keys.forEach((entry, index) => {
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  const schema = entrySchema(catalog);
+  for (const [index, written] of file.data.keys.entries()) {
+    const named = (written as { name?: unknown } | null)?.name;
+    const where = `key ${index + 1}${typeof named === "string" ? ` ("${named}")` : ""}`;
+    const refuse = (problem: string, field = "") =>
+      problems.push(
+        line(`${where}${field}: `, previous ? `${problem}; that key is refused` : problem),
+      );
+    const parsed = schema.safeParse(written);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0] as z.core.$ZodIssue;
+      refuse(issue.message, issue.path.length ? ` ${issue.path.join(".")}` : "");
+      continue;
+    }
+    const entry = parsed.data;
     const digest = entry.sha256.toLowerCase();
-    const where = `key ${index + 1} ("${entry.name}"): `;
-    if (names.has(entry.name)) fail(where, "another key has this name");
-    if (keys.has(digest)) fail(where, "another key has this sha256");
+    const clash = names.has(entry.name)
+      ? "another key has this name"
+      : keys.has(digest)
+        ? "another key has this sha256"
+        : undefined;
+    if (clash) {
+      refuse(clash);
+      continue;
+    }
     names.add(entry.name);
+    for (const unpinned of unpinnedByWildcard(catalog, entry.scopes)) {
+      warnings.push(line(`${where} `, unpinned));
+    }
     keys.set(digest, {
       credential: {
         name: entry.name,
@@ -86,20 +114,57 @@ export function parseKeysFile(
       },
       expiresAt: entry.expires_at === undefined ? undefined : Date.parse(entry.expires_at),
     });
+  }
+  return { value: keys, problems, warnings };
+}
+
+/** A file that does not parse: on reload, the previous keys whose sha256 it still holds. */
+function unparsed(problem: string, text: string, previous: Keys | undefined): Reading<Keys> {
+  if (!previous) return { value: new Map(), problems: [problem], warnings: [] };
+  const lower = text.toLowerCase();
+  const kept = new Map([...previous].filter(([digest]) => lower.includes(digest)));
+  const revoked = previous.size - kept.size;
+  return {
+    value: kept,
+    problems: [
+      `${problem}; keeping the previous keys it still holds${revoked > 0 ? ` (${revoked} no longer in it refused)` : ""}`,
+    ],
+    warnings: [],
+  };
+}
+
+/**
+ * A `*` scope's fixed parameter that some endpoints do not take: the scope rule pins it where it is
+ * taken, so the key calls those endpoints unpinned — broad as `*` means, but not what the file seems
+ * to say. Said, not refused: a new endpoint without the parameter would otherwise lock the key out.
+ */
+function unpinnedByWildcard(catalog: Catalog, scopes: readonly Scope[]): string[] {
+  return scopes.flatMap((scope, index) => {
+    if (scope.endpoint !== "*") return [];
+    return Object.keys(scope.fixed_params).flatMap((param) => {
+      const lacking = catalog.entries.filter((endpoint) => !endpoint.paramNames.has(param));
+      if (lacking.length === 0) return [];
+      const names = lacking.map((endpoint) => endpoint.name).join(", ");
+      return [
+        `scopes.${index}: * fixes "${param}", which ${names} ${lacking.length === 1 ? "does" : "do"} not take: this key calls ${lacking.length === 1 ? "it" : "them"} with no ${param} pinned (name the endpoints to scope instead of *)`,
+      ];
+    });
   });
-  return keys;
 }
 
 /** The file's current keys; `watch` keeps them current until `close` (see WatchedFile). */
-export class KeysFile extends WatchedFile<Map<string, KeyEntry>> {
+export class KeysFile extends WatchedFile<Keys> {
   /** Reads the file now; a bad file throws KeysFileError naming the file, the key and the problem. */
   constructor(path: string, catalog: Catalog = builtInCatalog()) {
-    super(path, {
-      variable: "API_KEYS_FILE",
-      noun: "keys",
-      parse: (text) => parseKeysFile(path, text, catalog),
-      summary: (keys) => ({ keys: keys.size }),
-    });
+    super(
+      path,
+      {
+        variable: "API_KEYS_FILE",
+        read: (text, against, previous) => readKeysFile(path, text, against, previous),
+        summary: (keys) => ({ keys: keys.size }),
+      },
+      catalog,
+    );
   }
 
   lookup(digestHex: string): KeyEntry | undefined {

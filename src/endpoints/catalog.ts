@@ -101,6 +101,7 @@ export function catalogOf(entries: readonly EndpointDefinition[]): Catalog {
  */
 export class LiveCatalog implements Catalog {
   #current: Catalog;
+  readonly #listeners = new Set<(next: Catalog) => void>();
 
   constructor(initial: Catalog) {
     this.#current = initial;
@@ -114,7 +115,28 @@ export class LiveCatalog implements Catalog {
     return this.#current.find(nameOrId);
   }
 
+  /** Serves `next` from now on, then tells the listeners (in the same turn). */
   replace(next: Catalog): void {
     this.#current = next;
+    for (const listener of this.#listeners) listener(next);
   }
+
+  /** Calls `listener` after each replace, until the returned function is called. */
+  onReplace(listener: (next: Catalog) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+}
+
+/**
+ * Why what was made for `endpoint` (a stream, warming) ends once `catalog` is served: the endpoint
+ * went, or it is another version of it; undefined when `catalog` serves it as it was.
+ */
+export function endpointGone(
+  catalog: Catalog,
+  endpoint: EndpointDefinition,
+): "endpoint_removed" | "endpoint_changed" | undefined {
+  const now = catalog.find(endpoint.id);
+  if (!now) return "endpoint_removed";
+  return now.revision === endpoint.revision ? undefined : "endpoint_changed";
 }

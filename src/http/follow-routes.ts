@@ -60,7 +60,7 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
         if (settled && from?.resumed)
           refuseDroppedRecords(paging, from.horizon.micros, params, now);
         const place = await reserve(request);
-        const stream = place.open(reply, format === EVENT_STREAM);
+        const stream = place.open(reply, format === EVENT_STREAM, endpoint);
         // Where it starts, as an event id: a client that reconnects before any record came resumes
         // there, with nothing skipped and no start of its own to compute (or to clash with a scope).
         // It comes with data, which clients built on eventsource-parser need to keep an id, in an event

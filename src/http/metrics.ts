@@ -12,6 +12,7 @@ import type { FollowHub } from "../endpoints/follow.ts";
 import type { AdmittedEngine } from "../engines/admission.ts";
 import type { QueryRequest } from "../engines/engine.ts";
 import type { RedisLink } from "../redis/link.ts";
+import type { ReloadCounts } from "../settings-reload.ts";
 import type { EngineUsage } from "../telemetry/observed-engine.ts";
 import type { ConnectionStats } from "./connection-cap.ts";
 import { DurationHistogram } from "./duration-histogram.ts";
@@ -44,6 +45,8 @@ interface MetricSources {
   streamEnds: StreamEnds;
   watches: WatchStats;
   alerts?: Alerts;
+  /** Reloads of the settings (SIGHUP, a file changed), by part and outcome. */
+  reloads?: ReloadCounts;
   redis?: RedisLink;
 }
 
@@ -66,7 +69,7 @@ export function serviceRegistry(sources: MetricSources): Registry {
   if (sources.alerts) registerAlertMetrics(registry, sources.alerts);
   new Counter({
     name: "query_service_stream_ends_total",
-    help: "Streams the service ended, by reason (shutting_down, token_expired, revoked, too_slow, error); a client leaving is not counted.",
+    help: "Streams the service ended, by reason (shutting_down, token_expired, revoked, too_slow, error, settled, endpoint_removed, endpoint_changed); a client leaving is not counted.",
     labelNames: ["reason"] as const,
     registers: [registry],
     collect() {
@@ -74,8 +77,34 @@ export function serviceRegistry(sources: MetricSources): Registry {
       for (const [reason, count] of sources.streamEnds) this.inc({ reason }, count);
     },
   });
+  if (sources.reloads) {
+    twoLabelCounter(registry, sources.reloads, {
+      name: "query_service_reloads_total",
+      help: "Reloads of the settings (SIGHUP, a settings file changed), by part (endpoints, keys, rules) and outcome (applied; refused: the part, or an entry of it, was refused and logged naming its file).",
+      labelNames: ["part", "outcome"],
+    });
+  }
   if (sources.redis) registerRedisMetrics(registry, sources.redis);
   return registry;
+}
+
+/** A counter that reads, when scraped, counts kept by its first label and then its second. */
+function twoLabelCounter(
+  registry: Registry,
+  counts: ReadonlyMap<string, ReadonlyMap<string | number, number>>,
+  metric: { name: string; help: string; labelNames: [string, string] },
+): void {
+  const [first, second] = metric.labelNames;
+  new Counter({
+    ...metric,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [outer, byInner] of counts) {
+        for (const [inner, count] of byInner) this.inc({ [first]: outer, [second]: inner }, count);
+      }
+    },
+  });
 }
 
 /** Counts the requests of the enclosing scope into `registry`, and serves it to full-access callers. */
@@ -84,17 +113,10 @@ export const metrics = fp(
     // Counted here, by endpoint then status, and handed to prom-client when scraped: inc() with
     // labels hashes them every time.
     const answered = new Map<string, Map<number, number>>();
-    new Counter({
+    twoLabelCounter(registry, answered, {
       name: "query_service_requests_total",
       help: "Endpoint requests answered, by endpoint (unknown: no such endpoint) and HTTP status.",
-      labelNames: ["endpoint", "status"] as const,
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const [endpoint, byStatus] of answered) {
-          for (const [status, count] of byStatus) this.inc({ endpoint, status }, count);
-        }
-      },
+      labelNames: ["endpoint", "status"],
     });
     const duration = new DurationHistogram({
       name: "query_service_request_duration_seconds",

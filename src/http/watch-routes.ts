@@ -51,7 +51,7 @@ export async function watchRoutes(app: FastifyInstance, options: WatchRouteOptio
           place.release();
           throw error;
         }
-        const stream = place.open(reply, true);
+        const stream = place.open(reply, true, endpoint);
         stats.open++;
         stream.body.once("close", () => {
           unwatch();

@@ -164,7 +164,7 @@ describe("a rules file that is not JSON", () => {
     const file = openAlertRules(path);
     writeFileSync(path, `{"rules": [\n  {"name": "x", "secret": ${JSON.stringify(SECRET)}},\n]}`);
     const logged: string[] = [];
-    file.reload({ info: () => {}, error: (_, message) => logged.push(message) });
+    file.reload({ info: () => {}, warn: () => {}, error: (_, message) => logged.push(message) });
     file.close();
     expect(logged).toEqual([
       `ALERT_RULES_FILE ${path}: not JSON (line 3, column 1); keeping the previous rules`,

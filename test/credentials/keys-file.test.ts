@@ -1,5 +1,6 @@
 // API_KEYS_FILE: what a good file grants, how a bad one is refused at startup (one line naming the
-// file, the key entry and the problem), and reloads that never lock anyone out.
+// file, the key entry and the problem), and reloads where a removal always applies and a bad entry
+// locks out only its own key.
 import {
   mkdirSync,
   readFileSync,
@@ -39,6 +40,7 @@ function recordingLog() {
   return {
     lines,
     info: (_fields: object, message: string) => lines.push({ level: "info", message }),
+    warn: (_fields: object, message: string) => lines.push({ level: "warn", message }),
     error: (_fields: object, message: string) => lines.push({ level: "error", message }),
   };
 }
@@ -184,25 +186,68 @@ describe("API_KEYS_FILE", () => {
     },
   );
 
+  it("says which endpoints a * scope reaches with its fixed parameter unpinned, naming the key", () => {
+    const path = keysFileWith({
+      keys: [
+        {
+          ...entry("acme", ACME_KEY),
+          scopes: [{ endpoint: "*", fixed_params: { project_tier: "PRO" } }],
+        },
+        entry("globex", GLOBEX_KEY),
+      ],
+    });
+    const file = new KeysFile(path);
+    // Served, broad as * means: the endpoints without project_tier answer it unpinned.
+    expect(file.lookup(sha256Hex(ACME_KEY))?.credential.name).toBe("acme");
+    expect(file.warnings).toEqual([
+      `API_KEYS_FILE ${path}: key 1 ("acme") scopes.0: * fixes "project_tier", which functions.invocation-stats, usage.api-counts do not take: this key calls them with no project_tier pinned (name the endpoints to scope instead of *)`,
+    ]);
+  });
+
   it("refuses a file that cannot be read, naming it", () => {
     expect(() => new KeysFile("/no/such/keys.json")).toThrow(
       "API_KEYS_FILE /no/such/keys.json: cannot be read (ENOENT)",
     );
   });
 
-  it("reloads when the file is replaced, and keeps the previous keys when the new file is bad", async () => {
+  it("reloads when the file is replaced; a bad entry refuses its own key, not the others", async () => {
     const { path, file, log } = watchedAcmeFile();
 
     replace(path, { keys: [entry("acme", ACME_KEY), entry("globex", GLOBEX_KEY)] });
     await vi.waitFor(() => expect(file.lookup(sha256Hex(GLOBEX_KEY))).toBeDefined());
 
-    replace(path, { keys: [{ name: "typo" }] });
-    await vi.waitFor(() => expect(log.lines.at(-1)?.level).toBe("error"));
-    expect(log.lines.at(-1)?.message).toMatch(
-      /^API_KEYS_FILE .*keys\.json: key 1 \("typo"\).*; keeping the previous keys$/,
-    );
+    // globex's entry has a typo, and a new key names an endpoint that does not exist.
+    replace(path, {
+      keys: [
+        entry("acme", ACME_KEY),
+        { ...entry("globex", GLOBEX_KEY), rate_limit_per_minute: "60" },
+        { ...entry("initech", "initech-key-0123456789abcdef"), scopes: [{ endpoint: "nope" }] },
+      ],
+    });
+    await vi.waitFor(() => expect(file.lookup(sha256Hex(GLOBEX_KEY))).toBeUndefined());
+    expect(log.lines.filter((line) => line.level === "error").map((line) => line.message)).toEqual([
+      expect.stringMatching(
+        /^API_KEYS_FILE .*keys\.json: key 2 \("globex"\) rate_limit_per_minute: .*; that key is refused$/,
+      ),
+      expect.stringMatching(
+        /^API_KEYS_FILE .*keys\.json: key 3 \("initech"\) scopes\.0: no endpoint is named or has the id "nope"; that key is refused$/,
+      ),
+    ]);
     expect(file.lookup(sha256Hex(ACME_KEY))?.credential.name).toBe("acme");
-    expect(file.lookup(sha256Hex(GLOBEX_KEY))?.credential.name).toBe("globex");
+  });
+
+  it("on a reload of a file that does not parse, keeps only the previous keys it still holds", async () => {
+    const { path, file, log } = watchedAcmeFile();
+    replace(path, { keys: [entry("acme", ACME_KEY), entry("globex", GLOBEX_KEY)] });
+    await vi.waitFor(() => expect(file.lookup(sha256Hex(GLOBEX_KEY))).toBeDefined());
+
+    // globex's entry deleted, and a comma left behind: a revocation still, whatever else it holds.
+    writeFileSync(path, `{"keys": [${JSON.stringify(entry("acme", ACME_KEY))},]}`);
+    await vi.waitFor(() => expect(file.lookup(sha256Hex(GLOBEX_KEY))).toBeUndefined());
+    expect(file.lookup(sha256Hex(ACME_KEY))?.credential.name).toBe("acme");
+    expect(log.lines.find((line) => line.level === "error")?.message).toMatch(
+      /^API_KEYS_FILE .*keys\.json: not JSON .*; keeping the previous keys it still holds \(1 no longer in it refused\)$/,
+    );
   });
 
   it("reloads when kubelet swaps a mounted ConfigMap's or Secret's ..data symlink", async () => {
@@ -277,7 +322,7 @@ describe("API_KEYS_FILE", () => {
     );
   });
 
-  it("tells onChange listeners after each reload that took, until they unsubscribe", () => {
+  it("tells onChange listeners after each reload, until they unsubscribe", () => {
     const { path, file, log } = watchedAcmeFile();
     const calls: string[] = [];
     const unsubscribe = file.onChange(() => calls.push("first"));
@@ -287,14 +332,16 @@ describe("API_KEYS_FILE", () => {
     file.reload(log);
     expect(calls).toEqual(["first", "second"]);
 
+    // A bad file is taken too: what it no longer holds is revoked.
     writeFileSync(path, "{keys: [");
     file.reload(log);
-    expect(calls).toEqual(["first", "second"]);
+    expect(calls).toEqual(["first", "second", "first", "second"]);
+    expect(file.lookup(sha256Hex(GLOBEX_KEY))).toBeUndefined();
 
     unsubscribe();
     writeFileSync(path, JSON.stringify({ keys: [entry("acme", ACME_KEY)] }));
     file.reload(log);
-    expect(calls).toEqual(["first", "second", "second"]);
+    expect(calls).toEqual(["first", "second", "first", "second", "second"]);
   });
 
   it("still calls the other onChange listeners when one throws, and logs it", () => {

@@ -287,7 +287,7 @@ describe("a follow stream's credential", () => {
     const stream = await open(followUrl(base), { "x-api-key": KEY });
     const rewrite = (keys: unknown[]) => {
       writeFileSync(path, JSON.stringify({ keys }));
-      keysFile.reload({ info: () => {}, error: () => {} });
+      keysFile.reload({ info: () => {}, warn: () => {}, error: () => {} });
     };
     return { stream, rewrite };
   }

@@ -126,6 +126,10 @@ const END_REASONS: Record<EndReason, string> = {
   error: "the stream's catch-up failed in the engine",
   settled:
     "`until=settled` was given and every record that can no longer be overtaken by a late one was sent; `cursor` is where the next run resumes (`after`)",
+  endpoint_removed:
+    "a reload (SIGHUP) removed the endpoint: a reconnect is answered 404 endpoint_not_found",
+  endpoint_changed:
+    "a reload (SIGHUP) changed the endpoint's definition or SQL: reconnect, with Last-Event-ID, to follow or watch its new version",
 };
 
 /** What an `end` says: why, and where the next stream resumes (`after=`). */

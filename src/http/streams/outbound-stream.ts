@@ -11,7 +11,9 @@ export type EndReason =
   | "revoked"
   | "too_slow"
   | "error"
-  | "settled";
+  | "settled"
+  | "endpoint_removed"
+  | "endpoint_changed";
 
 /** Streams ended so far, by reason (a client leaving on its own is not counted). */
 export type StreamEnds = Map<EndReason, number>;

@@ -1,7 +1,14 @@
 // Where every stream kind opens: its place under the caps (taken before any work starts), its body,
-// and its end when its credential stops being valid, its caller leaves or the service closes.
+// and its end when its credential stops being valid, a reload removes or changes its endpoint, its
+// caller leaves or the service closes.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { KeysFile } from "../../credentials/keys-file.ts";
+import {
+  type Catalog,
+  type EndpointDefinition,
+  endpointGone,
+  LiveCatalog,
+} from "../../endpoints/catalog.ts";
 import { presentedSecret } from "../auth.ts";
 import { watchCredential } from "./credential-watch.ts";
 import { OutboundStream, type StreamEnds, type StreamLimits } from "./outbound-stream.ts";
@@ -14,11 +21,14 @@ export interface StreamPlaceOptions {
   ends: StreamEnds;
   /** Where keys-file keys are revoked: a stream a key opened ends with it. */
   keysFile?: KeysFile;
+  /** The endpoints served: a stream of one a reload removes or changes ends at the swap. */
+  catalog: Catalog;
 }
 
 /** A stream's place, taken: opened once the request is known to be answered with a stream. */
 export interface StreamPlace {
-  open(reply: FastifyReply, events: boolean): OutboundStream;
+  /** The stream of `endpoint`'s records or values, as the entry the request found. */
+  open(reply: FastifyReply, events: boolean, endpoint: EndpointDefinition): OutboundStream;
   /** Gives the place back when no stream is opened after all. */
   release(): void;
 }
@@ -27,11 +37,21 @@ export interface StreamPlace {
 export type ReservePlace = (request: FastifyRequest) => Promise<StreamPlace>;
 
 export function streamPlaces(app: FastifyInstance, options: StreamPlaceOptions): ReservePlace {
-  const { caps, limits, ends, keysFile } = options;
-  const streams = new Set<OutboundStream>();
+  const { caps, limits, ends, keysFile, catalog } = options;
+  const streams = new Map<OutboundStream, EndpointDefinition>();
+  const stopFollowing =
+    catalog instanceof LiveCatalog
+      ? catalog.onReplace((next) => {
+          for (const [stream, endpoint] of streams) {
+            const gone = endpointGone(next, endpoint);
+            if (gone) stream.end(gone);
+          }
+        })
+      : () => {};
   app.addHook("preClose", (done) => {
+    stopFollowing();
     // A client that is not reading would hold the close up: its connection goes now.
-    for (const stream of streams) stream.end("shutting_down", { cut: true });
+    for (const stream of streams.keys()) stream.end("shutting_down", { cut: true });
     done();
   });
   return async (request) => {
@@ -39,9 +59,9 @@ export function streamPlaces(app: FastifyInstance, options: StreamPlaceOptions):
     const release = await caps.take(request.ip, credential.name);
     return {
       release,
-      open: (reply, events) => {
+      open: (reply, events, endpoint) => {
         const stream = new OutboundStream(reply, events, limits, ends);
-        streams.add(stream);
+        streams.set(stream, endpoint);
         const stopWatching = watchCredential(
           credential,
           presentedSecret(request) as string,
