@@ -148,6 +148,7 @@ const environment = z.object({
     .default(50),
   CURSOR_SECRET: z.string().min(32, "needs at least 32 characters").optional(),
   CURSOR_SECRET_FILE: text.default(".state/cursor-secret"),
+  PID_FILE: text.default(".state/service.pid"),
   LOG_FORMAT: z.enum(["json", "pretty"], { error: "expects json or pretty" }).optional(),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `expects one of ${LOG_LEVELS.join(", ")}` })
@@ -242,6 +243,8 @@ export interface Config {
   cursorSecret?: string;
   /** Where the secret generated without CURSOR_SECRET is kept (absolute), read again at restart. */
   cursorSecretFile: string;
+  /** Where the process writes its id (absolute), for `kill -HUP`; removed at exit. */
+  pidFile: string;
   /** Alert rules (ALERT_RULES_FILE); absent: none. */
   alertRulesFile?: string;
   /** Folders of operators' endpoints (ENDPOINTS_DIR), served beside the built-in ones. */
@@ -362,6 +365,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, stdoutIsTerminal = false): Co
     }),
     cursorSecret: e.CURSOR_SECRET,
     cursorSecretFile: resolve(e.CURSOR_SECRET_FILE),
+    pidFile: resolve(e.PID_FILE),
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT ?? (stdoutIsTerminal ? "pretty" : "json"),
   };

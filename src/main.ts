@@ -15,6 +15,7 @@ import { loadServedCatalog } from "./endpoints/served-catalog.ts";
 import { openEngine } from "./engines/open-engine.ts";
 import { buildManagementApp } from "./http/management.ts";
 import { createLogger } from "./logger.ts";
+import { writePidFile } from "./pid-file.ts";
 import { RedisLink } from "./redis/link.ts";
 import { SettingsReload } from "./settings-reload.ts";
 import { credentialLabels } from "./telemetry/attribution.ts";
@@ -145,6 +146,12 @@ const reload = new SettingsReload({
 reload.watch();
 // For the life of the process, so a SIGHUP never stops it (closeWithGrace skips SIGHUP below).
 process.on("SIGHUP", () => void reload.reload("SIGHUP"));
+try {
+  writePidFile(config.pidFile);
+} catch (error) {
+  process.stderr.write(`Configuration error: ${(error as Error).message}\n`);
+  process.exit(1);
+}
 
 /** On the embedded engine, the identity of the exports loaded: replicas share values only with it. */
 async function dataIdentity(): Promise<string | undefined> {

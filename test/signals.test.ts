@@ -1,8 +1,12 @@
-// Signals a running service gets from its operator: SIGHUP reads API_KEYS_FILE again and never
-// stops the process; SIGTERM stops it in time, whatever its streams' clients do.
-import { readFileSync, utimesSync, writeFileSync } from "node:fs";
+// Signals a running service gets from its operator, at the PID it writes to PID_FILE: SIGHUP reads
+// API_KEYS_FILE again and never stops the process; SIGTERM stops it in time, whatever its streams'
+// clients do.
+import { existsSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { sha256Hex } from "../src/credentials/authenticate.ts";
+import { runShell, shellCommands } from "./support/doc-commands.ts";
 import { stalledClient } from "./support/follow-client.ts";
 import { start } from "./support/service-process.ts";
 import { temporaryFile } from "./support/temporary-file.ts";
@@ -37,6 +41,28 @@ describe("SIGHUP", () => {
     expect(await status(ACME_KEY)).toBe(401);
     expect(service.child.exitCode).toBeNull();
     expect(service.stdout()).not.toContain('"closing"');
+  });
+
+  it("reaches the service by the PID it writes to PID_FILE, as docs/operations.md sends it; the file goes at exit", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "service-folder-"));
+    const service = await start({ API_KEYS: ACME_KEY }, [], folder);
+    const pidFile = join(folder, ".state", "service.pid");
+    expect(Number(readFileSync(pidFile, "utf8"))).toBe(service.child.pid);
+
+    // The docs' command as written, from the folder the service started in.
+    const [command] = shellCommands().filter(({ text }) => text.startsWith("kill -HUP "));
+    const { code, stderr } = await runShell(command?.text as string, {}, { cwd: folder });
+    expect(code, stderr).toBe(0);
+    await vi.waitFor(() => expect(service.stdout()).toMatch(/SIGHUP: serving \d+ endpoints/));
+    const response = await fetch(`${service.baseUrl}${PATH}`, {
+      headers: { "X-API-KEY": ACME_KEY },
+    });
+    expect(response.status).toBe(200);
+
+    const exited = new Promise((resolve) => service.child.once("exit", resolve));
+    service.child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(existsSync(pidFile)).toBe(false);
   });
 
   it("without API_KEYS_FILE, keeps serving", async () => {
