@@ -1,9 +1,11 @@
 // The command-line form of scopes shared by `npm run key` and `npm run token`:
 // --scope '<endpoint>[:<param>=<value>[&<param>=<value>...]]', repeatable; endpoint is a name, UUID or *.
 // Values are taken verbatim (a regex's `+`, `:` and `\` included); only `&` separates them.
+// Scopes name the built-in endpoints and those of the folders ENDPOINTS_DIR lists.
 import { parseArgs } from "node:util";
+import { endpointsDirsOf } from "../src/config.ts";
 import { type Scope, scopesSchema } from "../src/credentials/credential.ts";
-import { builtInCatalog } from "../src/endpoints/load-catalog.ts";
+import { BUILT_IN_ENDPOINTS, CatalogError, loadCatalog } from "../src/endpoints/load-catalog.ts";
 
 export function parseScope(text: string): Scope {
   const colon = text.indexOf(":");
@@ -16,6 +18,16 @@ export function parseScope(text: string): Scope {
     fixed_params[pair.slice(0, equals)] = pair.slice(equals + 1);
   }
   return { endpoint, fixed_params };
+}
+
+/** The endpoints the service serves: the built-in ones and those of ENDPOINTS_DIR, as it reads it. */
+function servedCatalog() {
+  try {
+    return loadCatalog([BUILT_IN_ENDPOINTS, ...endpointsDirsOf(process.env.ENDPOINTS_DIR)]);
+  } catch (error) {
+    if (!(error instanceof CatalogError)) throw error;
+    throw new Error(`ENDPOINTS_DIR: ${error.problems.join("; ")}`);
+  }
 }
 
 /** The command's options, with scopes checked against the catalog; exits with a message on misuse. */
@@ -32,7 +44,7 @@ export function credentialArgs(usage: string, extra: readonly string[]) {
     });
     const name = values.name;
     if (typeof name !== "string" || name === "") throw new Error("--name is required");
-    const scopes = scopesSchema(builtInCatalog()).safeParse((values.scope ?? []).map(parseScope));
+    const scopes = scopesSchema(servedCatalog()).safeParse((values.scope ?? []).map(parseScope));
     if (!scopes.success) {
       const issue = scopes.error.issues[0];
       throw new Error(`--scope ${issue?.path.join(".")}: ${issue?.message}`);

@@ -306,11 +306,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, stdoutIsTerminal = false): Co
     port: e.PORT,
     host: e.HOST,
     alertRulesFile: e.ALERT_RULES_FILE,
-    // Separated as PATH is (":"), so a folder's name may hold a comma.
-    endpointsDirs: (e.ENDPOINTS_DIR ?? "")
-      .split(delimiter)
-      .filter((dir) => dir.trim() !== "")
-      .map((dir) => resolve(dir)),
+    endpointsDirs: endpointsDirsOf(e.ENDPOINTS_DIR),
     auth: {
       apiKeys: e.API_KEYS ?? [],
       keysFile: e.API_KEYS_FILE,
@@ -369,6 +365,17 @@ export function loadConfig(env: NodeJS.ProcessEnv, stdoutIsTerminal = false): Co
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT ?? (stdoutIsTerminal ? "pretty" : "json"),
   };
+}
+
+/**
+ * ENDPOINTS_DIR's folders, absolute: separated as PATH is (":"), so a folder's name may hold a
+ * comma. The service and `npm run key` / `npm run token` read it alike.
+ */
+export function endpointsDirsOf(value: string | undefined): string[] {
+  return (value ?? "")
+    .split(delimiter)
+    .filter((dir) => dir.trim() !== "")
+    .map((dir) => resolve(dir));
 }
 
 /** Streams stay below the connection cap: /health and ordinary queries keep connections of their own. */

@@ -213,6 +213,30 @@ describe("npm start", () => {
     );
   });
 
+  it("makes a key and a token scoped to an operator's endpoint when ENDPOINTS_DIR names its folder", async () => {
+    const ENDPOINTS_DIR = new URL("./fixtures/endpoints/", import.meta.url).pathname;
+    const scope = ["--scope", "edge.errors:project=default"];
+    const made = await runScript("scripts/key.ts", ["--name", "ops", ...scope], { ENDPOINTS_DIR });
+    const key = /^ {2}(\S+)$/m.exec(made)?.[1] as string;
+    const keysFile = join(mkdtempSync(join(tmpdir(), "keys-")), "keys.json");
+    writeFileSync(keysFile, JSON.stringify({ keys: [JSON.parse(made.slice(made.indexOf("{")))] }));
+    const secret = "a-secret-of-at-least-32-bytes-0123456789";
+    const token = (
+      await runScript("scripts/token.ts", ["--name", "ops", ...scope], {
+        ENDPOINTS_DIR,
+        JWT_SECRET: secret,
+      })
+    ).trim();
+
+    const { baseUrl } = await start({ API_KEYS_FILE: keysFile, JWT_SECRET: secret, ENDPOINTS_DIR });
+    for (const credential of [key, token]) {
+      const answer = await fetch(`${baseUrl}/api/endpoints/edge.errors?plan=FREE`, {
+        headers: { authorization: `Bearer ${credential}` },
+      });
+      expect(answer.status).toBe(200);
+    }
+  });
+
   it("answers every request in flight at SIGTERM, then exits 0", async () => {
     const [port, management] = [await freePort(), await freePort()];
     // Two listeners, so the service's own address is the one given, not the first logged.
