@@ -75,6 +75,9 @@ export function streamPlaces(app: FastifyInstance, options: StreamPlaceOptions):
         });
         // Headers go out now, not with the first event, which may be minutes away.
         reply.raw.once("pipe", () => reply.raw.flushHeaders());
+        // A reload may have swapped the endpoint out while this place was being taken.
+        const gone = endpointGone(catalog, endpoint);
+        if (gone) stream.end(gone);
         return stream;
       },
     };
