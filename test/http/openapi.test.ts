@@ -111,7 +111,16 @@ const watchPathsOf = (endpoint: EndpointDefinition) =>
 /** The paths beside the endpoints', for a caller who may read /metrics. */
 const SERVICE_PATHS = ["/api/endpoints", "/api/alerts", "/health", "/ready", "/metrics"];
 
-const END_REASONS = ["shutting_down", "token_expired", "revoked", "too_slow", "error", "settled"];
+const END_REASONS = [
+  "shutting_down",
+  "token_expired",
+  "revoked",
+  "too_slow",
+  "error",
+  "settled",
+  "endpoint_removed",
+  "endpoint_changed",
+];
 
 const exampleUrl = (endpoint: EndpointDefinition) =>
   `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`;
