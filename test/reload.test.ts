@@ -80,6 +80,10 @@ const EDGE_PATH = `/api/endpoints/${EDGE}?project=default&plan=FREE`;
 describe("a SIGHUP", () => {
   it("serves a new endpoint, the key scoped to it and a rule on it, all at once", async () => {
     const dir = endpointsDir();
+    const tiered = {
+      ...key("tiered", GONE_KEY),
+      scopes: [{ endpoint: "*", fixed_params: { plan: "PRO" } }],
+    };
     const { service, keysFile, rulesFile, hangUp } = await serviceOver(dir, [
       key("admin", ADMIN_KEY),
     ]);
@@ -88,7 +92,7 @@ describe("a SIGHUP", () => {
     cpSync(FIXTURE, join(dir, EDGE), { recursive: true });
     writeFileSync(
       keysFile,
-      JSON.stringify({ keys: [key("admin", ADMIN_KEY), key("ops", OPS_KEY, EDGE)] }),
+      JSON.stringify({ keys: [key("admin", ADMIN_KEY), key("ops", OPS_KEY, EDGE), tiered] }),
     );
     const rule = {
       name: "edge-errors",
@@ -107,6 +111,11 @@ describe("a SIGHUP", () => {
     const listed = (await alerts.json()) as { result: { name: string }[] };
     expect(listed.result.map((entry) => entry.name)).toEqual(["edge-errors"]);
     expect(service.stdout()).not.toMatch(/"level":50/);
+    // A * scope fixing a parameter only the new endpoint takes: said, naming the endpoints it
+    // reaches unpinned.
+    expect(service.stdout()).toMatch(
+      /"level":40,.*key 3 \(\\"tiered\\"\) scopes\.0: \* fixes \\"plan\\", which functions\.invocation-stats, logs\.all, usage\.api-counts do not take/,
+    );
   });
 
   it("refuses a key removed from the file, though another entry names an endpoint that went: that entry alone is refused, logged and counted", async () => {
