@@ -39,7 +39,10 @@ export interface SettingsFileKind<T> {
   summary(value: T): object;
 }
 
-/** The file's text read again, or why it could not be: not yet served (see `take`). */
+/**
+ * The file read again, not yet served (see `take`); `changed` is false when it could not be read,
+ * which keeps what it held and tells no listener.
+ */
 export type FileReading<T> = Reading<T> & { changed: boolean };
 
 /** How often `watch` looks: the longest a change waits, however often the file is rewritten. */
