@@ -214,6 +214,39 @@ describe("LOCAL_DATA's watch", () => {
     expect(await threads()).toBe(before);
   });
 
+  it("keeps its watermark at the look before a new file was first listed until that file is loaded", async () => {
+    await writeFile(join(folder, "function_edge_logs-0.ndjson"), records(0, 3));
+    const { listing } = await loadData(engine, { localData: folder, now: 1_000n });
+    expect(listing).toEqual({ listedAt: 1_000n, complete: true });
+    const clock = { now: 1_000n };
+    const { poll, watermark } = watch({ loadedThrough: 1_000n, clock: () => clock.now });
+    expect(watermark()).toBe(1_000n);
+    clock.now = 2_000n;
+    await poll();
+    expect(watermark()).toBe(2_000n);
+    await writeFile(join(folder, "function_edge_logs-1.ndjson"), records(3, 5));
+    clock.now = 3_000n;
+    // First listed: it arrived after the look at 2 000, and is not loaded yet.
+    await poll();
+    expect(watermark()).toBe(2_000n);
+    clock.now = 4_000n;
+    await poll();
+    expect(await count("function_edge_logs")).toBe(5);
+    expect(watermark()).toBe(4_000n);
+  });
+
+  it("holds its watermark at 0 while a file startup listed is not loaded", async () => {
+    await writeFile(join(folder, "function_edge_logs-0.ndjson"), records(0, 3));
+    await loadData(engine, { localData: folder });
+    // As if startup had found it still being written.
+    await writeFile(join(folder, "function_edge_logs-1.ndjson"), records(3, 5));
+    const { poll, watermark } = watch({ loadedThrough: 0n, clock: () => 5_000n });
+    await poll();
+    expect(watermark()).toBe(0n);
+    await poll();
+    expect(watermark()).toBe(5_000n);
+  });
+
   it("still stops startup on a bad file, as before the watch", async () => {
     await writeFile(join(folder, "function_edge_logs.ndjson"), '{"id":\n');
     const threads = (await query("SELECT current_setting('threads') AS n"))[0]?.n;
