@@ -6,12 +6,15 @@ import { appendFile, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promise
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { loadData } from "../src/engines/duckdb/data.ts";
+import { buildApp } from "../src/app.ts";
+import { keepLive, loadData } from "../src/engines/duckdb/data.ts";
 import { feedDemoData } from "../src/engines/duckdb/demo-feed.ts";
 import { type ExportWatchOptions, watchExports } from "../src/engines/duckdb/export-watch.ts";
 import { DataFileError } from "../src/engines/duckdb/local-data.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
 import { parseIsoTimestamp } from "../src/time.ts";
+import { configFrom } from "./support/config-from.ts";
+import { API_KEY } from "./support/service.ts";
 
 const NOW = parseIsoTimestamp("2026-11-21T05:00:00Z") as bigint;
 const HOUR = 3_600_000_000n;
@@ -245,6 +248,32 @@ describe("LOCAL_DATA's watch", () => {
     expect(watermark()).toBe(0n);
     await poll();
     expect(watermark()).toBe(5_000n);
+  });
+
+  it("answers /ready with 503 not_ready until a file startup found still being written is loaded", async () => {
+    await writeFile(join(folder, "function_edge_logs-0.ndjson"), records(0, 3));
+    const data = await loadData(engine, { localData: folder });
+    await writeFile(join(folder, "function_edge_logs-1.ndjson"), records(3, 5));
+    // As startup leaves a file that changed while it was read: to the watch.
+    const listing = { listedAt: data.listing?.listedAt ?? 0n, complete: false };
+    const live = keepLive(
+      engine,
+      { ...data, listing },
+      { localData: folder, localDataPollSeconds: 1, log: logger() },
+    );
+    closers.push(async () => live?.stop());
+    const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] } }), {
+      engine: { ...engine, ...(live?.loadedThrough && { loadedThrough: live.loadedThrough }) },
+    });
+    closers.push(() => app.close());
+    const ready = await app.inject("/ready");
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json().error.code).toBe("not_ready");
+    // Loaded at the watch's second look, the file unchanged since its first.
+    await vi.waitFor(async () => expect((await app.inject("/ready")).statusCode).toBe(200), {
+      timeout: 10_000,
+    });
+    expect(await count("function_edge_logs")).toBe(5);
   });
 
   it("still stops startup on a bad file, as before the watch", async () => {
