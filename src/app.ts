@@ -280,7 +280,12 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       keysFile: deps.keysFile,
       catalog,
     });
-    await api.register(followRoutes, { hub: followHub, requests, reserve });
+    await api.register(followRoutes, {
+      hub: followHub,
+      requests,
+      reserve,
+      loadedThrough: deps.engine.loadedThrough?.bind(deps.engine),
+    });
     if (cache) {
       await api.register(watchRoutes, { run, watch, requests, reserve, stats: watchStats });
     }

@@ -3,12 +3,14 @@
 // shows control characters as escapes, JSON and NDJSON stay as sent, and more than the client holds
 // ends the command with exit 5 and one line. Also what the command says about itself (--version,
 // each command's --help) and how it runs on the machine's older Node.
+import { spawn } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, symlinkSync } from "node:fs";
 import { createServer, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { retryDelayMs } from "../src/cli/client.ts";
 import { newcomerPath, olderNode, ROOT, runToEnd } from "./support/newcomer.ts";
 
 const CLI = join(ROOT, "bin", "log-query.js");
@@ -62,6 +64,10 @@ const LISTINGS: Record<string, string> = {
 const CSV = `id,event_message\r\nr1,"${HOSTILE}"\r\n`;
 // An object whose toString is no function, which `${}` and String() throw on.
 const NO_STRING = '{"toString":1}';
+// A row deeper than JSON.stringify's stack goes.
+const DEEP = `${"[".repeat(200_000)}${"]".repeat(200_000)}`;
+// Retry-After beyond Node's longest timer (about 24.8 days), which fires after 1 ms instead.
+const YEARS = "999999999";
 
 interface Answer {
   status?: number;
@@ -109,6 +115,14 @@ function hostile(url: URL, key: string): Answer {
       };
     case "not-json":
       return { headers: SSE_TYPE, body: `id: 1\ndata: ${HOSTILE}\n\n` };
+    case "deep-record":
+      return { headers: SSE_TYPE, body: `id: 1\ndata: {"deep":${DEEP}}\n\n` };
+    case "/api/endpoints/deep":
+      return { headers: JSON_TYPE, body: `{"result":[${DEEP}]}` };
+    case "busy-now":
+      return { status: 503, headers: { "retry-after": "0" } };
+    case "busy-for-years":
+      return { status: 503, headers: { "retry-after": YEARS } };
     case "null-record":
       return { headers: SSE_TYPE, body: "id: 1\ndata: null\n\n" };
     case "endless-event":
@@ -143,7 +157,12 @@ function endlessly(response: ServerResponse, chunk: string): void {
 }
 
 let url: string;
+/** Requests by what the server answered them (the follow route's project, else the path). */
+const asked = new Map<string, number>();
 const server = createServer((request, response) => {
+  const requested = new URL(request.url ?? "/", "http://x");
+  const topic = requested.searchParams.get("project") ?? requested.pathname;
+  asked.set(topic, (asked.get(topic) ?? 0) + 1);
   const {
     status = 200,
     headers = {},
@@ -287,6 +306,16 @@ describe("log-query against a server that sends more than it holds, or what is n
       "that is not JSON: ",
     ],
     [
+      "query: a page nested 200 000 deep",
+      () => run(["query", "deep", "--url", url]),
+      "a page log-query cannot print: nested too deeply",
+    ],
+    [
+      "tail: a record nested 200 000 deep",
+      () => logs("tail", "deep-record", "--format", "ndjson"),
+      "a record log-query cannot print: nested too deeply",
+    ],
+    [
       "query: a JSON answer without its result",
       () => run(["query", "empty-object", "--url", url]),
       "a page log-query cannot read: result: ",
@@ -322,6 +351,49 @@ describe("log-query against a server that sends more than it holds, or what is n
     },
     30_000,
   );
+});
+
+describe("log-query's waits before asking again", () => {
+  /** How often `tail --project <project>` asks within two seconds of its first request. */
+  async function requestsWithinTwoSeconds(project: string): Promise<number> {
+    asked.delete(project);
+    const child = spawn(process.execPath, [CLI, "tail", "--url", url, "--project", project], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, LOG_QUERY_KEY: "hostile" },
+      stdio: "ignore",
+    });
+    try {
+      await vi.waitFor(() => expect(asked.get(project)).toBeGreaterThan(0), { timeout: 20_000 });
+      const first = asked.get(project) ?? 0;
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      return (asked.get(project) ?? 0) - first;
+    } finally {
+      child.kill();
+    }
+  }
+
+  it("Retry-After: 0 waits the shortest wait, 250 ms, not no time", async () => {
+    // At most one try per 250 ms: 8 in two seconds, one more for the timers' slack.
+    expect(await requestsWithinTwoSeconds("busy-now")).toBeLessThanOrEqual(9);
+  }, 30_000);
+
+  it("a Retry-After beyond Node's timers waits the longest wait, 30 s, not 1 ms", async () => {
+    expect(await requestsWithinTwoSeconds("busy-for-years")).toBe(0);
+  }, 30_000);
+
+  it("reads Retry-After as seconds or an HTTP date, held between 250 ms and 30 s", () => {
+    const answer = (retryAfter?: string) =>
+      new Response(null, { status: 503, headers: retryAfter ? { "retry-after": retryAfter } : {} });
+    const now = Date.parse("2026-11-21T05:00:00Z");
+    expect(retryDelayMs(answer("2"), 1000, now)).toBe(2000);
+    expect(retryDelayMs(answer("0"), 1000, now)).toBe(250);
+    expect(retryDelayMs(answer(YEARS), 1000, now)).toBe(30_000);
+    expect(retryDelayMs(answer("Sat, 21 Nov 2026 05:00:10 GMT"), 1000, now)).toBe(10_000);
+    expect(retryDelayMs(answer("Sat, 21 Nov 2026 04:00:00 GMT"), 1000, now)).toBe(250);
+    expect(retryDelayMs(answer("-1"), 1000, now)).toBe(1000);
+    expect(retryDelayMs(answer(), 4000, now)).toBe(4000);
+    expect(retryDelayMs(undefined, 60_000, now)).toBe(30_000);
+  });
 });
 
 describe("log-query about itself", () => {

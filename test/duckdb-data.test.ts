@@ -51,13 +51,14 @@ describe("LOCAL_DATA", () => {
       ]),
     );
     await writeFile(join(folder, "notes.txt"), "ignored");
-    const loaded = await loadData(engine, { localData: folder });
+    const loaded = await loadData(engine, { localData: folder, now: 7n });
     expect(loaded).toEqual({
       source: "local",
       files: [
         { table: "edge_logs", file: join(folder, "edge_logs-000.ndjson"), rows: 2 },
         { table: "function_edge_logs", file: join(folder, "function_edge_logs.ndjson"), rows: 1 },
       ],
+      listing: { listedAt: 7n, complete: true },
       rows: { edge_logs: 2, function_edge_logs: 1 },
     });
     expect(await query("SELECT * FROM edge_logs ORDER BY id")).toEqual([

@@ -6,12 +6,15 @@ import { appendFile, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promise
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { loadData } from "../src/engines/duckdb/data.ts";
+import { buildApp } from "../src/app.ts";
+import { keepLive, loadData } from "../src/engines/duckdb/data.ts";
 import { feedDemoData } from "../src/engines/duckdb/demo-feed.ts";
 import { type ExportWatchOptions, watchExports } from "../src/engines/duckdb/export-watch.ts";
 import { DataFileError } from "../src/engines/duckdb/local-data.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
 import { parseIsoTimestamp } from "../src/time.ts";
+import { configFrom } from "./support/config-from.ts";
+import { API_KEY } from "./support/service.ts";
 
 const NOW = parseIsoTimestamp("2026-11-21T05:00:00Z") as bigint;
 const HOUR = 3_600_000_000n;
@@ -212,6 +215,65 @@ describe("LOCAL_DATA's watch", () => {
     expect(await count("function_invocations", open)).toBe(3);
     // Files are read with one thread; queries get them all back.
     expect(await threads()).toBe(before);
+  });
+
+  it("keeps its watermark at the look before a new file was first listed until that file is loaded", async () => {
+    await writeFile(join(folder, "function_edge_logs-0.ndjson"), records(0, 3));
+    const { listing } = await loadData(engine, { localData: folder, now: 1_000n });
+    expect(listing).toEqual({ listedAt: 1_000n, complete: true });
+    const clock = { now: 1_000n };
+    const { poll, watermark } = watch({ loadedThrough: 1_000n, clock: () => clock.now });
+    expect(watermark()).toBe(1_000n);
+    clock.now = 2_000n;
+    await poll();
+    expect(watermark()).toBe(2_000n);
+    await writeFile(join(folder, "function_edge_logs-1.ndjson"), records(3, 5));
+    clock.now = 3_000n;
+    // First listed: it arrived after the look at 2 000, and is not loaded yet.
+    await poll();
+    expect(watermark()).toBe(2_000n);
+    clock.now = 4_000n;
+    await poll();
+    expect(await count("function_edge_logs")).toBe(5);
+    expect(watermark()).toBe(4_000n);
+  });
+
+  it("holds its watermark at 0 while a file startup listed is not loaded", async () => {
+    await writeFile(join(folder, "function_edge_logs-0.ndjson"), records(0, 3));
+    await loadData(engine, { localData: folder });
+    // As if startup had found it still being written.
+    await writeFile(join(folder, "function_edge_logs-1.ndjson"), records(3, 5));
+    const { poll, watermark } = watch({ loadedThrough: 0n, clock: () => 5_000n });
+    await poll();
+    expect(watermark()).toBe(0n);
+    await poll();
+    expect(watermark()).toBe(5_000n);
+  });
+
+  it("answers /ready with 503 not_ready until a file startup found still being written is loaded", async () => {
+    await writeFile(join(folder, "function_edge_logs-0.ndjson"), records(0, 3));
+    const data = await loadData(engine, { localData: folder });
+    await writeFile(join(folder, "function_edge_logs-1.ndjson"), records(3, 5));
+    // As startup leaves a file that changed while it was read: to the watch.
+    const listing = { listedAt: data.listing?.listedAt ?? 0n, complete: false };
+    const live = keepLive(
+      engine,
+      { ...data, listing },
+      { localData: folder, localDataPollSeconds: 1, log: logger() },
+    );
+    closers.push(async () => live?.stop());
+    const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] } }), {
+      engine: { ...engine, ...(live?.loadedThrough && { loadedThrough: live.loadedThrough }) },
+    });
+    closers.push(() => app.close());
+    const ready = await app.inject("/ready");
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json().error.code).toBe("not_ready");
+    // Loaded at the watch's second look, the file unchanged since its first.
+    await vi.waitFor(async () => expect((await app.inject("/ready")).statusCode).toBe(200), {
+      timeout: 10_000,
+    });
+    expect(await count("function_edge_logs")).toBe(5);
   });
 
   it("still stops startup on a bad file, as before the watch", async () => {

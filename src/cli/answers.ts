@@ -60,3 +60,19 @@ export function shapeOf<T extends z.ZodType>(schema: T, value: unknown, what: st
     EXIT.server,
   );
 }
+
+/**
+ * `value`, which the service sent as `what`, as JSON text again: a value nested deeper than the
+ * stack goes (a page 200 000 arrays deep) is the service's failure, said in one line.
+ */
+export function jsonText(value: unknown, what: string): string {
+  try {
+    return JSON.stringify(value);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    throw new CliError(
+      `the service sent ${what} log-query cannot print: nested too deeply`,
+      EXIT.server,
+    );
+  }
+}

@@ -11,10 +11,30 @@ export interface Connection {
   key: string;
 }
 
-/** Waits before another try: Retry-After when the service gave one, else `fallbackMs`. */
-export function retryDelayMs(response: Response | undefined, fallbackMs: number): number {
-  const seconds = Number(response?.headers.get("retry-after"));
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : fallbackMs;
+/**
+ * The shortest and longest wait before another try, whatever Retry-After says: `0` would ask again
+ * at once, as often as the service answers, and a wait beyond Node's timers (about 24.8 days) fires
+ * after 1 ms.
+ */
+export const SHORTEST_WAIT_MS = 250;
+export const LONGEST_WAIT_MS = 30_000;
+
+/**
+ * Waits before another try: Retry-After when the service gave one (seconds, or an HTTP date), else
+ * `fallbackMs`; never below SHORTEST_WAIT_MS or above LONGEST_WAIT_MS.
+ */
+export function retryDelayMs(
+  response: Response | undefined,
+  fallbackMs: number,
+  now = Date.now(),
+): number {
+  const retryAfter = response?.headers.get("retry-after")?.trim() ?? "";
+  let ms = fallbackMs;
+  if (/^\d+$/.test(retryAfter)) ms = Number(retryAfter) * 1000;
+  // Every form of HTTP date starts with the day's name; Date.parse alone takes "-1" for a year.
+  else if (/^[A-Za-z]{3}/.test(retryAfter) && !Number.isNaN(Date.parse(retryAfter)))
+    ms = Date.parse(retryAfter) - now;
+  return Math.min(Math.max(ms, SHORTEST_WAIT_MS), LONGEST_WAIT_MS);
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -3,7 +3,7 @@
 // control characters escaped.
 import { once } from "node:events";
 import { stringify } from "csv-stringify/sync";
-import { answerOf, recordSchema, shapeOf, shownRecordSchema } from "./answers.ts";
+import { answerOf, jsonText, recordSchema, shapeOf, shownRecordSchema } from "./answers.ts";
 import { shown, shownCsv } from "./terminal.ts";
 
 export type RecordFormat = "ndjson" | "csv" | "text";
@@ -34,7 +34,7 @@ export function formatRecord(record: LogRecord, format: RecordFormat): string {
     const { timestamp, event_message } = shapeOf(shownRecordSchema, record, "a record");
     return `${shown(`${timestamp} ${event_message ?? ""}`)}\n`;
   }
-  return `${JSON.stringify(record)}\n`;
+  return `${jsonText(record, "a record")}\n`;
 }
 
 /** Writes to stdout, waiting while it is full: a slow reader slows the client, not its memory. */

@@ -2,7 +2,7 @@
 // with --all, every page, following Link: rel="next", as one JSON document, one NDJSON stream or
 // one CSV table. JSON and NDJSON are written as the service sent them once each page (each line)
 // is read as JSON; CSV as sent into a pipe or file, its control characters escaped on a terminal.
-import { answerOf, pageSchema, recordSchema } from "./answers.ts";
+import { answerOf, jsonText, pageSchema, recordSchema } from "./answers.ts";
 import { CliError, EXIT } from "./cli-error.ts";
 import { type Connection, get } from "./client.ts";
 import { formatOf, type Options, USAGE } from "./options.ts";
@@ -60,7 +60,7 @@ function pageWriter(format: keyof typeof MEDIA_TYPES) {
         out = "";
         const { result } = answerOf(pageSchema, page, "a page");
         for (const row of result)
-          out += `${rows++ === 0 ? '{"result":[' : ","}${JSON.stringify(row)}`;
+          out += `${rows++ === 0 ? '{"result":[' : ","}${jsonText(row, "a page")}`;
       } else if (format === "ndjson") {
         for (const line of page.split("\n")) if (line !== "") answerOf(recordSchema, line, "a row");
       } else out = csvForStdout(pages > 0 ? page.slice(page.indexOf("\n") + 1) : page);

@@ -4,13 +4,19 @@
 // twice; an end that says the key is gone stops it.
 import { answerOf, endSchema } from "./answers.ts";
 import { CliError, EXIT } from "./cli-error.ts";
-import { type Connection, errorOf, request, retryDelayMs, sleep } from "./client.ts";
+import {
+  type Connection,
+  errorOf,
+  LONGEST_WAIT_MS,
+  request,
+  retryDelayMs,
+  sleep,
+} from "./client.ts";
 import { formatOf, logsParams, type Options } from "./options.ts";
 import { formatRecord, recordOf, writeStdout } from "./output.ts";
 import { events } from "./streams.ts";
 
 const FIRST_WAIT_MS = 500;
-const LONGEST_WAIT_MS = 30_000;
 /** Ends after which reconnecting cannot help. */
 const FINAL = new Set(["token_expired", "revoked"]);
 

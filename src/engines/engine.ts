@@ -130,6 +130,12 @@ export interface QueryEngine {
    * EngineError, its `detail.cause` the engine's words, when the engine cannot plan the SQL.
    */
   inspect?(sql: string): Promise<StatementShape>;
+  /**
+   * Epoch µs: every data file that had arrived by then is loaded, the instant a settled run's lag
+   * counts back from (DuckDB serving LOCAL_DATA); undefined while a file there at startup is still
+   * to load. Absent: the engine's data is current when queried (BigQuery, demo data).
+   */
+  loadedThrough?(): bigint | undefined;
   /** Resolves when the engine answers a trivial query (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

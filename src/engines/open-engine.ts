@@ -51,6 +51,7 @@ export async function openEngine(
     const live = keepLive(engine, data, { ...settings, log });
     return {
       ...engine,
+      ...(live?.loadedThrough && { loadedThrough: live.loadedThrough }),
       close: async () => {
         await live?.stop();
         await engine.close();

@@ -47,7 +47,10 @@ export const ERROR_CODES = {
     504,
     "`Cache-Control: only-if-cached` and nothing held for the request (always, on an endpoint without a cache)",
   ],
-  not_ready: [503, "/ready only: the engine did not answer a trivial query"],
+  not_ready: [
+    503,
+    "/ready only: the engine did not answer a trivial query, or has not loaded a LOCAL_DATA file there at startup",
+  ],
 } as const satisfies Record<string, readonly [status: number, when: string]>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -20,13 +20,15 @@ export interface FollowRouteOptions {
   requests: EndpointRequests;
   /** Where each stream takes its place (shared with every stream kind). */
   reserve: ReservePlace;
+  /** The engine's QueryEngine.loadedThrough, when its data is loaded from files. */
+  loadedThrough?: () => bigint | undefined;
 }
 
 /** Parameters that would end or page a stream, which runs on from now: the window's end, the cursor. */
 export const notFollowed = (paging: PagingContract) => [paging.window.end, "cursor"];
 
 export async function followRoutes(app: FastifyInstance, options: FollowRouteOptions) {
-  const { hub, requests, reserve } = options;
+  const { hub, requests, reserve, loadedThrough } = options;
   app.addHook("preClose", (done) => {
     hub.close();
     done();
@@ -55,8 +57,7 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
         refusePinnedEnd(paging, query);
         const now = hub.now();
         const from = startingPoint(paging, params, resume);
-        // A settled run ends with records that can no longer be overtaken by a late one.
-        const settledUntil = settled ? now - hub.lag : undefined;
+        const settledUntil = settled ? settledEnd(now, hub.lag, loadedThrough) : undefined;
         if (settled && from?.resumed)
           refuseDroppedRecords(paging, from.horizon.micros, params, now);
         const place = await reserve(request);
@@ -118,6 +119,17 @@ function refusePinnedEnd({ window }: PagingContract, authorized: RawQuery): void
     "forbidden",
     `This credential's scope fixes ${window.end}, and a follow stream runs on past any end: call the endpoint itself for that range.`,
   );
+}
+
+/**
+ * Where a settled run ends: at records that can no longer be overtaken by a late one, a lag before
+ * now; on data loaded from files, a lag before the instant every file that had arrived was loaded
+ * (a file loaded late holds records a lag older than its arrival at most). Before startup's files
+ * are loaded, nothing is settled: the run sends nothing and its checkpoint stays.
+ */
+function settledEnd(now: bigint, lag: bigint, loadedThrough?: () => bigint | undefined): bigint {
+  const through = loadedThrough ? (loadedThrough() ?? 0n) : now;
+  return (through < now ? through : now) - lag;
 }
 
 /** `until=settled` or nothing: anything else is refused, naming it. */

@@ -8,7 +8,10 @@ const READY_TIMEOUT_MS = 5_000;
 // /ready needs no key, and on BigQuery each check is a job: one check serves every probe for a while.
 const READY_MEMO_MS = 5_000;
 
-/** Liveness (the process serves HTTP) and readiness (the engine answers a trivial query); no key needed. */
+/**
+ * Liveness (the process serves HTTP) and readiness (the engine answers a trivial query, and has
+ * loaded every data file there was at startup); no key needed.
+ */
 export async function healthRoutes(app: FastifyInstance, { engine }: { engine: QueryEngine }) {
   let lastCheck: { at: number; done: Promise<void> } | undefined;
   const readiness = () => {
@@ -26,6 +29,13 @@ export async function healthRoutes(app: FastifyInstance, { engine }: { engine: Q
     "/ready",
     { config: SPARED_FROM_SHEDDING, schema: READY_SCHEMA },
     async (request, reply) => {
+      if (engine.loadedThrough && engine.loadedThrough() === undefined) {
+        return sendError(
+          reply,
+          "not_ready",
+          `The ${engine.dialect} engine is still loading a LOCAL_DATA file that was there at startup.`,
+        );
+      }
       try {
         await readiness();
         return { status: "ready", engine: engine.dialect };

@@ -8,7 +8,7 @@
 // Streams: the stats panels watch and logs.all's Live toggle follows. What they receive comes from a
 // service over LOCAL_DATA exports the test writes (`exportsService`), so that the test decides when
 // a value changes or a record arrives.
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
@@ -982,6 +982,52 @@ describe("the explorer page", () => {
     await expect(
       page.locator(`${panel} select[name="period"] option`).allTextContents(),
     ).resolves.toEqual(expect.arrayContaining(["day", "week"]));
+    await page.context().close();
+  });
+
+  it("shows the bidi controls of an operator's descriptions and allowed values as markers", async () => {
+    // The example endpoint, its text given right-to-left overrides and an isolate.
+    const examples = new URL("../../examples/endpoints/", import.meta.url).pathname;
+    const folder = await mkdtemp(join(tmpdir(), "explorer-bidi-"));
+    closers.push(() => rm(folder, { recursive: true, force: true }));
+    const endpoint = join(folder, "auth.failures-per-hour");
+    await cp(join(examples, "auth.failures-per-hour"), endpoint, { recursive: true });
+    const definition = join(endpoint, "endpoint.yaml");
+    await writeFile(
+      definition,
+      (await readFile(definition, "utf8"))
+        .replace("Failed sign-ins", "Failed \u202esni-ngis")
+        .replace("description: project ref", 'description: "project \u2066ref"')
+        .replace("values: [day, week]", 'values: [day, "\u202eweek"]')
+        .replace("    week: {", '    "\u202eweek": {'),
+    );
+    const operators = await otherService(
+      {},
+      { catalog: loadCatalog([BUILT_IN_ENDPOINTS, folder]) },
+    );
+    const { page } = await openExplorer("", operators);
+    await enterKey(page, KEY);
+    const panel = page.locator('[data-endpoint="auth.failures-per-hour"]');
+    await panel.waitFor();
+    const description = panel.locator(".description");
+    await expect(description.locator(".bidi-control").textContent()).resolves.toBe("⟨U+202E⟩");
+    await expect(description.textContent()).resolves.toMatch(/^Failed ⟨U\+202E⟩sni-ngis /);
+    // An optional select's first option is "none".
+    await expect(panel.locator('select[name="period"] option').allTextContents()).resolves.toEqual([
+      "—",
+      "day",
+      "⟨U+202E⟩week",
+    ]);
+    // The value sent is the value defined.
+    await expect(
+      panel.locator('select[name="period"] option').nth(2).getAttribute("value"),
+    ).resolves.toBe("\u202eweek");
+    await expect(panel.locator('[data-param="project"]').getAttribute("title")).resolves.toBe(
+      "project ⟨U+2066⟩ref",
+    );
+    expect(await panel.locator("h2, .description, form").allTextContents()).not.toContainEqual(
+      expect.stringMatching(/\p{Bidi_Control}/u),
+    );
     await page.context().close();
   });
 

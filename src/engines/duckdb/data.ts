@@ -9,7 +9,7 @@ import { DEMO_SIZE, generateLogs } from "./demo-data.ts";
 import { feedDemoData } from "./demo-feed.ts";
 import { clearRecords, createDerivedTables } from "./derived.ts";
 import { watchExports } from "./export-watch.ts";
-import { type LoadedFile, loadLocalData } from "./local-data.ts";
+import { type LoadedFile, type LocalDataLoad, loadLocalData } from "./local-data.ts";
 import { createTableSql, quoteIdent } from "./tables.ts";
 
 export interface DataOptions {
@@ -17,7 +17,10 @@ export interface DataOptions {
   localData?: string;
   /** `DEMO_DATA`: true = always generate, false = never, absent = only when there is no other data. */
   demoData?: boolean;
-  /** Anchor of the demo data, epoch microseconds; default: the system clock. */
+  /**
+   * The instant the data is read at, epoch µs: the demo data's anchor, when LOCAL_DATA is listed;
+   * default: the system clock.
+   */
   now?: bigint;
 }
 
@@ -27,6 +30,8 @@ export interface LoadedData {
   anchor?: bigint;
   /** The files read (LOCAL_DATA only). */
   files: LoadedFile[];
+  /** LOCAL_DATA only: when startup listed the exports, and whether it loaded every one listed. */
+  listing?: Pick<LocalDataLoad, "listedAt" | "complete">;
   /** Rows per source table after loading. */
   rows: Record<string, number>;
 }
@@ -40,8 +45,8 @@ export async function loadData(
     for (const table of sourceTables()) await connection.run(createTableSql(table));
     await createDerivedTables(connection);
     if (options.localData !== undefined) {
-      const files = await loadLocalData(connection, options.localData);
-      return { source: "local", files, rows: await rowCounts(connection) };
+      const { files, ...listing } = await loadLocalData(connection, options.localData, options.now);
+      return { source: "local", files, listing, rows: await rowCounts(connection) };
     }
     const existing = await rowCounts(connection);
     const empty = Object.values(existing).every((count) => count === 0);
@@ -81,21 +86,42 @@ export interface LiveOptions {
   log: Pick<FastifyBaseLogger, "info" | "warn" | "error">;
 }
 
+/** The data kept live; stop it before closing the engine. */
+export interface LiveData {
+  stop(): Promise<void>;
+  /** LOCAL_DATA only: QueryEngine.loadedThrough. */
+  loadedThrough?(): bigint | undefined;
+}
+
 /**
  * Keeps the data served live: LOCAL_DATA's new files are loaded, or demo rows keep arriving.
- * A database file served as it is stays as it is. Stop it before closing the engine.
+ * A database file served as it is stays as it is.
  */
 export function keepLive(
   engine: DuckDbEngine,
   data: LoadedData,
   options: LiveOptions,
-): { stop(): Promise<void> } | undefined {
-  if (data.source === "local" && options.localData !== undefined) {
-    return watchExports(engine, {
+): LiveData | undefined {
+  if (data.source === "local" && options.localData !== undefined && data.listing) {
+    const { listedAt, complete } = data.listing;
+    const watch = watchExports(engine, {
       source: options.localData,
       pollMs: (options.localDataPollSeconds ?? 30) * 1000,
       log: options.log,
+      loadedThrough: complete ? listedAt : 0n,
     });
+    // Files that arrived while startup loaded get their first look now, not a poll later.
+    watch
+      .poll()
+      .catch((error) => options.log.error({ err: error }, "LOCAL_DATA: the watch failed"));
+    return {
+      stop: watch.stop,
+      loadedThrough: () => {
+        const through = watch.watermark();
+        // Before startup's listing: a file it listed is still to load.
+        return through >= listedAt ? through : undefined;
+      },
+    };
   }
   if (data.source === "demo" && data.anchor !== undefined) {
     return feedDemoData(engine, {

@@ -3,9 +3,14 @@
 // and mtime at two polls in a row; one that still changes while it is read is rolled back and
 // tried again at a later poll. A stable file that cannot be read is recorded as bad, logged with
 // its name and line, and skipped until it changes; the service keeps serving.
+// The watch keeps the data's watermark: the latest instant by which every file that had arrived
+// is loaded. A file first listed by a look arrived after the look before it, so the watermark is
+// that earlier look's instant while the file waits (to stop changing, or to load), and the latest
+// look's once nothing waits. Exports end a lag before it: a late file costs them delay, not records.
 import { statSync } from "node:fs";
 import type { FastifyBaseLogger } from "fastify";
 import { sourceTables } from "../../schema.ts";
+import { dateToMicros } from "../../time.ts";
 import type { DuckDbEngine } from "../duckdb.ts";
 import {
   DataFileError,
@@ -26,6 +31,13 @@ export interface ExportWatchOptions {
   log: Pick<FastifyBaseLogger, "info" | "warn" | "error">;
   /** Runs after a file is read, before its size and mtime are checked again (tests grow it here). */
   afterRead?: (file: string) => Promise<void>;
+  /**
+   * Epoch µs by which every file that had arrived was loaded before the watch began (startup's
+   * listing, or 0 when a file it listed was still being written); default: none (0).
+   */
+  loadedThrough?: bigint;
+  /** Epoch µs now; default: the system clock. */
+  clock?: () => bigint;
 }
 
 export interface ExportWatch {
@@ -33,18 +45,31 @@ export interface ExportWatch {
   poll(): Promise<void>;
   /** No poll starts after this; resolves once the one under way has finished. */
   stop(): Promise<void>;
+  /** Epoch µs: every file that had arrived by then is loaded (or recorded as bad). */
+  watermark(): bigint;
+}
+
+/** A file not loaded yet, as the last look saw it, and the look before it had not listed it. */
+interface Waiting extends Pick<FileRecord, "size" | "mtimeMs"> {
+  /** Epoch µs: the instant of the last look before the one that first listed it. */
+  arrivedAfter: bigint;
 }
 
 export function watchExports(engine: DuckDbEngine, options: ExportWatchOptions): ExportWatch {
   const { source, log } = options;
+  const clock = options.clock ?? (() => dateToMicros(new Date()));
   const tables = sourceTables();
   // Files not loaded yet, as the last poll saw them.
-  const seen = new Map<string, Pick<FileRecord, "size" | "mtimeMs">>();
+  const seen = new Map<string, Waiting>();
+  // The instant of the last look that went through every file it listed.
+  let lookedAt = options.loadedThrough ?? 0n;
   // Loaded files that changed afterwards: warned about once, never loaded twice.
   const warned = new Set<string>();
   let stopped = false;
 
   async function pollOnce(): Promise<void> {
+    // Before listing: a file that arrives during the look is the next look's.
+    const listedAt = clock();
     let files: ReturnType<typeof exportFiles>;
     try {
       files = exportFiles(source, tables);
@@ -52,6 +77,9 @@ export function watchExports(engine: DuckDbEngine, options: ExportWatchOptions):
       log.warn({ err: error, source }, "LOCAL_DATA: cannot list the exports; looking again later");
       return;
     }
+    const listed = new Set([...files.values()].flat());
+    // A file gone before it loaded holds nothing back any more.
+    for (const file of seen.keys()) if (!listed.has(file)) seen.delete(file);
     const connection = await engine.connect();
     try {
       const recorded = await recordedFiles(connection);
@@ -59,7 +87,10 @@ export function watchExports(engine: DuckDbEngine, options: ExportWatchOptions):
         for (const file of paths) {
           if (stopped) return;
           const stats = statSync(file, { throwIfNoEntry: false });
-          if (!stats) continue;
+          if (!stats) {
+            seen.delete(file);
+            continue;
+          }
           const done = recorded.get(file);
           if (done && (done.error === undefined || unchanged(done, stats))) {
             if (done.error === undefined && !unchanged(done, stats) && !warned.has(file)) {
@@ -69,7 +100,11 @@ export function watchExports(engine: DuckDbEngine, options: ExportWatchOptions):
             continue;
           }
           const previous = seen.get(file);
-          seen.set(file, { size: stats.size, mtimeMs: stats.mtimeMs });
+          seen.set(file, {
+            size: stats.size,
+            mtimeMs: stats.mtimeMs,
+            arrivedAfter: previous?.arrivedAfter ?? lookedAt,
+          });
           if (!previous || !unchanged(previous, stats)) continue;
           try {
             const loaded = await loadExport(
@@ -103,6 +138,7 @@ export function watchExports(engine: DuckDbEngine, options: ExportWatchOptions):
           }
         }
       }
+      lookedAt = listedAt;
     } finally {
       connection.closeSync();
     }
@@ -116,6 +152,12 @@ export function watchExports(engine: DuckDbEngine, options: ExportWatchOptions):
     async stop() {
       stopped = true;
       await repeated.stop();
+    },
+    watermark() {
+      let through = lookedAt;
+      for (const { arrivedAfter } of seen.values())
+        if (arrivedAfter < through) through = arrivedAfter;
+      return through;
     },
   };
 }

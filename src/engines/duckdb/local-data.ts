@@ -15,6 +15,7 @@ import { pipeline, type Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { type DuckDBConnection, DuckDBTimestampTZValue } from "@duckdb/node-api";
 import { type SourceTable, sourceTables } from "../../schema.ts";
+import { dateToMicros } from "../../time.ts";
 import { appendRecords, BATCH_ROWS, clearRecords, HOUR } from "./derived.ts";
 import { bigQueryShapedColumns, duckDbType, quoteIdent } from "./tables.ts";
 import { inTransaction } from "./transaction.ts";
@@ -118,6 +119,15 @@ export function unchanged(
   return seen.size === stats.size && seen.mtimeMs === stats.mtimeMs;
 }
 
+/** What startup loaded of LOCAL_DATA. */
+export interface LocalDataLoad {
+  files: LoadedFile[];
+  /** Epoch µs: when the exports were listed. */
+  listedAt: bigint;
+  /** Whether every file listed is loaded (or recorded as bad); not when one was still being written. */
+  complete: boolean;
+}
+
 /**
  * Loads the exports of `source` not loaded before, at startup: each file once, in its own
  * transaction. A database holding rows from elsewhere (demo data) is emptied first. A bad file
@@ -127,7 +137,9 @@ export function unchanged(
 export async function loadLocalData(
   connection: DuckDBConnection,
   source: string,
-): Promise<LoadedFile[]> {
+  // Before listing: a file that arrives meanwhile is the watch's.
+  listedAt: bigint = dateToMicros(new Date()),
+): Promise<LocalDataLoad> {
   if (!isGlob(source)) {
     const stats = statSync(source, { throwIfNoEntry: false });
     if (!stats?.isDirectory()) {
@@ -146,6 +158,7 @@ export async function loadLocalData(
   const recorded = await recordedFiles(connection);
   if (recorded.size === 0) await clearRecords(connection);
   const loaded: LoadedFile[] = [];
+  let complete = true;
   for (const [table, paths] of files) {
     for (const file of paths) {
       const record = recorded.get(file);
@@ -156,10 +169,11 @@ export async function loadLocalData(
       } catch (error) {
         // Still being written: LOCAL_DATA's watch loads it once it stops changing.
         if (!(error instanceof FileChangedError)) throw error;
+        complete = false;
       }
     }
   }
-  return loaded;
+  return { files: loaded, listedAt, complete };
 }
 
 /**

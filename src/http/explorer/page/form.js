@@ -2,6 +2,7 @@
 // allowed (or suggested) values as selects, timestamps as datetime inputs (UTC). It
 // does not validate: the service does, and its 400 details are shown beside the fields they name.
 import { h } from "./dom.js";
+import { visibleString, visibleText } from "./visible-text.js";
 
 // datetime-local gives "2026-11-21T05:00" or "2026-11-21T05:00:30"; the page reads it as UTC.
 const asUtcTimestamp = (value) => `${value.length === 16 ? `${value}:00` : value}Z`;
@@ -21,13 +22,17 @@ function input(param, value, fieldId) {
     const suggestions = h(
       "datalist",
       { id: listId },
-      ...param.examples.map((v) => h("option", { value: v })),
+      ...param.examples.map((v) => h("option", { value: v, label: visibleString(v) })),
     );
     return [field, suggestions];
   }
   if (choices) {
     const options = param.required ? choices : ["", ...choices];
-    const select = h("select", common, ...options.map((v) => h("option", { value: v }, v || "—")));
+    const select = h(
+      "select",
+      common,
+      ...options.map((v) => h("option", { value: v }, visibleString(v) || "—")),
+    );
     select.value = value;
     return [select];
   }
@@ -56,7 +61,7 @@ export function endpointForm(endpoint) {
     const label = h(
       "label",
       { for: fieldId },
-      param.name,
+      ...visibleText(param.name),
       param.required ? h("abbr", { class: "required", title: "required" }, "*") : "",
     );
     const controls =
@@ -66,7 +71,7 @@ export function endpointForm(endpoint) {
     const error = h("span", { class: "field-error", "data-error-for": param.name, role: "alert" });
     return h(
       "div",
-      { class: "field", "data-param": param.name, title: param.description ?? "" },
+      { class: "field", "data-param": param.name, title: visibleString(param.description ?? "") },
       label,
       ...controls,
       error,

@@ -10,6 +10,7 @@ import { h } from "./dom.js";
 import { endpointForm } from "./form.js";
 import { keepOpen } from "./sse.js";
 import { tableView } from "./table.js";
+import { visibleText } from "./visible-text.js";
 
 const VIEWS = { "functions.invocation-stats": statsView, "usage.api-counts": usageView };
 
@@ -63,8 +64,8 @@ export function panel(endpoint, { refreshSeconds, active }) {
   const section = h(
     "section",
     { class: "endpoint", "data-endpoint": endpoint.name, "data-draws": "0" },
-    h("h2", {}, endpoint.name),
-    h("p", { class: "description" }, endpoint.description),
+    h("h2", {}, ...visibleText(endpoint.name)),
+    h("p", { class: "description" }, ...visibleText(endpoint.description)),
     form,
     status,
     message,

@@ -1,6 +1,8 @@
-// Log text shown as it was stored. Its bidi controls (embeddings, overrides, isolates and marks)
-// would reorder what follows them: a record holding U+202E before "gnp.exe" would read "exe.png".
-// Each is shown instead, where it stood, as a marker naming it, and orders nothing.
+// Text the service does not control shown as it was stored: log records, and an operator's
+// endpoint definitions (names, descriptions, allowed values). Its bidi controls (embeddings,
+// overrides, isolates and marks) would reorder what follows them: a record holding U+202E before
+// "gnp.exe" would read "exe.png". Each is shown instead, where it stood, as a marker naming it, and
+// orders nothing.
 import { h } from "./dom.js";
 
 const BIDI_CONTROLS = new Map([
@@ -19,14 +21,21 @@ const BIDI_CONTROLS = new Map([
 ]);
 const BIDI_CONTROL = new RegExp(`[${[...BIDI_CONTROLS.keys()].join("")}]`, "g");
 
+const codeOf = (control) => `U+${control.codePointAt(0).toString(16).toUpperCase()}`;
+
 /** A bidi control's marker: ⟨U+202E⟩, its name on hover. */
 function marker(control) {
-  const code = `U+${control.codePointAt(0).toString(16).toUpperCase()}`;
+  const code = codeOf(control);
   return h(
     "span",
     { class: "bidi-control", title: `${code} ${BIDI_CONTROLS.get(control)}` },
     `⟨${code}⟩`,
   );
+}
+
+/** `text` with each bidi control as its marker's text, where only text goes (a tooltip, an option). */
+export function visibleString(text) {
+  return text.replace(BIDI_CONTROL, (control) => `⟨${codeOf(control)}⟩`);
 }
 
 /** `text` as the nodes that show it: text, and a marker in place of each bidi control. */
