@@ -25,7 +25,7 @@ const closers: (() => Promise<void>)[] = [];
 
 beforeEach(async () => {
   folder = await mkdtemp(join(tmpdir(), "duckdb-live-"));
-  engine = await createDuckDbEngine({ now: () => NOW });
+  engine = await createDuckDbEngine({ now: () => NOW, dataFolders: [folder] });
   closers.push(() => engine.close());
 });
 afterEach(async () => {
@@ -184,11 +184,11 @@ describe("LOCAL_DATA's watch", () => {
     const exports = join(folder, "exports");
     await mkdir(exports);
     await writeFile(join(exports, "function_edge_logs-0.ndjson"), records(0, 3));
-    const first = await createDuckDbEngine({ path });
+    const first = await createDuckDbEngine({ path, dataFolders: [exports] });
     expect((await loadData(first, { localData: exports })).files).toHaveLength(1);
     await first.close();
     await writeFile(join(exports, "function_edge_logs-1.ndjson"), records(3, 4));
-    const second = await createDuckDbEngine({ path });
+    const second = await createDuckDbEngine({ path, dataFolders: [exports] });
     closers.push(() => second.close());
     const again = await loadData(second, { localData: exports });
     expect(again.files).toEqual([
@@ -203,7 +203,7 @@ describe("LOCAL_DATA's watch", () => {
     const exports = join(folder, "exports");
     await mkdir(exports);
     await writeFile(join(exports, "function_edge_logs-0.ndjson"), records(0, 3));
-    const open = await createDuckDbEngine({ path });
+    const open = await createDuckDbEngine({ path, dataFolders: [exports] });
     closers.push(() => open.close());
     const threads = async () => (await query("SELECT current_setting('threads') AS n", open))[0]?.n;
     const before = await threads();
