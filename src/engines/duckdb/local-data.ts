@@ -7,7 +7,7 @@
 // name, size, mtime, rows or error): a file already recorded is not loaded again, after a restart
 // either. A bad file is named with its line for JSON, or the columns a Parquet file lacks.
 import { createReadStream, globSync, readdirSync, type Stats, statSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { pipeline, type Readable } from "node:stream";
@@ -15,6 +15,7 @@ import { createGunzip } from "node:zlib";
 import { type DuckDBConnection, DuckDBTimestampTZValue } from "@duckdb/node-api";
 import { type SourceTable, sourceTables } from "../../schema.ts";
 import { appendRecords, BATCH_ROWS, clearRecords, HOUR } from "./derived.ts";
+import { scratchFolder } from "./sandbox.ts";
 import { bigQueryShapedColumns, duckDbType, quoteIdent, sqlString } from "./tables.ts";
 import { inTransaction } from "./transaction.ts";
 
@@ -402,9 +403,7 @@ async function firstBadLine(
   table: SourceTable,
   file: string,
 ): Promise<{ line: number; reason: string } | undefined> {
-  // In the engine's own temp folder: the only place besides LOCAL_DATA its SQL may read.
-  const temp = await connection.runAndReadAll("SELECT current_setting('temp_directory')");
-  const folder = await mkdtemp(join(String(temp.getRows()[0]?.[0]), "local-data-"));
+  const folder = await scratchFolder(connection, "local-data-");
   const probe = join(folder, "lines.ndjson");
   const rejection = async (texts: string[]) => {
     await writeFile(probe, `${texts.join("\n")}\n`);

@@ -4,7 +4,8 @@
 // endpoint's SQL is checked to be one SELECT before it is served, but a SELECT can still call
 // read_text or glob: this is what holds then. Applied once, when the engine opens, before any
 // endpoint SQL runs.
-import { resolve } from "node:path";
+import { mkdtemp } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { sqlString } from "./tables.ts";
 
@@ -23,4 +24,13 @@ export async function confine(
   await connection.run("SET autoinstall_known_extensions = false");
   await connection.run("SET autoload_known_extensions = false");
   await connection.run("SET lock_configuration = true");
+}
+
+/**
+ * A new folder (named `prefix` and a few random characters) in the engine's own temp folder, where
+ * its SQL may read and write files of its own (a probe, a test's fixtures). Remove it after use.
+ */
+export async function scratchFolder(connection: DuckDBConnection, prefix: string): Promise<string> {
+  const temp = await connection.runAndReadAll("SELECT current_setting('temp_directory')");
+  return mkdtemp(join(String(temp.getRows()[0]?.[0]), prefix));
 }
