@@ -3,7 +3,7 @@
 // folders (refused at startup when the SQL names it, failing at run time without the file's
 // content when the caller names it), no setting it could change, and no statement but one SELECT
 // by DuckDB's own parser, at startup and on SIGHUP.
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
@@ -86,6 +86,46 @@ describe("the engine an endpoint's SQL runs on", () => {
         { name: "lock_configuration", value: "true" },
       ],
     });
+  });
+});
+
+describe("the data folders", () => {
+  it("are LOCAL_DATA's (a glob's folder before its pattern): read there, and nowhere beside it", async () => {
+    const root = mkdtempSync(join(tmpdir(), "sandbox-data-"));
+    const exports = join(root, "exports");
+    mkdirSync(exports);
+    const record = {
+      id: "r1",
+      timestamp: new Date(Date.now() - 60_000).toISOString(),
+      project: "p",
+    };
+    writeFileSync(join(exports, "edge_logs-0.ndjson"), `${JSON.stringify(record)}\n`);
+    writeFileSync(join(exports, "notes.txt"), "beside the exports");
+    writeFileSync(join(root, "secret.txt"), "above the exports");
+    const dir = mkdtempSync(join(tmpdir(), "sandbox-endpoints-"));
+    writeEndpoint(dir, "host.file", {
+      sql: "SELECT content AS text FROM read_text($file)",
+      params: { file: { type: "string", required: true, description: "a path" } },
+    });
+    const { baseUrl } = await start({
+      API_KEYS: KEY,
+      ENDPOINTS_DIR: dir,
+      LOCAL_DATA: join(exports, "edge_logs-*.ndjson"),
+    });
+    const logs = await get(baseUrl, "/api/endpoints/logs.all?project=p&project_tier=FREE");
+    expect(((await logs.json()) as { result: { id: string }[] }).result.map((r) => r.id)).toEqual([
+      "r1",
+    ]);
+    const read = (file: string) =>
+      get(baseUrl, `/api/endpoints/host.file?file=${encodeURIComponent(file)}`);
+    expect(await (await read(join(exports, "notes.txt"))).json()).toEqual({
+      result: [{ text: "beside the exports" }],
+    });
+    for (const file of [join(root, "secret.txt"), join(exports, "..", "secret.txt")]) {
+      const answer = await read(file);
+      expect({ file, status: answer.status }).toEqual({ file, status: 502 });
+      expect(await answer.text()).not.toContain("above the exports");
+    }
   });
 });
 
