@@ -68,25 +68,36 @@ async function refusals(
   sql: EndpointSql,
   engine: QueryEngine,
 ): Promise<string[]> {
-  if (!engine.inspect) return [];
   const problems: string[] = [];
   for (const [use, text] of Object.entries(sql)) {
     const name = `${use === "query" ? "" : `${use}.`}${engine.dialect}.sql`;
     const file =
       endpoint.folder === undefined ? `${endpoint.name}/${name}` : join(endpoint.folder, name);
-    try {
-      const { kind } = await engine.inspect(text);
-      if (kind !== "SELECT")
-        problems.push(`${file}: ${described(kind)}, not one read-only query (SELECT)`);
-    } catch (error) {
-      if (!(error instanceof EngineError)) throw error;
-      const said = (error.detail?.cause ?? error.message).replace(/\s+/g, " ").trim();
-      problems.push(
-        `${file}: ${engine.dialect === "bigquery" ? "BigQuery's dry run" : "DuckDB"}: ${said}`,
-      );
-    }
+    const problem = await sqlProblem(engine, file, text);
+    if (problem !== undefined) problems.push(problem);
   }
   return problems;
+}
+
+/**
+ * Why `engine` refuses the SQL `text` of `file` (not one read-only query, or not planned), as one
+ * line naming the file; undefined when it takes it, or cannot inspect SQL.
+ */
+export async function sqlProblem(
+  engine: QueryEngine,
+  file: string,
+  text: string,
+): Promise<string | undefined> {
+  if (!engine.inspect) return undefined;
+  try {
+    const { kind } = await engine.inspect(text);
+    if (kind === "SELECT") return undefined;
+    return `${file}: ${described(kind)}, not one read-only query (SELECT)`;
+  } catch (error) {
+    if (!(error instanceof EngineError)) throw error;
+    const said = (error.detail?.cause ?? error.message).replace(/\s+/g, " ").trim();
+    return `${file}: ${engine.dialect === "bigquery" ? "BigQuery's dry run" : "DuckDB"}: ${said}`;
+  }
 }
 
 /** A statement kind of StatementShape, as the problem line says it. */

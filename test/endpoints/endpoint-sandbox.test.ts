@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
+import { runShell } from "../support/doc-commands.ts";
 import { writeEndpoint } from "../support/operator-endpoint.ts";
 import { start, startAndExit } from "../support/service-process.ts";
 
@@ -169,5 +170,29 @@ describe("IMPORT DATABASE as an endpoint's SQL", () => {
     writeFileSync(join(imported, "schema.sql"), `COPY (SELECT 1 AS n) TO '${marker}';`);
     expect(await answer()).toEqual({ result: [{ text: "before" }] });
     expect(existsSync(marker)).toBe(false);
+  });
+});
+
+describe("npm run sql:check on DuckDB files", () => {
+  it("checks them as startup does: one SELECT by DuckDB's parser, nothing run", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sandbox-sql-check-"));
+    const written = join(dir, "written.csv");
+    const importable = join(dir, "importable");
+    mkdirSync(importable);
+    writeFileSync(join(importable, "schema.sql"), "SELECT 1 AS n;");
+    writeFileSync(join(importable, "load.sql"), "");
+    const files = {
+      "copy.duckdb.sql": `COPY (SELECT 1 AS n) TO '${written}'`,
+      "import.duckdb.sql": `IMPORT DATABASE '${importable}'`,
+      "query.duckdb.sql": "SELECT count(*) AS n FROM edge_logs WHERE project = $project",
+    };
+    for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
+    const paths = Object.keys(files).map((file) => join(dir, file));
+    const { code, stdout, stderr } = await runShell(`npm run sql:check -- ${paths.join(" ")}`, {});
+    expect(code, `${stdout}\n${stderr}`).toBe(1);
+    expect(stderr).toMatch(/copy\.duckdb\.sql: holds a statement other than SELECT, not one/);
+    expect(stderr).toMatch(/import\.duckdb\.sql: holds a statement other than SELECT, not one/);
+    expect(stdout).toMatch(/query\.duckdb\.sql: ok\n/);
+    expect(existsSync(written)).toBe(false);
   });
 });
