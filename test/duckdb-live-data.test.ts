@@ -210,7 +210,7 @@ describe("LOCAL_DATA's watch", () => {
     await loadData(open, { localData: exports });
     expect((await stat(`${path}.wal`).catch(() => undefined))?.size ?? 0).toBe(0);
     expect(await count("function_invocations", open)).toBe(3);
-    // Files are read with one thread; queries get them all back.
+    // The settings are locked (the sandbox): a load leaves the threads as they were.
     expect(await threads()).toBe(before);
   });
 
