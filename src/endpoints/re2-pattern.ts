@@ -1,6 +1,6 @@
 // Which regexes the service accepts (usage.api-counts' `project`, logs.all's `search_regex`), and an
-// operator's list term patterns, which run as RE2 too (termPattern). The engines run C++ RE2 (BigQuery's, DuckDB's, and
-// the GoogleSQL reference's in tests); validation runs re2js, a port that accepts some patterns they
+// operator's list term patterns, which run as RE2 too (termPattern). The engines run C++ RE2
+// (BigQuery's, DuckDB's, and the GoogleSQL reference's in tests); validation runs re2js, a port that accepts some patterns they
 // refuse, which then failed as 502s. The rule, probed on DuckDB and the reference engine with a bound
 // pattern (every pattern it accepts ran on both):
 // - at most 256 characters: a project-ref or message pattern needs far fewer, and it bounds
