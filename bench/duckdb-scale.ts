@@ -91,7 +91,11 @@ else orchestrate();
 /** Generates rows into a scratch database and writes each table to `folder` as Parquet, shuffled. */
 async function exportParquet(rows: number, folder: string) {
   const scratch = mkdtempSync(join(tmpdir(), "duckdb-scale-export-"));
-  const engine = await createDuckDbEngine({ path: join(scratch, "export.duckdb"), memoryLimit });
+  const engine = await createDuckDbEngine({
+    path: join(scratch, "export.duckdb"),
+    memoryLimit,
+    dataFolders: [folder],
+  });
   const connection = await engine.connect();
   await generate(connection, rows, dateToMicros(new Date()));
   for (const table of sourceTables()) {
@@ -121,7 +125,12 @@ async function measure(): Promise<Measured> {
   for (const leftover of [path, `${path}.wal`]) rmSync(leftover, { force: true });
   // The export's rows end at its own "now": the newest row of the export stands for it.
   let now = dateToMicros(new Date());
-  const engine = await createDuckDbEngine({ path, memoryLimit, now: () => now });
+  const engine = await createDuckDbEngine({
+    path,
+    memoryLimit,
+    now: () => now,
+    ...(source === "generated" ? {} : { dataFolders: [String(args.folder)] }),
+  });
   const started = performance.now();
   if (source === "generated") {
     const connection = await engine.connect();

@@ -21,7 +21,7 @@ if (exportFiles(folder, sourceTables()).size > 0) {
   process.exit(0);
 }
 
-const engine = await createDuckDbEngine();
+const engine = await createDuckDbEngine({ dataFolders: [folder] });
 const connection = await engine.connect();
 try {
   for (const table of sourceTables()) await connection.run(createTableSql(table));

@@ -16,8 +16,8 @@ let engine: DuckDbEngine;
 let folder: string;
 
 beforeEach(async () => {
-  engine = await createDuckDbEngine({ now: () => NOW });
   folder = await mkdtemp(join(tmpdir(), "duckdb-data-"));
+  engine = await createDuckDbEngine({ now: () => NOW, dataFolders: [folder] });
 });
 afterEach(async () => {
   await engine.close();

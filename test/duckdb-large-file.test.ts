@@ -5,7 +5,7 @@
 import { statSync } from "node:fs";
 import { mkdtemp, rm, utimes } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadData } from "../src/engines/duckdb/data.ts";
 import { BATCH_ROWS, createDerivedTables } from "../src/engines/duckdb/derived.ts";
@@ -23,7 +23,7 @@ let engine: DuckDbEngine;
 
 beforeEach(async () => {
   folder = await mkdtemp(join(tmpdir(), "duckdb-large-"));
-  engine = await createDuckDbEngine();
+  engine = await createDuckDbEngine({ dataFolders: [folder] });
 });
 afterEach(async () => {
   await engine.close();
@@ -35,7 +35,7 @@ const query = async (sql: string) =>
 
 /** A Parquet export of function_edge_logs, as BigQuery writes it: not in timestamp order. */
 async function writeExport(file: string): Promise<void> {
-  const scratch = await createDuckDbEngine();
+  const scratch = await createDuckDbEngine({ dataFolders: [dirname(file)] });
   const connection = await scratch.connect();
   try {
     const table = sourceTables().find((t) => t.name === "function_edge_logs");

@@ -28,7 +28,7 @@ const closers: (() => Promise<void>)[] = [];
 
 beforeEach(async () => {
   folder = await mkdtemp(join(tmpdir(), "duckdb-live-"));
-  engine = await createDuckDbEngine({ now: () => NOW });
+  engine = await createDuckDbEngine({ now: () => NOW, dataFolders: [folder] });
   closers.push(() => engine.close());
 });
 afterEach(async () => {
@@ -187,11 +187,11 @@ describe("LOCAL_DATA's watch", () => {
     const exports = join(folder, "exports");
     await mkdir(exports);
     await writeFile(join(exports, "function_edge_logs-0.ndjson"), records(0, 3));
-    const first = await createDuckDbEngine({ path });
+    const first = await createDuckDbEngine({ path, dataFolders: [exports] });
     expect((await loadData(first, { localData: exports })).files).toHaveLength(1);
     await first.close();
     await writeFile(join(exports, "function_edge_logs-1.ndjson"), records(3, 4));
-    const second = await createDuckDbEngine({ path });
+    const second = await createDuckDbEngine({ path, dataFolders: [exports] });
     closers.push(() => second.close());
     const again = await loadData(second, { localData: exports });
     expect(again.files).toEqual([
@@ -206,14 +206,14 @@ describe("LOCAL_DATA's watch", () => {
     const exports = join(folder, "exports");
     await mkdir(exports);
     await writeFile(join(exports, "function_edge_logs-0.ndjson"), records(0, 3));
-    const open = await createDuckDbEngine({ path });
+    const open = await createDuckDbEngine({ path, dataFolders: [exports] });
     closers.push(() => open.close());
     const threads = async () => (await query("SELECT current_setting('threads') AS n", open))[0]?.n;
     const before = await threads();
     await loadData(open, { localData: exports });
     expect((await stat(`${path}.wal`).catch(() => undefined))?.size ?? 0).toBe(0);
     expect(await count("function_invocations", open)).toBe(3);
-    // Files are read with one thread; queries get them all back.
+    // The settings are locked (the sandbox): a load leaves the threads as they were.
     expect(await threads()).toBe(before);
   });
 

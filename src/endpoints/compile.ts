@@ -39,6 +39,7 @@ import {
   unlessAbsent,
   type ValueCheck,
 } from "./params.ts";
+import { termPattern } from "./re2-pattern.ts";
 import type { WindowBinding } from "./sql-params.ts";
 import { referencedParams } from "./sql-text.ts";
 import { NO_WINDOW, pagedWindow, type Span, spanWindow } from "./window.ts";
@@ -206,8 +207,14 @@ function paramSchema(name: string, param: ParamDefinition, endpointExample?: str
             ? value.toUpperCase()
             : value;
       // A term given in any case is normalised: its pattern is matched in any case too.
-      const pattern = new RegExp(term.pattern, term.case ? "i" : "");
-      return checked(listValue(pattern, term.is, normalise, max_terms));
+      return checked(
+        listValue(
+          termPattern(term.pattern, term.case !== undefined),
+          term.is,
+          normalise,
+          max_terms,
+        ),
+      );
     }
   }
 }

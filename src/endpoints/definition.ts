@@ -2,7 +2,9 @@
 // writes, checked field by field. Its JSON Schema (endpoints/endpoint.schema.json, for editors) is
 // generated from this schema; compile.ts turns a checked definition into the entry every surface reads.
 import { z } from "zod";
+import { formatSuffixOf } from "./format-suffixes.ts";
 import { durationSeconds } from "./params.ts";
+import { re2SyntaxProblem } from "./re2-pattern.ts";
 
 const NAME = /^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$/;
 const PARAM_NAME = /^[a-z][a-z0-9_]*$/;
@@ -71,6 +73,10 @@ const listParam = z.strictObject({
     pattern: z
       .string()
       .min(1)
+      .superRefine((pattern, ctx) => {
+        const problem = re2SyntaxProblem(pattern);
+        if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+      })
       .describe("a regular expression each comma-separated term matches (in any case with `case`)"),
     is: z.string().min(1).describe("what a term is, for the message of a bad one"),
     case: z
@@ -179,7 +185,17 @@ const pagingDefinition = z
 
 export const endpointDefinition = z
   .strictObject({
-    name: z.string().regex(NAME, "a lower-case dotted name such as auth.failures-per-hour"),
+    name: z
+      .string()
+      .regex(NAME, "a lower-case dotted name such as auth.failures-per-hour")
+      .superRefine((name, ctx) => {
+        const suffix = formatSuffixOf(name);
+        if (suffix === undefined) return;
+        ctx.addIssue({
+          code: "custom",
+          message: `ends in ${suffix}, which asks for a format on an endpoint's path (${name} would be ${name.slice(0, -suffix.length)} in that format); choose another name`,
+        });
+      }),
     id: z.uuid(),
     description: z.string().min(1),
     params: z.record(z.string().regex(PARAM_NAME), paramDefinition),

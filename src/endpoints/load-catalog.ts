@@ -1,7 +1,17 @@
 // The catalog read from endpoint folders (endpoints/<name>/: endpoint.yaml and its SQL), each
 // definition checked and compiled once. Every problem, in every folder, is one line naming the file
 // and the field; any problem refuses the whole catalog, so a service never starts with part of it.
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+// The folders are an operator's: a file is read only when it is a regular file of at most
+// MAX_ENDPOINT_FILE_BYTES, and a definition's YAML aliases are bounded.
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  openSync,
+  readdirSync,
+  readSync,
+} from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LineCounter, parseDocument } from "yaml";
@@ -13,6 +23,13 @@ import { endpointDefinition } from "./definition.ts";
 export const BUILT_IN_ENDPOINTS = fileURLToPath(new URL("../../endpoints/", import.meta.url));
 
 export const DEFINITION_FILE = "endpoint.yaml";
+/** The largest endpoint file read (docs/endpoints.md): a definition or a query is a few KiB. */
+export const MAX_ENDPOINT_FILE_BYTES = 1024 * 1024;
+/**
+ * The most alias expansions a definition may make: a few anchors shared between parameters need
+ * far fewer, and an alias bomb (anchors of anchors) would need millions.
+ */
+const MAX_ALIAS_COUNT = 100;
 const SQL_FILE = /^(?:(?:window|rest)\.)?(?:bigquery|duckdb)\.sql$/;
 
 /** The definitions that could not be compiled: one line per problem. */
@@ -81,11 +98,10 @@ function loadEndpoint(
   folderName: string,
 ): { entry: EndpointDefinition } | { problems: string[] } {
   const file = shown(join(path, DEFINITION_FILE));
+  const read = readEndpointFile(join(path, DEFINITION_FILE));
+  if ("problem" in read) return { problems: [read.problem] };
   const lines = new LineCounter();
-  const document = parseDocument(readFileSync(join(path, DEFINITION_FILE), "utf8"), {
-    lineCounter: lines,
-    prettyErrors: false,
-  });
+  const document = parseDocument(read.text, { lineCounter: lines, prettyErrors: false });
   if (document.errors.length > 0) {
     return {
       problems: document.errors.map((error) => {
@@ -94,7 +110,14 @@ function loadEndpoint(
       }),
     };
   }
-  const parsed = endpointDefinition.safeParse(document.toJS());
+  let value: unknown;
+  try {
+    value = document.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (error) {
+    // yaml's ReferenceError for an alias bomb, or an alias to no anchor.
+    return { problems: [`${file}: ${(error as Error).message}`] };
+  }
+  const parsed = endpointDefinition.safeParse(value);
   if (!parsed.success) {
     return {
       problems: parsed.error.issues.map(
@@ -109,9 +132,14 @@ function loadEndpoint(
     };
   }
   const sql: Record<string, string> = {};
+  const unread: string[] = [];
   for (const name of readdirSync(path)) {
-    if (SQL_FILE.test(name)) sql[name] = readFileSync(join(path, name), "utf8");
+    if (!SQL_FILE.test(name)) continue;
+    const sqlFile = readEndpointFile(join(path, name));
+    if ("problem" in sqlFile) unread.push(sqlFile.problem);
+    else sql[name] = sqlFile.text;
   }
+  if (unread.length > 0) return { problems: unread };
   const compiled = compileEndpoint(definition, sql as SqlFiles);
   if ("entry" in compiled) return { entry: { ...compiled.entry, folder: shown(path) } };
   return {
@@ -121,4 +149,38 @@ function loadEndpoint(
         : `${file}: ${field}: ${message}`,
     ),
   };
+}
+
+/**
+ * The text of an endpoint file, or the one line why it is not read: it is not a regular file (a
+ * folder, a FIFO, a link to a device such as /dev/zero) or holds more than MAX_ENDPOINT_FILE_BYTES.
+ * Checked on the file opened (without waiting for a FIFO's writer), not on its name.
+ */
+function readEndpointFile(path: string): { text: string } | { problem: string } {
+  const file = shown(path);
+  let descriptor: number;
+  try {
+    descriptor = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    return { problem: `${file}: cannot be read (${(error as NodeJS.ErrnoException).code})` };
+  }
+  try {
+    if (!fstatSync(descriptor).isFile()) return { problem: `${file}: is not a regular file` };
+    // At most one byte past the limit is read, whatever size the file says it has.
+    const buffer = Buffer.alloc(MAX_ENDPOINT_FILE_BYTES + 1);
+    let length = 0;
+    for (let n = -1; n !== 0 && length < buffer.length; length += n) {
+      n = readSync(descriptor, buffer, length, buffer.length - length, null);
+    }
+    if (length > MAX_ENDPOINT_FILE_BYTES) {
+      return {
+        problem: `${file}: holds more than ${MAX_ENDPOINT_FILE_BYTES} bytes, the most an endpoint file may`,
+      };
+    }
+    return { text: buffer.toString("utf8", 0, length) };
+  } catch (error) {
+    return { problem: `${file}: cannot be read (${(error as NodeJS.ErrnoException).code})` };
+  } finally {
+    closeSync(descriptor);
+  }
 }

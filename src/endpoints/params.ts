@@ -108,7 +108,7 @@ export const MAX_LIST_TERMS = 20;
  * in `normalise`d form, each once, joined by commas. More than `maxTerms` distinct terms are refused.
  */
 export function listValue(
-  term: RegExp,
+  term: { test(text: string): boolean },
   expected: string,
   normalise: (term: string) => string,
   maxTerms = MAX_LIST_TERMS,

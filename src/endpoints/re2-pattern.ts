@@ -1,5 +1,6 @@
-// Which regexes the service accepts (usage.api-counts' `project`, logs.all's `search_regex`). The engines run C++ RE2 (BigQuery's, DuckDB's, and
-// the GoogleSQL reference's in tests); validation runs re2js, a port that accepts some patterns they
+// Which regexes the service accepts (usage.api-counts' `project`, logs.all's `search_regex`), and an
+// operator's list term patterns, which run as RE2 too (termPattern). The engines run C++ RE2
+// (BigQuery's, DuckDB's, and the GoogleSQL reference's in tests); validation runs re2js, a port that accepts some patterns they
 // refuse, which then failed as 502s. The rule, probed on DuckDB and the reference engine with a bound
 // pattern (every pattern it accepts ran on both):
 // - at most 256 characters: a project-ref or message pattern needs far fewer, and it bounds
@@ -53,13 +54,32 @@ const verdicts = new LRUCache<string, { problem?: string }>({
   memoMethod: (pattern) => ({ problem: compileProblem(pattern) }),
 });
 
-function compileProblem(pattern: string): string | undefined {
-  let compiled: RE2JS;
+/**
+ * An operator's pattern (a list parameter's term) compiled as RE2, which matches in time linear in
+ * the text whatever the pattern (a JS RegExp backtracks: `^(a+)+$` over 28 characters took
+ * seconds); `ignoreCase` matches it in any case. Throws re2js's error, naming what RE2 refuses.
+ */
+export function termPattern(pattern: string, ignoreCase: boolean): RE2JS {
+  return RE2JS.compile(pattern, ignoreCase ? RE2JS.CASE_INSENSITIVE : 0);
+}
+
+/** Why RE2 cannot compile `pattern` (a backreference, lookaround...); undefined when it can. */
+export function re2SyntaxProblem(pattern: string): string | undefined {
+  return parsed(pattern).problem;
+}
+
+function parsed(pattern: string): { compiled: RE2JS; problem?: undefined } | { problem: string } {
   try {
-    compiled = RE2JS.compile(pattern);
+    return { compiled: RE2JS.compile(pattern) };
   } catch (error) {
-    return `not a valid RE2 regular expression: ${(error as Error).message}`;
+    return { problem: `not a valid RE2 regular expression: ${(error as Error).message}` };
   }
+}
+
+function compileProblem(pattern: string): string | undefined {
+  const parse = parsed(pattern);
+  if (parse.problem !== undefined) return parse.problem;
+  const { compiled } = parse;
   const [name] = Object.keys(compiled.namedGroups());
   if (name !== undefined) {
     return `has the named group "${name}", which not every engine accepts; write (…) or (?:…) instead`;

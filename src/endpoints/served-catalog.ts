@@ -1,7 +1,8 @@
 // The endpoints a running engine serves. An endpoint without SQL for the engine is not served
-// (said once, at load); an operator's SQL is served only when the engine's own parser and planner
-// find it one read-only query (DuckDB's, BigQuery's dry run, which bills nothing): the service
-// reads, and a script or a statement that writes is refused before anyone can call it.
+// (said once, at load); an operator's SQL is served only when the engine's own parser finds it one
+// SELECT and its planner plans it (DuckDB's, BigQuery's dry run, which bills nothing), with no side
+// effect: the service reads, and a script or a statement that writes is refused before anyone can
+// call it.
 import { join, resolve, sep } from "node:path";
 import { EngineError, type QueryEngine } from "../engines/engine.ts";
 import { type Catalog, catalogOf, type EndpointDefinition, type EndpointSql } from "./catalog.ts";
@@ -67,26 +68,42 @@ async function refusals(
   sql: EndpointSql,
   engine: QueryEngine,
 ): Promise<string[]> {
-  if (!engine.inspect) return [];
   const problems: string[] = [];
   for (const [use, text] of Object.entries(sql)) {
     const name = `${use === "query" ? "" : `${use}.`}${engine.dialect}.sql`;
     const file =
       endpoint.folder === undefined ? `${endpoint.name}/${name}` : join(endpoint.folder, name);
-    try {
-      const { kind } = await engine.inspect(text);
-      if (kind !== "SELECT") {
-        problems.push(
-          `${file}: is ${kind === "SCRIPT" ? "more than one statement" : `a ${kind} statement`}, not one read-only query (SELECT)`,
-        );
-      }
-    } catch (error) {
-      if (!(error instanceof EngineError)) throw error;
-      const said = (error.detail?.cause ?? error.message).replace(/\s+/g, " ").trim();
-      problems.push(
-        `${file}: ${engine.dialect === "bigquery" ? "BigQuery's dry run" : "DuckDB"}: ${said}`,
-      );
-    }
+    const problem = await sqlProblem(engine, file, text);
+    if (problem !== undefined) problems.push(problem);
   }
   return problems;
+}
+
+/**
+ * Why `engine` refuses the SQL `text` of `file` (not one read-only query, or not planned), as one
+ * line naming the file; undefined when it takes it, or cannot inspect SQL.
+ */
+export async function sqlProblem(
+  engine: QueryEngine,
+  file: string,
+  text: string,
+): Promise<string | undefined> {
+  if (!engine.inspect) return undefined;
+  try {
+    const { kind } = await engine.inspect(text);
+    if (kind === "SELECT") return undefined;
+    return `${file}: ${described(kind)}, not one read-only query (SELECT)`;
+  } catch (error) {
+    if (!(error instanceof EngineError)) throw error;
+    const said = (error.detail?.cause ?? error.message).replace(/\s+/g, " ").trim();
+    return `${file}: ${engine.dialect === "bigquery" ? "BigQuery's dry run" : "DuckDB"}: ${said}`;
+  }
+}
+
+/** A statement kind of StatementShape, as the problem line says it. */
+function described(kind: string): string {
+  if (kind === "SCRIPT") return "is more than one statement";
+  // DuckDB's parser says only that one of its statements is not a SELECT.
+  if (kind === "OTHER") return "holds a statement other than SELECT";
+  return `is a ${kind} statement`;
 }

@@ -5,7 +5,9 @@
 // reads its clock once per query and binds it, so tests can pin the clock to the microsecond and
 // compare with the reference engine; `now` is therefore not available as an endpoint parameter.
 
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   type DuckDBConnection,
   DuckDBInstance,
@@ -16,6 +18,8 @@ import {
   StatementType,
 } from "@duckdb/node-api";
 import { dateToMicros } from "../time.ts";
+import { confine } from "./duckdb/sandbox.ts";
+import { sqlString } from "./duckdb/tables.ts";
 import { type WireColumn, wireRows } from "./duckdb/wire.ts";
 import {
   EngineError,
@@ -42,6 +46,11 @@ export interface DuckDbEngineOptions {
    * ResultGoneError); default STREAM_IDLE_MS.
    */
   streamIdleMs?: number;
+  /**
+   * The folders its SQL may read (LOCAL_DATA's, a test case's fixtures). Besides them it reaches
+   * only its own temp folder: no other file, no extension, no setting (duckdb/sandbox.ts).
+   */
+  dataFolders?: readonly string[];
 }
 
 /**
@@ -58,6 +67,7 @@ export interface DuckDbEngine extends QueryEngine {
   connect(): Promise<DuckDBConnection>;
   /** Streamed results still open, each holding a connection (STREAM_IDLE_MS bounds how long). */
   openStreams(): number;
+  inspect(sql: string): Promise<StatementShape>;
 }
 
 /** The name `$now` binds to in every query. */
@@ -74,11 +84,21 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
     options.path ?? ":memory:",
     options.memoryLimit === undefined ? {} : { memory_limit: options.memoryLimit },
   );
+  // Where work beyond the memory limit spills, and the only folder besides the data's its SQL may
+  // write: its own, removed at close (DuckDB's default, .tmp, is in the working directory).
+  const tempFolder = mkdtempSync(join(tmpdir(), "duckdb-engine-"));
+  const removeTemp = () => rmSync(tempFolder, { recursive: true, force: true });
   const setup = await instance.connect();
   try {
     // The session zone decides date_trunc and TIMESTAMP ⇄ TIMESTAMPTZ casts; BigQuery works in UTC.
     await setup.run("SET GLOBAL TimeZone = 'UTC'");
     await setup.run(MACROS_SQL);
+    await setup.run(`SET temp_directory = ${sqlString(tempFolder)}`);
+    await confine(setup, [...(options.dataFolders ?? []), tempFolder]);
+  } catch (error) {
+    instance.closeSync();
+    removeTemp();
+    throw error;
   } finally {
     setup.closeSync();
   }
@@ -146,19 +166,25 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
     }
   }
 
-  /** DuckDB's parser counts the statements, its planner names the kind and the parameters. */
+  /**
+   * DuckDB's parser says whether the SQL is one SELECT (statementKind); only a SELECT is then
+   * planned, for its parameters and the planner's objections (an unknown table, a file out of
+   * reach).
+   */
   async function inspect(sql: string): Promise<StatementShape> {
     const connection = await connect();
     try {
-      const statements = await connection.extractStatements(sql);
-      if (statements.count !== 1) return { kind: "SCRIPT", params: [] };
-      const prepared = await statements.prepare(0);
+      const kind = await statementKind(connection, sql);
+      if (kind !== "SELECT") return { kind, params: [] };
+      const prepared = await connection.prepare(sql);
       try {
         const names = Array.from({ length: prepared.parameterCount }, (_, i) =>
           prepared.parameterName(i + 1).toLowerCase(),
         );
-        const kind = StatementType[prepared.statementType] ?? "OTHER";
-        return { kind, params: [...new Set(names)].sort() };
+        return {
+          kind: StatementType[prepared.statementType] ?? "OTHER",
+          params: [...new Set(names)].sort(),
+        };
       } finally {
         prepared.destroySync();
       }
@@ -186,8 +212,40 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
     },
     async close() {
       instance.closeSync();
+      removeTemp();
     },
   };
+}
+
+/**
+ * SELECT when DuckDB's parser finds `sql` one SELECT, SCRIPT when it finds several statements,
+ * OTHER for any other statement. json_serialize_sql parses without binding, reading or running
+ * anything, and serialises SELECTs only. Neither extractStatements nor prepare would do: the parser
+ * behind them expands IMPORT DATABASE into the statements of its folder's schema.sql (whatever that
+ * file holds when it is read), and preparing EXPORT DATABASE creates its folder.
+ */
+async function statementKind(connection: DuckDBConnection, sql: string): Promise<string> {
+  const parse = await connection.prepare("SELECT json_serialize_sql($sql::VARCHAR)");
+  let parsed: {
+    error: boolean;
+    error_type?: string;
+    error_message?: string;
+    statements?: unknown[];
+  };
+  try {
+    parse.bindVarchar(1, sql);
+    parsed = JSON.parse(String((await parse.runAndReadAll()).getRows()[0]?.[0]));
+  } finally {
+    parse.destroySync();
+  }
+  if (parsed.error) {
+    // "Only SELECT statements can be serialized to json!"
+    if (parsed.error_type === "not implemented") return "OTHER";
+    throw new Error(parsed.error_message ?? "DuckDB's parser refused the SQL");
+  }
+  const count = parsed.statements?.length ?? 0;
+  if (count === 0) throw new Error("the SQL holds no statement");
+  return count === 1 ? "SELECT" : "SCRIPT";
 }
 
 /** A result's rows in the wire format, a chunk at a time as DuckDB makes them. */

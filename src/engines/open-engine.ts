@@ -22,10 +22,14 @@ export async function openEngine(
 
   const { createDuckDbEngine } = await import("./duckdb.ts").catch(explainMissingBinding);
   const { keepLive, loadData } = await import("./duckdb/data.ts");
+  const { localDataFolder } = await import("./duckdb/local-data.ts");
   const engine = await createDuckDbEngine({
     path: settings.path,
     timeoutMs: settings.timeoutMs,
     memoryLimit: settings.memoryLimit,
+    // The demo data is made in SQL and a database file is open before the sandbox closes: only
+    // LOCAL_DATA is read from disk.
+    dataFolders: settings.localData === undefined ? [] : [localDataFolder(settings.localData)],
   });
   try {
     const data = await loadData(engine, {

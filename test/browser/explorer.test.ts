@@ -117,7 +117,7 @@ async function exportsService() {
   const tenMinutesAgo = new Date(Date.now() - 600_000).toISOString();
   await write("function_edge_logs", [functionCall(tenMinutesAgo, { project: "default" })]);
   await write("edge_logs", [edgeRecord("first-record", tenMinutesAgo)]);
-  const engine = await createDuckDbEngine();
+  const engine = await createDuckDbEngine({ dataFolders: [folder] });
   await loadData(engine, { localData: folder });
   const log = { info: vi.fn(), warn: vi.fn(), error: vi.fn() };
   // Its own timer never fires here: drop() looks.

@@ -3,7 +3,7 @@
 // its name and what differs, and fails the command; so does a bad cases file, one line per problem
 // naming the file and the field. endpoints/cases.schema.json is the format's zod schema: this file
 // writes it (`npx vitest run test/endpoints/cases.test.ts -u`), and fails in CI when it is stale.
-import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,6 +12,7 @@ import { z } from "zod";
 import { caseFileSchema, readCaseFile } from "../../src/endpoints/cases/case-file.ts";
 import { rowsDiff } from "../../src/endpoints/cases/rows-diff.ts";
 import { codeBlocks, runShell, shellCommands } from "../support/doc-commands.ts";
+import { writeEndpoint } from "../support/operator-endpoint.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const BUILT_IN = join(ROOT, "endpoints");
@@ -162,6 +163,30 @@ describe("npm run test:endpoints", () => {
     );
     expect(stdout).toContain("4 endpoint folders: 1 cases passed, 7 failed, 2 other problems");
   }, 120_000);
+
+  it("runs no SQL `npm start` would refuse: a COPY … TO is named, and writes nothing", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "endpoint-cases-"));
+    const written = join(dir, "written.csv");
+    writeEndpoint(dir, "disk.copy", {
+      sql: `COPY (SELECT 'x' AS text) TO '${written}'`,
+      files: {
+        "cases.yaml": `
+- name: any
+  now: "2026-01-15T12:00:00Z"
+  expect: { status: 200, count: 1 }
+`,
+      },
+    });
+    const { code, stdout, stderr } = await runShell(
+      `npm run test:endpoints -- ${join(dir, "disk.copy")}`,
+      {},
+    );
+    expect(code, `${stdout}\n${stderr}`).toBe(1);
+    expect(stderr).toContain(
+      `${relative(ROOT, join(dir, "disk.copy", "duckdb.sql"))}: holds a statement other than SELECT, not one read-only query (SELECT)`,
+    );
+    expect(existsSync(written)).toBe(false);
+  }, 60_000);
 });
 
 describe("a failing case's diff", () => {

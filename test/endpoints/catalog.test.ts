@@ -1,13 +1,27 @@
 // The catalog is read from endpoint folders: each definition checked against its format (whose JSON
 // Schema is kept in endpoints/), its SQL's parameters against the declared ones, every problem one
 // line naming the file and the field; and a folder an operator adds is served with no code.
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { DEFINITION_SCHEMA_FILE, definitionJsonSchema } from "../../src/endpoints/definition.ts";
-import { BUILT_IN_ENDPOINTS, CatalogError, loadCatalog } from "../../src/endpoints/load-catalog.ts";
+import {
+  BUILT_IN_ENDPOINTS,
+  CatalogError,
+  loadCatalog,
+  MAX_ENDPOINT_FILE_BYTES,
+} from "../../src/endpoints/load-catalog.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import { configFrom } from "../support/config-from.ts";
 
@@ -158,6 +172,125 @@ describe("a definition's problems", () => {
       "logs.all/endpoint.yaml: params.project_tier: is not used by bigquery.sql",
       "logs.all/rest.bigquery.sql: missing: a paged endpoint's rest of a walk",
       "logs.all/window.bigquery.sql: missing: a followable endpoint's window query",
+    ]);
+  });
+});
+
+describe("what the loader reads of an endpoint folder", () => {
+  it("refuses a file that is not a regular one: a link to a device, a folder, a FIFO", () => {
+    const dir = endpointsDir({
+      "echo.zero": {},
+      "echo.folder": {},
+      "echo.fifo": {},
+      "echo.project": { "endpoint.yaml": ECHO, "bigquery.sql": ECHO_SQL["bigquery.sql"] },
+    });
+    symlinkSync("/dev/zero", join(dir, "echo.zero", "endpoint.yaml"));
+    mkdirSync(join(dir, "echo.folder", "endpoint.yaml"));
+    execFileSync("mkfifo", [join(dir, "echo.fifo", "endpoint.yaml")]);
+    symlinkSync("/dev/zero", join(dir, "echo.project", "duckdb.sql"));
+    expect(problemsOf([dir]).sort()).toEqual([
+      "echo.fifo/endpoint.yaml: is not a regular file",
+      "echo.folder/endpoint.yaml: is not a regular file",
+      "echo.project/duckdb.sql: is not a regular file",
+      "echo.zero/endpoint.yaml: is not a regular file",
+    ]);
+  });
+
+  it(`refuses a file of more than ${MAX_ENDPOINT_FILE_BYTES} bytes, and takes one of that size`, () => {
+    const padded = (bytes: number) => `${ECHO}#${"x".repeat(bytes - ECHO.length - 2)}\n`;
+    const at = endpointsDir({
+      "echo.project": { "endpoint.yaml": padded(MAX_ENDPOINT_FILE_BYTES), ...ECHO_SQL },
+    });
+    expect(loadCatalog([at]).find("echo.project")).toBeDefined();
+    const over = endpointsDir({
+      "echo.project": { "endpoint.yaml": padded(MAX_ENDPOINT_FILE_BYTES + 1), ...ECHO_SQL },
+    });
+    expect(problemsOf([over])).toEqual([
+      `echo.project/endpoint.yaml: holds more than ${MAX_ENDPOINT_FILE_BYTES} bytes, the most an endpoint file may`,
+    ]);
+  });
+
+  it("names the file of a YAML alias bomb", () => {
+    const bomb = ["a: &a [x, x, x, x, x, x, x, x, x, x]"];
+    for (let level = 1; level < 9; level++) {
+      bomb.push(
+        `l${level}: &l${level} [${Array(10)
+          .fill(level === 1 ? "*a" : `*l${level - 1}`)
+          .join(", ")}]`,
+      );
+    }
+    const dir = endpointsDir({ "echo.project": { "endpoint.yaml": bomb.join("\n"), ...ECHO_SQL } });
+    expect(problemsOf([dir])).toEqual([
+      expect.stringMatching(/^echo\.project\/endpoint\.yaml: Excessive alias count/),
+    ]);
+  });
+});
+
+describe("a list parameter's term pattern", () => {
+  const withList = (pattern: string) =>
+    // A function: a replacement string would read the pattern's `$` as a substitution.
+    ECHO.replace(
+      "params:\n",
+      () =>
+        `params:\n  codes:\n    type: list\n    description: codes\n    term: { pattern: '${pattern}', is: a code }\n`,
+    );
+  const sqlWithList = {
+    "duckdb.sql": `${ECHO_SQL["duckdb.sql"].trimEnd()} WHERE $codes IS NULL OR $codes <> ''\n`,
+  };
+
+  it("is refused, naming the file, when RE2 refuses it (a backreference, a lookahead)", () => {
+    const dir = endpointsDir({
+      "echo.backreference": {
+        "endpoint.yaml": withList("^(a)\\1$").replace(
+          "name: echo.project",
+          "name: echo.backreference",
+        ),
+        ...sqlWithList,
+      },
+      "echo.lookahead": {
+        "endpoint.yaml": withList("^(?=a)a$")
+          .replace("name: echo.project", "name: echo.lookahead")
+          .replace("0b5e6a43", "1b5e6a43"),
+        ...sqlWithList,
+      },
+    });
+    expect(problemsOf([dir])).toEqual([
+      expect.stringMatching(
+        /^echo\.backreference\/endpoint\.yaml: params\.codes\.term\.pattern: not a valid RE2 regular expression: .*\\1/,
+      ),
+      expect.stringMatching(
+        /^echo\.lookahead\/endpoint\.yaml: params\.codes\.term\.pattern: not a valid RE2 regular expression: .*\(\?=/,
+      ),
+    ]);
+  });
+
+  it("runs as RE2: ^(a+)+$ takes a's and refuses a long near miss (which a backtracking regex would take minutes over)", () => {
+    const dir = endpointsDir({
+      "echo.project": { "endpoint.yaml": withList("^(a+)+$"), ...sqlWithList },
+    });
+    const entry = loadCatalog([dir]).find("echo.project");
+    const check = (codes: string) => entry?.params.safeParse({ project: "p", codes }).success;
+    expect(check("a,aaaa")).toBe(true);
+    expect(check(`${"a".repeat(34)}b`)).toBe(false);
+  });
+});
+
+describe("an endpoint's name", () => {
+  it("may not end in a format suffix, which would make it another endpoint's path", () => {
+    const lines = ["csv", "ndjson", "json"].map((suffix) => {
+      const name = `echo.project.${suffix}`;
+      const dir = endpointsDir({
+        [name]: {
+          "endpoint.yaml": ECHO.replace("name: echo.project", `name: ${name}`),
+          ...ECHO_SQL,
+        },
+      });
+      return problemsOf([dir])[0];
+    });
+    expect(lines).toEqual([
+      expect.stringMatching(/^echo\.project\.csv\/endpoint\.yaml: name: ends in \.csv, /),
+      expect.stringMatching(/^echo\.project\.ndjson\/endpoint\.yaml: name: ends in \.ndjson, /),
+      expect.stringMatching(/^echo\.project\.json\/endpoint\.yaml: name: ends in \.json, /),
     ]);
   });
 });

@@ -74,10 +74,10 @@ describe("ENDPOINTS_DIR", () => {
     expect(lines[0]).toBe("Configuration error: the endpoint catalog has 2 problem(s):");
     expect(lines.slice(1).sort()).toEqual([
       expect.stringMatching(
-        /auth\.copy\/duckdb\.sql: is more than one statement, not one read-only query \(SELECT\)$/,
+        /auth\.copy\/duckdb\.sql: holds a statement other than SELECT, not one read-only query \(SELECT\)$/,
       ),
       expect.stringMatching(
-        /auth\.failures-per-hour\/duckdb\.sql: is a DELETE statement, not one read-only query \(SELECT\)$/,
+        /auth\.failures-per-hour\/duckdb\.sql: holds a statement other than SELECT, not one read-only query \(SELECT\)$/,
       ),
     ]);
   });

@@ -1,9 +1,12 @@
 // What each engine's own parser makes of an endpoint's SQL, without running it: the kind of
 // statement (a read-only query or not, one statement or several) and the parameters it names.
 // BigQuery's answer comes from a jobs.insert dry run through the official client to the stand-in.
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { referencedParams } from "../../src/endpoints/sql-text.ts";
-import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
+import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import { EngineError, type QueryEngine } from "../../src/engines/engine.ts";
 import { standInEngine } from "../support/service.ts";
 
@@ -49,10 +52,11 @@ describe.each(cases)("inspecting SQL on $dialect", ({ dialect, open }) => {
     expect(await inspect(sql)).toEqual({ kind: "SELECT", params: ["project", "window_start"] });
   });
 
-  it("names a statement that writes by what it does", async () => {
-    expect((await inspect("DELETE FROM edge_logs WHERE TRUE")).kind).toBe("DELETE");
+  it("names a statement that writes by what it does (DuckDB's parser: other than SELECT)", async () => {
+    const named = (kind: string) => (dialect === "bigquery" ? kind : "OTHER");
+    expect((await inspect("DELETE FROM edge_logs WHERE TRUE")).kind).toBe(named("DELETE"));
     expect((await inspect("DROP TABLE edge_logs")).kind).not.toBe("SELECT");
-    expect((await inspect("INSERT INTO edge_logs (id) VALUES ('x')")).kind).toBe("INSERT");
+    expect((await inspect("INSERT INTO edge_logs (id) VALUES ('x')")).kind).toBe(named("INSERT"));
   });
 
   it("names two statements a script, though each alone is a query", async () => {
@@ -63,6 +67,40 @@ describe.each(cases)("inspecting SQL on $dialect", ({ dialect, open }) => {
     const failure = await inspect("SELEC id FROM edge_logs").catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(EngineError);
     expect((failure as EngineError).detail?.cause).toMatch(/syntax error/i);
+  });
+});
+
+describe("inspecting SQL on duckdb, inside a folder its SQL may write", () => {
+  let folder: string;
+  let engine: DuckDbEngine;
+  beforeAll(async () => {
+    folder = mkdtempSync(join(tmpdir(), "inspect-"));
+    engine = await createDuckDbEngine({ dataFolders: [folder] });
+  });
+  afterAll(async () => {
+    await engine.close();
+    rmSync(folder, { recursive: true, force: true });
+  });
+
+  it("finds EXPORT DATABASE no query, and creates no folder for it", async () => {
+    const target = join(folder, "exported");
+    expect((await engine.inspect(`EXPORT DATABASE '${target}'`)).kind).not.toBe("SELECT");
+    expect(existsSync(target)).toBe(false);
+  });
+
+  it("finds IMPORT DATABASE no query, whatever the schema.sql it would run holds", async () => {
+    writeFileSync(join(folder, "schema.sql"), "SELECT 1 AS n;");
+    writeFileSync(join(folder, "load.sql"), "");
+    expect((await engine.inspect(`IMPORT DATABASE '${folder}'`)).kind).not.toBe("SELECT");
+  });
+
+  it("finds COPY … TO and a SELECT followed by a write no query, and writes nothing", async () => {
+    const target = join(folder, "copied.csv");
+    expect((await engine.inspect(`COPY (SELECT 1) TO '${target}'`)).kind).not.toBe("SELECT");
+    expect((await engine.inspect(`SELECT 1; COPY (SELECT 1) TO '${target}'`)).kind).not.toBe(
+      "SELECT",
+    );
+    expect(existsSync(target)).toBe(false);
   });
 });
 

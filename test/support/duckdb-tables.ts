@@ -1,10 +1,10 @@
 // Puts fixture rows into a DuckDB engine's source tables the way a user would: as NDJSON exports
 // read by the LOCAL_DATA loader, which also derives the tables the queries read.
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { clearRecords, createDerivedTables } from "../../src/engines/duckdb/derived.ts";
 import { loadLocalData } from "../../src/engines/duckdb/local-data.ts";
+import { scratchFolder } from "../../src/engines/duckdb/sandbox.ts";
 import { createTableSql } from "../../src/engines/duckdb/tables.ts";
 import type { DuckDbEngine } from "../../src/engines/duckdb.ts";
 import { sourceTables } from "../../src/schema.ts";
@@ -15,8 +15,9 @@ export async function replaceTables(
   engine: DuckDbEngine,
   tables: Record<string, Row[]>,
 ): Promise<void> {
-  const folder = await mkdtemp(join(tmpdir(), "duckdb-fixture-"));
   const connection = await engine.connect();
+  // Where the engine may read: its own temp folder.
+  const folder = await scratchFolder(connection, "duckdb-fixture-");
   try {
     for (const table of sourceTables()) await connection.run(createTableSql(table));
     await createDerivedTables(connection);

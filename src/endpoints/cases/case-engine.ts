@@ -41,7 +41,7 @@ export async function caseEngine(
       staged.set(target, file);
     } else writeFileSync(target, "");
   }
-  const engine = await createDuckDbEngine({ now: clock });
+  const engine = await createDuckDbEngine({ now: clock, dataFolders: [staging] });
   try {
     await loadData(engine, { localData: staging });
     return engine;

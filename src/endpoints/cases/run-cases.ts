@@ -8,6 +8,7 @@ import { configFrom } from "../../config.ts";
 import { parseIsoTimestamp } from "../../time.ts";
 import type { Catalog } from "../catalog.ts";
 import { BUILT_IN_ENDPOINTS, CatalogError, loadCatalog } from "../load-catalog.ts";
+import { servedOn } from "../served-catalog.ts";
 import { caseEngine, fixturePath, SHARED_FIXTURES } from "./case-engine.ts";
 import { type EndpointCase, readCaseFile } from "./case-file.ts";
 import { rowsDiff } from "./rows-diff.ts";
@@ -44,6 +45,8 @@ export async function runEndpointCases(folder: string): Promise<CaseOutcome[]> {
   if (!catalog.find(name)) {
     return [{ file, problems: [`${file}: no endpoint is named ${name}, the name of its folder`] }];
   }
+  const refused = await refusedSql(catalog, name);
+  if (refused.length > 0) return [{ file, problems: refused }];
   const outcomes: CaseOutcome[] = [];
   // Cases over the same files share one engine: loading is the slow part of a case.
   const byFixtures = new Map<string, { fixtures: Record<string, string>; cases: number[] }>();
@@ -77,6 +80,19 @@ export async function runEndpointCases(folder: string): Promise<CaseOutcome[]> {
     });
   }
   return outcomes;
+}
+
+/**
+ * The endpoint's SQL files the engine refuses as `npm start` would (not one SELECT, or not
+ * planned), checked before any case runs: a case never runs what the service would not serve.
+ */
+async function refusedSql(catalog: Catalog, endpoint: string): Promise<string[]> {
+  const engine = await caseEngine({}, () => 0n);
+  try {
+    return (await servedOn(catalog, engine, (entry) => entry.name === endpoint)).problems;
+  } finally {
+    await engine.close();
+  }
 }
 
 /** Each case's problems, the cases run in one app over an engine holding `fixtures`. */

@@ -7,9 +7,8 @@
 // name, size, mtime, rows or error): a file already recorded is not loaded again, after a restart
 // either. A bad file is named with its line for JSON, or the columns a Parquet file lacks.
 import { createReadStream, globSync, readdirSync, type Stats, statSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { basename, join } from "node:path";
+import { rm, writeFile } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { pipeline, type Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
@@ -17,7 +16,8 @@ import { type DuckDBConnection, DuckDBTimestampTZValue } from "@duckdb/node-api"
 import { type SourceTable, sourceTables } from "../../schema.ts";
 import { dateToMicros } from "../../time.ts";
 import { appendRecords, BATCH_ROWS, clearRecords, HOUR } from "./derived.ts";
-import { bigQueryShapedColumns, duckDbType, quoteIdent } from "./tables.ts";
+import { scratchFolder } from "./sandbox.ts";
+import { bigQueryShapedColumns, duckDbType, quoteIdent, sqlString } from "./tables.ts";
 import { inTransaction } from "./transaction.ts";
 
 export interface LoadedFile {
@@ -67,6 +67,17 @@ export interface FileRecord {
 /** Whether LOCAL_DATA is a glob rather than a folder. */
 function isGlob(source: string): boolean {
   return /[*?[{]/.test(source);
+}
+
+/**
+ * The folder every export of `source` (a folder or a glob) is in: the folder itself, or the glob's
+ * folders before its first pattern. The engine's SQL may read there and nowhere else (sandbox.ts).
+ */
+export function localDataFolder(source: string): string {
+  if (!isGlob(source)) return source;
+  let folder = source;
+  while (isGlob(folder)) folder = dirname(folder);
+  return folder;
 }
 
 /** The export files of `source` (a folder or a glob), by table in table order, each sorted by name. */
@@ -200,8 +211,6 @@ export async function loadExport(
       return loaded;
     });
   } catch (error) {
-    // Rolled back: the thread setting is the database's, not the transaction's.
-    await connection.run("RESET threads");
     if (!(error instanceof DataFileError)) throw error;
     if (changed()) throw new FileChangedError(`${file} changed while it was read`);
     throw await explained(connection, error);
@@ -249,20 +258,16 @@ const SLICE = "staged_slice";
  * holds them in.
  */
 async function loadFile(connection: DuckDBConnection, table: SourceTable, file: string) {
-  // One thread reads the file: with two, DuckDB's memory outside its limit took one 10 M-record
-  // Parquet file's load to 4.9-5.5 GiB of RSS under a 4GB limit on an idle machine (4.3 with one).
-  // The setting is the database's: queries answered meanwhile (a live export) get one thread too.
-  // Outside the try below: a failing SET is no fault of the file's.
-  await connection.run("SET threads = 1");
+  // With DuckDB's threads: its settings are locked before any endpoint SQL runs (sandbox.ts), so
+  // the load cannot take one thread for itself (with two, one 10 M-record Parquet file's load
+  // reached 4.2-5.5 GiB of RSS under a 4GB limit on an idle machine, 4.3 with one).
   try {
     await connection.run(
       `CREATE OR REPLACE TEMP TABLE ${STAGED} AS SELECT ${bigQueryShapedColumns(table)} FROM ${readFile(table, file)}`,
     );
   } catch (error) {
-    // The transaction is aborted: loadExport resets the threads after its rollback.
     throw new DataFileError(file, undefined, duckDbReason(error), table);
   }
-  await connection.run("RESET threads");
   let rows = 0;
   for (const slice of await timeSlices(connection)) {
     await connection.run(
@@ -412,7 +417,7 @@ async function firstBadLine(
   table: SourceTable,
   file: string,
 ): Promise<{ line: number; reason: string } | undefined> {
-  const folder = await mkdtemp(join(tmpdir(), "local-data-"));
+  const folder = await scratchFolder(connection, "local-data-");
   const probe = join(folder, "lines.ndjson");
   const rejection = async (texts: string[]) => {
     await writeFile(probe, `${texts.join("\n")}\n`);
@@ -462,8 +467,4 @@ interface Line {
 function duckDbReason(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return (message.split("\n")[0] ?? message).trim();
-}
-
-function sqlString(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
 }

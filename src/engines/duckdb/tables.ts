@@ -65,3 +65,8 @@ function shaped(expression: string, field: SchemaField, depth: number): string {
 export function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
+
+/** `text` as a DuckDB string literal. */
+export function sqlString(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}

@@ -1,4 +1,5 @@
 import { stringify } from "csv-stringify/sync";
+import { FORMAT_SUFFIXES } from "../../endpoints/format-suffixes.ts";
 import { rowsFormat } from "./rows-format.ts";
 
 /**
@@ -10,7 +11,7 @@ import { rowsFormat } from "./rows-format.ts";
  * forms) is written with a `'` before it: log messages are written by whoever sends the requests. Numbers
  * are left alone, a negative one included: they are never text a spreadsheet evaluates.
  */
-export const csv = rowsFormat("csv", "text/csv; charset=utf-8", (rows, columns) => {
+export const csv = rowsFormat(FORMAT_SUFFIXES.csv, "text/csv; charset=utf-8", (rows, columns) => {
   // Records as arrays: csv-stringify would read a column named `a.b` as a path into objects.
   const records = rows.map((row) => columns.map((column) => row[column]));
   return stringify([columns, ...records], {

@@ -1,10 +1,14 @@
 // The default representation, `{"result":[...]}`: what the runner makes and the cache stores, and
 // what every other format is rendered from.
 import type { Payload } from "../../cache/payload.ts";
+import { FORMAT_SUFFIXES } from "../../endpoints/format-suffixes.ts";
 import type { QueryResult, Row } from "../../engines/engine.ts";
 import type { Format } from "./format.ts";
 
-export const json: Format = { contentType: "application/json; charset=utf-8", suffix: "json" };
+export const json: Format = {
+  contentType: "application/json; charset=utf-8",
+  suffix: FORMAT_SUFFIXES.json,
+};
 
 /** The wire form of a result, a header when rows were cut at the cap, and what BigQuery scanned. */
 export function serializeResult(result: QueryResult): Payload {
