@@ -1,18 +1,26 @@
 // One gate in front of the engine: at most `maxConcurrency` queries run at once, at most `maxQueue`
-// wait, and one credential holds at most `maxPerCredential` of them (running + waiting); past any
-// bound the caller is refused at once with Retry-After, never left waiting. One credential runs at
-// most half the slots (at least one), so a flood leaves a slot free for everyone else (measured:
-// with both slots of two held by seconds-long queries, another caller's light query waited seconds;
-// DuckDB spreads one query over every core, so the idle slot costs the flood little). A free slot
-// goes to the waiting credential with the fewest running queries; among equals, to the one served
-// longest ago, so a credential waits at most one turn of each other waiting credential, however many
-// keep their queues full.
-// Work no credential caused (cache warming: each trigger shares as one caller of its own) keeps a
-// slot: while any of it waits, callers' work holds at most `maxConcurrency` − 1 slots (when there
-// are two or more), so warmed results do not go stale behind a flood. Follow polls are a caller's
-// work (the feed's opener's, endpoints/follow.ts), in its share like its requests.
+// callers' queries wait, and one credential holds at most `maxPerCredential` of them (running +
+// waiting); past a bound the caller is answered at once with Retry-After, never left waiting. One
+// credential runs at most half the slots (at least one), so a flood leaves a slot free for everyone
+// else (measured: with both slots of two held by seconds-long queries, another caller's light query
+// waited seconds; DuckDB spreads one query over every core, so the idle slot costs the flood little).
+// A free slot goes to the waiting credential with the fewest running queries; among equals, to the
+// one served longest ago, so a credential waits at most one turn of each other waiting credential,
+// however many keep their queues full.
+// A full queue does not shut a newcomer out: when the credential holding the most places (running +
+// waiting, in this process) holds at least two more than the newcomer, its newest waiting query is
+// answered 503 `overloaded` and the newcomer takes its place. So however many credentials fill the
+// queue within their shares, another's query gets in, and the refusals fall on those holding most;
+// at least two more, so that two credentials never trade one place back and forth.
+// Background work — work no credential caused (cache warming, one caller per trigger) and work that
+// keeps a live view current (a feed's poll, an alert rule's read: `background`, in a line apart from
+// its credential's queries) — waits in `maxQueue` places of its own that callers' queries never
+// take, and keeps a slot: while any of it waits, callers' work holds at most `maxConcurrency` − 1
+// slots (when there are two or more), so warmed results and live feeds do not go stale behind a
+// flood. A feed's poll still counts in its payer's share.
 // Each query has one deadline from its arrival: waiting counts, and a query whose deadline passes
-// while it waits is never started. Written here rather than with p-queue/p-limit: neither offers
+// while it waits is never started. A query whose caller left (its signal aborted) leaves the line,
+// or is stopped where it runs. Written here rather than with p-queue/p-limit: neither offers
 // per-caller shares, a fair pick across callers, or dropping queued work at shutdown.
 import type { Lease, SharedPlaces } from "../redis/shared-budgets.ts";
 import { EngineError, type QueryEngine, type QueryRequest, type QueryResult } from "./engine.ts";
@@ -60,8 +68,11 @@ export interface AdmittedEngine extends QueryEngine {
 }
 
 interface Ticket {
+  /** Whose share it counts in. */
   credential: string;
-  /** Work no credential caused: it keeps a slot of its own. */
+  /** Which line it waits in: its credential's queries', or its credential's background work. */
+  line: string;
+  /** Background work: it keeps places and a slot of its own. */
   background: boolean;
   /** Its place in the credential's share across replicas, when counted there. */
   lease: Lease | undefined;
@@ -72,10 +83,10 @@ interface Ticket {
 }
 
 export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedEngine {
-  /** Each credential's waiting line, in turn order: the one served longest ago first. */
+  /** Each line's waiting tickets (see Ticket.line), in turn order: the one served longest ago first. */
   const waiting = new Map<string, Ticket[]>();
   const running = new Set<Ticket>();
-  /** Running queries by credential: the pick reads it once for every waiting line. */
+  /** Running queries by line: the pick reads it once for every waiting line. */
   const runningBy = new Map<string, number>();
   /** Running + waiting by credential: its share. */
   const held = new Map<string, number>();
@@ -85,7 +96,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     shutting_down: 0,
     expired: 0,
   };
-  let queued = 0;
+  let callersWaiting = 0;
   let backgroundWaiting = 0;
   let backgroundRunning = 0;
   let draining = false;
@@ -104,8 +115,8 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     ticket.lease?.release();
   };
   const leaveQueue = (ticket: Ticket) => {
-    queued--;
     if (ticket.background) backgroundWaiting--;
+    else callersWaiting--;
   };
   const refuse = (code: AdmissionError["code"], error: AdmissionError) => {
     refused[code]++;
@@ -117,15 +128,15 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
    * first: a credential's wait is bounded by how many others wait, not by how deep their queues are.
    */
   const pump = () => {
-    while (running.size < options.maxConcurrency && queued > 0) {
+    while (running.size < options.maxConcurrency && callersWaiting + backgroundWaiting > 0) {
       const callersMayStart =
         backgroundWaiting === 0 || running.size - backgroundRunning < maxRunningCallers;
       let next: string | undefined;
       let fewest = maxRunningEach;
-      for (const [credential, line] of waiting) {
-        const load = runningBy.get(credential) ?? 0;
+      for (const [name, line] of waiting) {
+        const load = runningBy.get(name) ?? 0;
         if (load < fewest && (callersMayStart || line[0]?.background)) {
-          next = credential;
+          next = name;
           fewest = load;
         }
       }
@@ -141,19 +152,52 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
   };
 
   const unqueue = (ticket: Ticket) => {
-    const line = waiting.get(ticket.credential);
+    const line = waiting.get(ticket.line);
     const index = line?.indexOf(ticket) ?? -1;
     if (!line || index < 0) return false;
     line.splice(index, 1);
-    if (line.length === 0) waiting.delete(ticket.credential);
+    if (line.length === 0) waiting.delete(ticket.line);
     leaveQueue(ticket);
     return true;
   };
 
+  /**
+   * Makes a place in the callers' full queue for `credential`: the newest waiting query of the
+   * credential holding the most places is refused, when that one holds at least two more than
+   * `credential` does. False when no credential does: the newcomer is the one refused.
+   */
+  const makeRoomFor = (credential: string): boolean => {
+    let most: Ticket[] | undefined;
+    let mostHeld = (held.get(credential) ?? 0) + 1;
+    for (const line of waiting.values()) {
+      const newest = line.at(-1);
+      if (newest === undefined || newest.background) continue;
+      const holds = held.get(newest.credential) ?? 0;
+      if (holds > mostHeld) {
+        most = line;
+        mostHeld = holds;
+      }
+    }
+    const evicted = most?.at(-1);
+    if (evicted === undefined) return false;
+    unqueue(evicted);
+    release(evicted);
+    refused.overloaded++;
+    evicted.refuse(
+      new AdmissionError(
+        503,
+        "overloaded",
+        "The query engine is at capacity and this credential holds the largest part of it; retry shortly.",
+      ),
+    );
+    return true;
+  };
+
   async function run(request: QueryRequest): Promise<QueryResult> {
-    // Work nobody's credential caused (warming) shares as one caller per trigger.
     const arrived = Date.now();
+    // Work nobody's credential caused (warming) shares as one caller per trigger.
     const credential = request.credential ?? `(${request.trigger ?? "unattributed"})`;
+    const background = request.background === true || request.credential === undefined;
     if (draining) {
       return refuse(
         "shutting_down",
@@ -176,7 +220,10 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
         ),
       );
     }
-    if (running.size >= options.maxConcurrency && queued >= options.maxQueue) {
+    const queueFull =
+      running.size >= options.maxConcurrency &&
+      (background ? backgroundWaiting >= options.maxQueue : callersWaiting >= options.maxQueue);
+    if (queueFull && (background || !makeRoomFor(credential))) {
       if (lease) lease.release();
       return refuse(
         "overloaded",
@@ -207,14 +254,16 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
       };
       const ticket: Ticket = {
         credential,
-        background: request.credential === undefined,
+        // A credential's background work waits apart from its queries, which may fill their line.
+        line: `${background ? "background" : "caller"}:${credential}`,
+        background,
         lease: lease || undefined,
         controller: new AbortController(),
         timer: undefined,
         refuse: (error) => answer(() => reject(error)),
         start: () => {
           running.add(ticket);
-          count(runningBy, credential, 1);
+          count(runningBy, ticket.line, 1);
           if (ticket.background) backgroundRunning++;
           engine
             .run({ ...request, deadline, signal: ticket.controller.signal })
@@ -225,7 +274,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
             .finally(() => {
               // The slot is free once the engine's work is, not when the caller was answered.
               running.delete(ticket);
-              count(runningBy, credential, -1);
+              count(runningBy, ticket.line, -1);
               if (ticket.background) backgroundRunning--;
               release(ticket);
               pump();
@@ -251,11 +300,11 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
         }, deadline - arrived);
       }
       request.signal?.addEventListener("abort", withdraw, { once: true });
-      const line = waiting.get(credential);
+      const line = waiting.get(ticket.line);
       if (line) line.push(ticket);
-      else waiting.set(credential, [ticket]);
-      queued++;
-      if (ticket.background) backgroundWaiting++;
+      else waiting.set(ticket.line, [ticket]);
+      if (background) backgroundWaiting++;
+      else callersWaiting++;
       pump();
     });
   }
@@ -270,7 +319,11 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     ...(inspect && { inspect: inspect.bind(engine) }),
     ping: () => engine.ping(),
     close: () => engine.close(),
-    stats: () => ({ running: running.size, queued, refused: { ...refused } }),
+    stats: () => ({
+      running: running.size,
+      queued: callersWaiting + backgroundWaiting,
+      refused: { ...refused },
+    }),
     held: (credential) => held.get(credential) ?? 0,
     drain() {
       draining = true;
@@ -288,7 +341,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
         }
       }
       waiting.clear();
-      queued = 0;
+      callersWaiting = 0;
       backgroundWaiting = 0;
     },
     abortRunning() {
