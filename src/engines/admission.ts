@@ -7,11 +7,13 @@
 // A free slot goes to the waiting credential with the fewest running queries; among equals, to the
 // one served longest ago, so a credential waits at most one turn of each other waiting credential,
 // however many keep their queues full.
-// A full queue does not shut a newcomer out: when the credential holding the most places (running +
-// waiting, in this process) holds at least two more than the newcomer, its newest waiting query is
-// answered 503 `overloaded` and the newcomer takes its place. So however many credentials fill the
-// queue within their shares, another's query gets in, and the refusals fall on those holding most;
-// at least two more, so that two credentials never trade one place back and forth.
+// A full queue does not shut a newcomer out: a credential holding less than an equal share of the
+// places (slots + queue, divided among the credentials holding any, itself included; running +
+// waiting, in this process) takes the newest waiting place of the credential holding the most, which
+// is answered 503 `overloaded`. So however many credentials fill the queue within their shares,
+// another's query gets in while it asks for no more than its equal share, and the refusals fall on
+// those holding the most. The one refused then holds at least its equal share, so it cannot take
+// the place back: no two credentials trade a place back and forth.
 // Background work — work no credential caused (cache warming, one caller per trigger) and work that
 // keeps a live view current (a feed's poll, an alert rule's read: `background`, in a line apart from
 // its credential's queries) — waits in `maxQueue` places of its own that callers' queries never
@@ -162,20 +164,23 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
   };
 
   /**
-   * Makes a place in the callers' full queue for `credential`: the newest waiting query of the
-   * credential holding the most places is refused, when that one holds at least two more than
-   * `credential` does. False when no credential does: the newcomer is the one refused.
+   * Makes a place in the callers' full queue for `credential` while it holds less than its equal
+   * share: the newest waiting query of the credential holding the most places (at least two more
+   * than `credential`) is refused. False when there is none: the newcomer is the one refused.
    */
   const makeRoomFor = (credential: string): boolean => {
+    const holds = held.get(credential) ?? 0;
+    const holders = held.size + (holds === 0 ? 1 : 0);
+    if ((holds + 1) * holders > options.maxConcurrency + options.maxQueue) return false;
     let most: Ticket[] | undefined;
-    let mostHeld = (held.get(credential) ?? 0) + 1;
+    let mostHeld = holds + 1;
     for (const line of waiting.values()) {
       const newest = line.at(-1);
       if (newest === undefined || newest.background) continue;
-      const holds = held.get(newest.credential) ?? 0;
-      if (holds > mostHeld) {
+      const theirs = held.get(newest.credential) ?? 0;
+      if (theirs > mostHeld) {
         most = line;
-        mostHeld = holds;
+        mostHeld = theirs;
       }
     }
     const evicted = most?.at(-1);

@@ -127,7 +127,7 @@ describe("admission", () => {
     expect(gate.stats()).toMatchObject({ running: 0, queued: 0 });
   });
 
-  it("refuses at once past a credential's share (429), and at a full queue where nobody holds two places more than the newcomer (503)", async () => {
+  it("refuses at once past a credential's share (429), and a newcomer to a full queue already holding its equal share (503)", async () => {
     const { engine } = heldEngine();
     const gate = admit(engine, OPTIONS);
     for (let i = 0; i < 4; i++) void gate.run(query("a")).catch(() => {});
@@ -135,7 +135,7 @@ describe("admission", () => {
     expect(share).toMatchObject({ status: 429, code: "rate_limited", retryAfterSeconds: 1 });
 
     const even = admit(heldEngine().engine, OPTIONS);
-    // Two running, three waiting: one place each.
+    // Two running, three waiting: one place each of five, more than g's equal share of a sixth.
     for (const name of ["b", "c", "d", "e", "f"]) void even.run(query(name)).catch(() => {});
     const full = await even.run(query("g")).catch((error: AdmissionError) => error);
     expect(full).toMatchObject({ status: 503, code: "overloaded", retryAfterSeconds: 1 });
@@ -156,7 +156,7 @@ describe("admission", () => {
     expect(await a[2]).toBe("overloaded");
     // a holds 2 now, as b does: the next newcomer takes the place of one of them.
     const e = outcome(gate.run(query("e", "e1")));
-    // A credential holding one place more than another never takes it: no trading back and forth.
+    // c holds its equal share of the places (six among five): it takes no other's.
     expect(await outcome(gate.run(query("c", "c2")))).toBe("overloaded");
     expect(gate.stats()).toMatchObject({ queued: 4, refused: { overloaded: 4 } });
     for (let i = 0; i < 6; i++) {
