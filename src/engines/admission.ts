@@ -5,8 +5,10 @@
 // else (measured: with both slots of two held by seconds-long queries, another caller's light query
 // waited seconds; DuckDB spreads one query over every core, so the idle slot costs the flood little).
 // A free slot goes to the waiting credential with the fewest running queries; among equals, to the
-// one served longest ago, so a credential waits at most one turn of each other waiting credential,
-// however many keep their queues full.
+// one that used the least engine time since it began asking (so light queries do not wait a turn of
+// every heavy one), and among equals to the one served longest ago. However many keep their queues
+// full, every waiting credential gets its turn: one that used more waits only until the others have
+// used as much.
 // A full queue does not shut a newcomer out: a credential holding less than an equal share of the
 // places (slots + queue, divided among the credentials holding any, itself included; running +
 // waiting, in this process) takes the newest waiting place of the credential holding the most, which
@@ -120,14 +122,30 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     if (ticket.background) backgroundWaiting--;
     else callersWaiting--;
   };
+  /**
+   * Engine time (ms) each active line (waiting or running) used while active, counted from the
+   * least any active line had used when it became active: no line banks time it did not ask for.
+   */
+  const used = new Map<string, number>();
+  const activate = (line: string) => {
+    if (used.has(line)) return;
+    let least = Number.POSITIVE_INFINITY;
+    for (const ms of used.values()) least = Math.min(least, ms);
+    used.set(line, Number.isFinite(least) ? least : 0);
+  };
+  const forgetIfIdle = (line: string) => {
+    if (!waiting.has(line) && !runningBy.has(line)) used.delete(line);
+  };
   const refuse = (code: AdmissionError["code"], error: AdmissionError) => {
     refused[code]++;
     return Promise.reject(error);
   };
   /**
-   * Starts waiting work while slots are free: the credential with the fewest running first, among
-   * equals the first in turn order, which then goes to the back. In turn rather than oldest ticket
-   * first: a credential's wait is bounded by how many others wait, not by how deep their queues are.
+   * Starts waiting work while slots are free: the line with the fewest running first, among equals
+   * the one that used the least engine time, among equals the first in turn order, which then goes
+   * to the back. By line rather than oldest ticket first: a credential's wait is bounded by how many
+   * others wait, not by how deep their queues are; and by time used, so that light queries are not
+   * made to wait a turn of every heavy one.
    */
   const pump = () => {
     while (running.size < options.maxConcurrency && callersWaiting + backgroundWaiting > 0) {
@@ -135,11 +153,15 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
         backgroundWaiting === 0 || running.size - backgroundRunning < maxRunningCallers;
       let next: string | undefined;
       let fewest = maxRunningEach;
+      let least = Number.POSITIVE_INFINITY;
       for (const [name, line] of waiting) {
         const load = runningBy.get(name) ?? 0;
-        if (load < fewest && (callersMayStart || line[0]?.background)) {
+        if (load >= maxRunningEach || !(callersMayStart || line[0]?.background)) continue;
+        const spent = used.get(name) ?? 0;
+        if (load < fewest || (load === fewest && spent < least)) {
           next = name;
           fewest = load;
+          least = spent;
         }
       }
       if (next === undefined) return;
@@ -160,6 +182,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     line.splice(index, 1);
     if (line.length === 0) waiting.delete(ticket.line);
     leaveQueue(ticket);
+    forgetIfIdle(ticket.line);
     return true;
   };
 
@@ -267,6 +290,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
         timer: undefined,
         refuse: (error) => answer(() => reject(error)),
         start: () => {
+          const startedAt = Date.now();
           running.add(ticket);
           count(runningBy, ticket.line, 1);
           if (ticket.background) backgroundRunning++;
@@ -280,6 +304,8 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
               // The slot is free once the engine's work is, not when the caller was answered.
               running.delete(ticket);
               count(runningBy, ticket.line, -1);
+              used.set(ticket.line, (used.get(ticket.line) ?? 0) + Date.now() - startedAt);
+              forgetIfIdle(ticket.line);
               if (ticket.background) backgroundRunning--;
               release(ticket);
               pump();
@@ -305,6 +331,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
         }, deadline - arrived);
       }
       request.signal?.addEventListener("abort", withdraw, { once: true });
+      activate(ticket.line);
       const line = waiting.get(ticket.line);
       if (line) line.push(ticket);
       else waiting.set(ticket.line, [ticket]);
@@ -348,6 +375,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
       waiting.clear();
       callersWaiting = 0;
       backgroundWaiting = 0;
+      for (const line of [...used.keys()]) forgetIfIdle(line);
     },
     abortRunning() {
       for (const ticket of running) {

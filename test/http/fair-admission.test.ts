@@ -3,7 +3,7 @@
 // answered every time, a watch still gets its value and the cache's warming keeps refreshing.
 // Requests whose clients left take their queries out of line. The flood's queries are made slow
 // (DuckDB answers the costliest patterns from its derived tables in milliseconds): each waits
-// 200 ms before it runs, and stops waiting when the gate stops it, as DuckDB's interrupt would.
+// a second before it runs, and stops waiting when the gate stops it, as DuckDB's interrupt would.
 import type { FastifyInstance } from "fastify";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -30,7 +30,7 @@ const quickWarming = catalogOf(
   ),
 );
 
-const FLOOD_QUERY_MS = 200;
+const FLOOD_QUERY_MS = 1000;
 
 /** DuckDB, whose usage.api-counts queries wait FLOOD_QUERY_MS first (until stopped). */
 function slowFlood(duck: DuckDbEngine): QueryEngine {
