@@ -1,7 +1,7 @@
 // The BigQuery engine through the official client, over real HTTP to the local stand-in, which runs
 // the SQL on GoogleSQL's reference engine. Expected rows come from the reference engine directly.
 import { JWT } from "google-auth-library";
-import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, inject, it, vi } from "vitest";
 import {
   type BigQueryEngineOptions,
   createBigQueryEngine,
@@ -436,6 +436,17 @@ describe("an unfinished job", () => {
     expect(error.message).not.toContain(jobId);
     expect(error.detail?.jobId).toBe(jobId);
     expect(Number(standIn.queryCalls[0]?.body.jobTimeoutMs)).toBeLessThanOrEqual(300);
+  });
+
+  it("is cancelled when nobody waits for it any more", async () => {
+    standIn.injectFault({ kind: "slowJob", polls: Number.POSITIVE_INFINITY });
+    const left = new AbortController();
+    const running = engine().run({ ...adHoc("SELECT 1 AS one"), signal: left.signal });
+    await vi.waitFor(() => expect(standIn.resultCalls.length).toBeGreaterThan(0));
+    left.abort(new Error("the caller left"));
+    await expect(running).rejects.toThrow();
+    const jobId = standIn.queryCalls[0]?.jobId;
+    await vi.waitFor(() => expect(standIn.cancelled).toEqual([jobId]));
   });
 });
 

@@ -208,6 +208,7 @@ export class Alerts {
       {
         credential: "alerts",
         signal: reading.signal,
+        background: true,
         morePages: (page) => {
           read += page.length;
           return read < count;

@@ -12,7 +12,8 @@ export interface CachePolicy {
 /** REFRESH: recomputed now because the caller asked for a fresher value than the one held. */
 export type CacheStatus = "HIT" | "MISS" | "STALE" | "REFRESH";
 
-export type Load = () => Promise<Payload>;
+/** Loads a key's value; `signal` aborts when nobody waits for it any more (see key-loader.ts). */
+export type Load = (signal?: AbortSignal) => Promise<Payload>;
 
 /** A payload as served: the loaded one or a rendition, with its ETag. */
 export interface Served {

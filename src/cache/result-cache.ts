@@ -163,7 +163,8 @@ export class ResultCache {
 
   /**
    * The value of `key`, loaded by `load` when absent or older than `demand` allows; as `rendition`
-   * when given, else as loaded.
+   * when given, else as loaded. `left` aborts when the caller stops waiting: it is answered at once,
+   * and the load stopped when nobody else waits for it.
    */
   async get(
     key: string,
@@ -171,6 +172,7 @@ export class ResultCache {
     load: Load,
     rendition?: Rendition,
     demand?: Demand,
+    left?: AbortSignal,
   ): Promise<CacheAnswer> {
     const now = this.#now();
     const cached = this.#entries.get(key);
@@ -180,17 +182,24 @@ export class ResultCache {
         : cached;
       // A hit asks nothing else: it is answered without another turn of the event loop.
       if (!demand) return this.#hit(key, checked, this.#now(), rendition);
-      return this.#held(key, checked, policy, load, rendition, demand);
+      return this.#held(key, checked, policy, load, rendition, demand, left);
     }
     if (cached) this.#entries.delete(key);
     if (demand?.onlyIfCached) throw new NotCachedError("nothing is held for this key");
     this.#counts.misses++;
-    const { entry, fromEngine } = await this.#loader.flight(key, policy, load);
+    const { entry, fromEngine } = await this.#loader.flight(
+      key,
+      policy,
+      load,
+      undefined,
+      undefined,
+      left,
+    );
     const answeredAt = this.#now();
     if (!fromEngine) {
       // Another replica's value, found in Redis as it was: a hit after all, unless older than asked.
       this.#counts.misses--;
-      if (demand) return this.#held(key, entry, policy, load, rendition, demand);
+      if (demand) return this.#held(key, entry, policy, load, rendition, demand, left);
       return this.#hit(key, entry, answeredAt, rendition);
     }
     if (answeredAt > entry.lastRequestedAt) requested(entry, answeredAt);
@@ -263,6 +272,7 @@ export class ResultCache {
     load: Load,
     rendition: Rendition | undefined,
     demand: Demand,
+    left: AbortSignal | undefined,
   ): Promise<CacheAnswer> {
     const now = this.#now();
     const maxAgeMs = (demand.maxAgeSeconds ?? Number.POSITIVE_INFINITY) * SECOND;
@@ -276,7 +286,14 @@ export class ResultCache {
     }
     this.#counts.forcedRefreshes++;
     const minComputedAt = now - maxAgeMs;
-    const { entry: fresh } = await this.#loader.flight(key, policy, load, undefined, minComputedAt);
+    const { entry: fresh } = await this.#loader.flight(
+      key,
+      policy,
+      load,
+      undefined,
+      minComputedAt,
+      left,
+    );
     const answeredAt = this.#now();
     requested(fresh, answeredAt);
     return this.#renditions.answer(key, fresh, rendition, "REFRESH", answeredAt);

@@ -236,6 +236,8 @@ export class FollowHub {
     options: {
       credential?: string;
       signal?: AbortSignal;
+      /** Keeps a live view current (a feed's poll, an alert rule's read): the gate keeps room for it. */
+      background?: boolean;
       morePages?: (page: Row[]) => boolean;
     } = {},
   ): Promise<Row[]> {
@@ -268,7 +270,7 @@ export class FollowHub {
 
   private async query(
     endpoint: EndpointDefinition,
-    attribution: { credential?: string; signal?: AbortSignal },
+    attribution: { credential?: string; signal?: AbortSignal; background?: boolean },
     params: SqlParams,
   ): Promise<Row[]> {
     const { rows } = await this.engine.run({
@@ -280,6 +282,7 @@ export class FollowHub {
       trigger: "follow",
       ...(attribution.credential !== undefined && { credential: attribution.credential }),
       ...(attribution.signal && { signal: attribution.signal }),
+      ...(attribution.background && { background: true }),
     });
     return rows;
   }
@@ -473,7 +476,7 @@ class Feed {
           this.params,
           this.seen.newest - this.hub.lag,
           undefined,
-          { credential, ...(morePages && { morePages }) },
+          { credential, background: true, ...(morePages && { morePages }) },
         );
       } catch (error) {
         if (!(error instanceof AdmissionError && error.code === "rate_limited")) throw error;

@@ -40,7 +40,9 @@ export interface Answer {
 
 /**
  * Runs an endpoint for `credential` (a name: the admission gate's fair share and the log), answering
- * in `rendition` when given, else as `serialize` makes it.
+ * in `rendition` when given, else as `serialize` makes it. `callerLeft` gives a signal that aborts
+ * when the caller stops waiting, asked for only when the answer waits for the engine: its query
+ * then leaves the line or is stopped, unless others wait for the same one.
  */
 export type RunEndpoint = (
   endpoint: EndpointDefinition,
@@ -48,6 +50,7 @@ export type RunEndpoint = (
   credential?: string,
   rendition?: Rendition,
   demand?: Demand,
+  callerLeft?: () => AbortSignal,
 ) => Answer | Promise<Answer>;
 
 /**
@@ -88,7 +91,7 @@ export function createRunner(deps: {
   async function query(
     endpoint: EndpointDefinition,
     params: SqlParams,
-    cause: Pick<QueryRequest, "trigger" | "credential">,
+    cause: Pick<QueryRequest, "trigger" | "credential" | "signal">,
   ): Promise<[Payload, Execution, QueryResult]> {
     return measured(() =>
       engine.run({
@@ -132,7 +135,7 @@ export function createRunner(deps: {
     endpoint: EndpointDefinition & { pageSize: number },
     params: SqlParams,
     keptText: string | null | undefined,
-    cause: Pick<QueryRequest, "trigger" | "credential">,
+    cause: Pick<QueryRequest, "trigger" | "credential" | "signal">,
   ): Promise<{ found: [Payload, Execution, QueryResult]; walk: string }> {
     const walk = cursors.walkOf(params);
     const kept = keptText ? keptPageOf(keptText) : undefined;
@@ -192,10 +195,11 @@ export function createRunner(deps: {
     credential?: string,
     rendition?: Rendition,
     demand?: Demand,
+    callerLeft?: () => AbortSignal,
   ): Promise<Answer> {
     if (demand?.onlyIfCached) throw new NotCachedError("this endpoint's answers are never held");
     const { [KEPT_PAGE_PARAM]: keptText, ...bound } = params;
-    const cause = { trigger: "request", credential } as const;
+    const cause = { trigger: "request", credential, signal: callerLeft?.() } as const;
     const walking =
       endpoint.pageSize !== undefined &&
       bound.cursor_timestamp != null &&
@@ -228,21 +232,24 @@ export function createRunner(deps: {
     credential?: string,
     rendition?: Rendition,
     demand?: Demand,
+    callerLeft?: () => AbortSignal,
   ): Promise<Answer> {
     let execution: Execution | undefined;
     let answered = false;
     const refresh = refreshLoader(endpoint, params, key);
-    const load = async () => {
+    // The signal is the load's, which the cache aborts once every request waiting for it left.
+    const load = async (signal?: AbortSignal) => {
       // Once this request is answered, a later call of this loader is the cache's warming.
       if (answered) return refresh();
-      const [loaded, executed] = await query(endpoint, params, { trigger: "request", credential });
+      const cause = { trigger: "request", credential, signal } as const;
+      const [loaded, executed] = await query(endpoint, params, cause);
       execution = executed;
       return loaded;
     };
     const found = await inSpan(
       "cache lookup",
       lookupSpan(endpoint),
-      () => cache.get(key, endpoint.cache, load, rendition, demand),
+      () => cache.get(key, endpoint.cache, load, rendition, demand, callerLeft?.()),
       describeLookup,
     );
     answered = true;
@@ -268,8 +275,10 @@ export function createRunner(deps: {
     return cache.watch(key, endpoint.cache, load, listener, tellHeld);
   };
 
-  const run: RunEndpoint = (endpoint, params, credential, rendition, demand) => {
-    if (!endpoint.cache || !cache) return uncached(endpoint, params, credential, rendition, demand);
+  const run: RunEndpoint = (endpoint, params, credential, rendition, demand, callerLeft) => {
+    if (!endpoint.cache || !cache) {
+      return uncached(endpoint, params, credential, rendition, demand, callerLeft);
+    }
     const key = keyOf(endpoint, params);
     // A fresh value asked for plainly is answered in this turn: a dashboard's hit waits on no
     // promise. A traced request takes the lookup, which records its span.
@@ -283,6 +292,7 @@ export function createRunner(deps: {
       credential,
       rendition,
       demand,
+      callerLeft,
     );
   };
   return { run, watch };

@@ -1,18 +1,30 @@
 // One gate in front of the engine: at most `maxConcurrency` queries run at once, at most `maxQueue`
-// wait, and one credential holds at most `maxPerCredential` of them (running + waiting); past any
-// bound the caller is refused at once with Retry-After, never left waiting. One credential runs at
-// most half the slots (at least one), so a flood leaves a slot free for everyone else (measured:
-// with both slots of two held by seconds-long queries, another caller's light query waited seconds;
-// DuckDB spreads one query over every core, so the idle slot costs the flood little). A free slot
-// goes to the waiting credential with the fewest running queries; among equals, to the one served
-// longest ago, so a credential waits at most one turn of each other waiting credential, however many
-// keep their queues full.
-// Work no credential caused (cache warming: each trigger shares as one caller of its own) keeps a
-// slot: while any of it waits, callers' work holds at most `maxConcurrency` − 1 slots (when there
-// are two or more), so warmed results do not go stale behind a flood. Follow polls are a caller's
-// work (the feed's opener's, endpoints/follow.ts), in its share like its requests.
+// callers' queries wait, and one credential holds at most `maxPerCredential` of them (running +
+// waiting); past a bound the caller is answered at once with Retry-After, never left waiting. One
+// credential runs at most half the slots (at least one), so a flood leaves a slot free for everyone
+// else (measured: with both slots of two held by seconds-long queries, another caller's light query
+// waited seconds; DuckDB spreads one query over every core, so the idle slot costs the flood little).
+// A free slot goes to the waiting credential with the fewest running queries; among equals, to the
+// one that used the least engine time since it began asking (so light queries do not wait a turn of
+// every heavy one), and among equals to the one served longest ago. However many keep their queues
+// full, every waiting credential gets its turn: one that used more waits only until the others have
+// used as much.
+// A full queue does not shut a newcomer out: a credential holding less than an equal share of the
+// places (slots + queue, divided among the credentials holding any, itself included; running +
+// waiting, in this process) takes the newest waiting place of the credential holding the most, which
+// is answered 503 `overloaded`. So however many credentials fill the queue within their shares,
+// another's query gets in while it asks for no more than its equal share, and the refusals fall on
+// those holding the most. The one refused then holds at least its equal share, so it cannot take
+// the place back: no two credentials trade a place back and forth.
+// Background work — work no credential caused (cache warming, one caller per trigger) and work that
+// keeps a live view current (a feed's poll, an alert rule's read: `background`, in a line apart from
+// its credential's queries) — waits in `maxQueue` places of its own that callers' queries never
+// take, and keeps a slot: while any of it waits, callers' work holds at most `maxConcurrency` − 1
+// slots (when there are two or more), so warmed results and live feeds do not go stale behind a
+// flood. A feed's poll still counts in its payer's share.
 // Each query has one deadline from its arrival: waiting counts, and a query whose deadline passes
-// while it waits is never started. Written here rather than with p-queue/p-limit: neither offers
+// while it waits is never started. A query whose caller left (its signal aborted) leaves the line,
+// or is stopped where it runs. Written here rather than with p-queue/p-limit: neither offers
 // per-caller shares, a fair pick across callers, or dropping queued work at shutdown.
 import type { Lease, SharedPlaces } from "../redis/shared-budgets.ts";
 import { EngineError, type QueryEngine, type QueryRequest, type QueryResult } from "./engine.ts";
@@ -60,8 +72,11 @@ export interface AdmittedEngine extends QueryEngine {
 }
 
 interface Ticket {
+  /** Whose share it counts in. */
   credential: string;
-  /** Work no credential caused: it keeps a slot of its own. */
+  /** Which line it waits in: its credential's queries', or its credential's background work. */
+  line: string;
+  /** Background work: it keeps places and a slot of its own. */
   background: boolean;
   /** Its place in the credential's share across replicas, when counted there. */
   lease: Lease | undefined;
@@ -72,10 +87,10 @@ interface Ticket {
 }
 
 export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedEngine {
-  /** Each credential's waiting line, in turn order: the one served longest ago first. */
+  /** Each line's waiting tickets (see Ticket.line), in turn order: the one served longest ago first. */
   const waiting = new Map<string, Ticket[]>();
   const running = new Set<Ticket>();
-  /** Running queries by credential: the pick reads it once for every waiting line. */
+  /** Running queries by line: the pick reads it once for every waiting line. */
   const runningBy = new Map<string, number>();
   /** Running + waiting by credential: its share. */
   const held = new Map<string, number>();
@@ -85,7 +100,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     shutting_down: 0,
     expired: 0,
   };
-  let queued = 0;
+  let callersWaiting = 0;
   let backgroundWaiting = 0;
   let backgroundRunning = 0;
   let draining = false;
@@ -104,29 +119,49 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     ticket.lease?.release();
   };
   const leaveQueue = (ticket: Ticket) => {
-    queued--;
     if (ticket.background) backgroundWaiting--;
+    else callersWaiting--;
+  };
+  /**
+   * Engine time (ms) each active line (waiting or running) used while active, counted from the
+   * least any active line had used when it became active: no line banks time it did not ask for.
+   */
+  const used = new Map<string, number>();
+  const activate = (line: string) => {
+    if (used.has(line)) return;
+    let least = Number.POSITIVE_INFINITY;
+    for (const ms of used.values()) least = Math.min(least, ms);
+    used.set(line, Number.isFinite(least) ? least : 0);
+  };
+  const forgetIfIdle = (line: string) => {
+    if (!waiting.has(line) && !runningBy.has(line)) used.delete(line);
   };
   const refuse = (code: AdmissionError["code"], error: AdmissionError) => {
     refused[code]++;
     return Promise.reject(error);
   };
   /**
-   * Starts waiting work while slots are free: the credential with the fewest running first, among
-   * equals the first in turn order, which then goes to the back. In turn rather than oldest ticket
-   * first: a credential's wait is bounded by how many others wait, not by how deep their queues are.
+   * Starts waiting work while slots are free: the line with the fewest running first, among equals
+   * the one that used the least engine time, among equals the first in turn order, which then goes
+   * to the back. By line rather than oldest ticket first: a credential's wait is bounded by how many
+   * others wait, not by how deep their queues are; and by time used, so that light queries are not
+   * made to wait a turn of every heavy one.
    */
   const pump = () => {
-    while (running.size < options.maxConcurrency && queued > 0) {
+    while (running.size < options.maxConcurrency && callersWaiting + backgroundWaiting > 0) {
       const callersMayStart =
         backgroundWaiting === 0 || running.size - backgroundRunning < maxRunningCallers;
       let next: string | undefined;
       let fewest = maxRunningEach;
-      for (const [credential, line] of waiting) {
-        const load = runningBy.get(credential) ?? 0;
-        if (load < fewest && (callersMayStart || line[0]?.background)) {
-          next = credential;
+      let least = Number.POSITIVE_INFINITY;
+      for (const [name, line] of waiting) {
+        const load = runningBy.get(name) ?? 0;
+        if (load >= maxRunningEach || !(callersMayStart || line[0]?.background)) continue;
+        const spent = used.get(name) ?? 0;
+        if (load < fewest || (load === fewest && spent < least)) {
+          next = name;
           fewest = load;
+          least = spent;
         }
       }
       if (next === undefined) return;
@@ -141,19 +176,56 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
   };
 
   const unqueue = (ticket: Ticket) => {
-    const line = waiting.get(ticket.credential);
+    const line = waiting.get(ticket.line);
     const index = line?.indexOf(ticket) ?? -1;
     if (!line || index < 0) return false;
     line.splice(index, 1);
-    if (line.length === 0) waiting.delete(ticket.credential);
+    if (line.length === 0) waiting.delete(ticket.line);
     leaveQueue(ticket);
+    forgetIfIdle(ticket.line);
+    return true;
+  };
+
+  /**
+   * Makes a place in the callers' full queue for `credential` while it holds less than its equal
+   * share: the newest waiting query of the credential holding the most places (at least two more
+   * than `credential`) is refused. False when there is none: the newcomer is the one refused.
+   */
+  const makeRoomFor = (credential: string): boolean => {
+    const holds = held.get(credential) ?? 0;
+    const holders = held.size + (holds === 0 ? 1 : 0);
+    if ((holds + 1) * holders > options.maxConcurrency + options.maxQueue) return false;
+    let most: Ticket[] | undefined;
+    let mostHeld = holds + 1;
+    for (const line of waiting.values()) {
+      const newest = line.at(-1);
+      if (newest === undefined || newest.background) continue;
+      const theirs = held.get(newest.credential) ?? 0;
+      if (theirs > mostHeld) {
+        most = line;
+        mostHeld = theirs;
+      }
+    }
+    const evicted = most?.at(-1);
+    if (evicted === undefined) return false;
+    unqueue(evicted);
+    release(evicted);
+    refused.overloaded++;
+    evicted.refuse(
+      new AdmissionError(
+        503,
+        "overloaded",
+        "The query engine is at capacity and this credential holds the largest part of it; retry shortly.",
+      ),
+    );
     return true;
   };
 
   async function run(request: QueryRequest): Promise<QueryResult> {
-    // Work nobody's credential caused (warming) shares as one caller per trigger.
     const arrived = Date.now();
+    // Work nobody's credential caused (warming) shares as one caller per trigger.
     const credential = request.credential ?? `(${request.trigger ?? "unattributed"})`;
+    const background = request.background === true || request.credential === undefined;
     if (draining) {
       return refuse(
         "shutting_down",
@@ -176,7 +248,10 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
         ),
       );
     }
-    if (running.size >= options.maxConcurrency && queued >= options.maxQueue) {
+    const queueFull =
+      running.size >= options.maxConcurrency &&
+      (background ? backgroundWaiting >= options.maxQueue : callersWaiting >= options.maxQueue);
+    if (queueFull && (background || !makeRoomFor(credential))) {
       if (lease) lease.release();
       return refuse(
         "overloaded",
@@ -207,14 +282,17 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
       };
       const ticket: Ticket = {
         credential,
-        background: request.credential === undefined,
+        // A credential's background work waits apart from its queries, which may fill their line.
+        line: `${background ? "background" : "caller"}:${credential}`,
+        background,
         lease: lease || undefined,
         controller: new AbortController(),
         timer: undefined,
         refuse: (error) => answer(() => reject(error)),
         start: () => {
+          const startedAt = Date.now();
           running.add(ticket);
-          count(runningBy, credential, 1);
+          count(runningBy, ticket.line, 1);
           if (ticket.background) backgroundRunning++;
           engine
             .run({ ...request, deadline, signal: ticket.controller.signal })
@@ -225,7 +303,9 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
             .finally(() => {
               // The slot is free once the engine's work is, not when the caller was answered.
               running.delete(ticket);
-              count(runningBy, credential, -1);
+              count(runningBy, ticket.line, -1);
+              used.set(ticket.line, (used.get(ticket.line) ?? 0) + Date.now() - startedAt);
+              forgetIfIdle(ticket.line);
               if (ticket.background) backgroundRunning--;
               release(ticket);
               pump();
@@ -251,11 +331,12 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
         }, deadline - arrived);
       }
       request.signal?.addEventListener("abort", withdraw, { once: true });
-      const line = waiting.get(credential);
+      activate(ticket.line);
+      const line = waiting.get(ticket.line);
       if (line) line.push(ticket);
-      else waiting.set(credential, [ticket]);
-      queued++;
-      if (ticket.background) backgroundWaiting++;
+      else waiting.set(ticket.line, [ticket]);
+      if (background) backgroundWaiting++;
+      else callersWaiting++;
       pump();
     });
   }
@@ -270,7 +351,11 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     ...(inspect && { inspect: inspect.bind(engine) }),
     ping: () => engine.ping(),
     close: () => engine.close(),
-    stats: () => ({ running: running.size, queued, refused: { ...refused } }),
+    stats: () => ({
+      running: running.size,
+      queued: callersWaiting + backgroundWaiting,
+      refused: { ...refused },
+    }),
     held: (credential) => held.get(credential) ?? 0,
     drain() {
       draining = true;
@@ -288,8 +373,9 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
         }
       }
       waiting.clear();
-      queued = 0;
+      callersWaiting = 0;
       backgroundWaiting = 0;
+      for (const line of [...used.keys()]) forgetIfIdle(line);
     },
     abortRunning() {
       for (const ticket of running) {

@@ -117,10 +117,10 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEn
     const location = reference?.location ?? options.location;
     const page =
       answer.jobComplete === false && reference?.jobId
-        ? await resultsPage(
+        ? await cancelledWhenLeft(
             client.job(reference.jobId, { location }),
-            request.maxRows,
-            attempt.signal,
+            request.signal,
+            (job) => resultsPage(job, request.maxRows, attempt.signal),
           )
         : pageOf(answer);
     // BigQuery keeps a result with more rows than one reply in the job it then creates.
@@ -417,6 +417,28 @@ async function resultsPage(
     });
     if (response?.jobComplete !== false) return pageOf({ ...response, rows } as ResultsPage);
     signal.throwIfAborted();
+  }
+}
+
+/**
+ * `work` on a job BigQuery is still running; when `signal` aborts meanwhile (nobody waits for the
+ * answer any more: the caller left, the deadline passed, shutdown) the job is cancelled, so BigQuery
+ * stops work whose result nobody reads. Cancelling is best effort: its failure changes nothing.
+ */
+async function cancelledWhenLeft<T>(
+  job: Job,
+  signal: AbortSignal | undefined,
+  work: (job: Job) => Promise<T>,
+): Promise<T> {
+  const cancel = () => {
+    job.cancel().catch(() => {});
+  };
+  if (signal?.aborted) cancel();
+  else signal?.addEventListener("abort", cancel, { once: true });
+  try {
+    return await work(job);
+  } finally {
+    signal?.removeEventListener("abort", cancel);
   }
 }
 

@@ -47,6 +47,12 @@ export interface QueryRequest {
   trigger?: "request" | "warming" | "follow" | "export";
   /** Who caused it (a credential's name), when a caller did: the gate's fair share, the job's label. */
   credential?: string;
+  /**
+   * Work that keeps a live view current rather than answering a caller who waits (a feed's poll, an
+   * alert rule's read): the gate keeps capacity for it that callers' queries cannot take. Work no
+   * credential caused (warming) is such work too.
+   */
+  background?: boolean;
   /** Epoch ms by which the answer is due; the engine stops the query then. Default: its own timeout. */
   deadline?: number;
   /** Aborted when nobody waits for the answer any more (deadline, shutdown): stop the work. */

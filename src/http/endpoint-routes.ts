@@ -72,6 +72,8 @@ export async function endpointRoutes(
         credential.name,
         format.renditionFor?.(endpoint.columnNames),
         demandOf(request.headers, refreshBudget, credential),
+        // Aborted when the client goes: a query nobody waits for leaves the engine's line.
+        () => request.signal,
       );
       if (answer instanceof Promise) return answer.then((found) => respond(request, reply, found));
       respond(request, reply, answer);

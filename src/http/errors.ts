@@ -55,6 +55,9 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/** The status of a request whose client left before its answer (nginx's). */
+const CLIENT_LEFT = 499;
+
 export class HttpError extends Error {
   readonly statusCode: number;
   readonly code: ErrorCode;
@@ -164,6 +167,11 @@ export const errorEnvelope = fp(async (app: FastifyInstance) => {
   );
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (request.raw.destroyed && request.signal.aborted && error === request.signal.reason) {
+      // The client left before its answer, and its query was withdrawn: nobody reads an answer,
+      // and it is no error of the service's. 499, as proxies record a client that closed its request.
+      return reply.code(CLIENT_LEFT).send();
+    }
     if (error instanceof InvalidParamsError) {
       return sendError(reply, "invalid_params", "Some query parameters are invalid; see details.", {
         details: error.details,

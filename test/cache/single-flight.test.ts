@@ -76,3 +76,46 @@ it("runs one query per key, not one for all keys", async () => {
   await Promise.all(["a", "b", "a", "b", "c"].map((key) => cache.get(key, DASHBOARD, engine.load)));
   expect(engine.calls).toBe(3);
 });
+
+/** A load that answers when released, or fails as the engine would when its signal aborts. */
+function heldLoad() {
+  const held = {
+    signal: undefined as AbortSignal | undefined,
+    release: () => {},
+    load: (signal?: AbortSignal) =>
+      new Promise<Payload>((resolve, reject) => {
+        held.signal = signal;
+        held.release = () => resolve({ body: '{"result":[]}', headers: {} });
+        signal?.addEventListener("abort", () => reject(new Error("interrupted")));
+      }),
+  };
+  return held;
+}
+
+it("answers a waiter that left at once, and stops the load only when every waiter has left", async () => {
+  const engine = heldLoad();
+  const [first, second] = [new AbortController(), new AbortController()];
+  const answers = [first, second].map((left) =>
+    cache.get("k", DASHBOARD, engine.load, undefined, undefined, left.signal),
+  );
+  first.abort(new Error("first left"));
+  await expect(answers[0]).rejects.toThrow("first left");
+  expect(engine.signal?.aborted).toBe(false);
+  second.abort(new Error("second left"));
+  await expect(answers[1]).rejects.toThrow("second left");
+  expect(engine.signal?.aborted).toBe(true);
+  expect(cache.stats().entries).toBe(0);
+});
+
+it("lets a load run to its end while a waiter that cannot leave (a watch's, a refresh) waits for it", async () => {
+  const engine = heldLoad();
+  const left = new AbortController();
+  const leaving = cache.get("k", DASHBOARD, engine.load, undefined, undefined, left.signal);
+  const staying = cache.get("k", DASHBOARD, engine.load);
+  left.abort(new Error("left"));
+  await expect(leaving).rejects.toThrow("left");
+  expect(engine.signal?.aborted).toBe(false);
+  engine.release();
+  expect((await staying).status).toBe("MISS");
+  expect(cache.stats().entries).toBe(1);
+});

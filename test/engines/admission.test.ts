@@ -127,16 +127,115 @@ describe("admission", () => {
     expect(gate.stats()).toMatchObject({ running: 0, queued: 0 });
   });
 
-  it("refuses at once past the queue (503 overloaded) and past a credential's share (429)", async () => {
+  it("refuses at once past a credential's share (429), and a newcomer to a full queue already holding its equal share (503)", async () => {
     const { engine } = heldEngine();
     const gate = admit(engine, OPTIONS);
     for (let i = 0; i < 4; i++) void gate.run(query("a")).catch(() => {});
     const share = await gate.run(query("a")).catch((error: AdmissionError) => error);
     expect(share).toMatchObject({ status: 429, code: "rate_limited", retryAfterSeconds: 1 });
-    void gate.run(query("b")).catch(() => {});
-    const full = await gate.run(query("c")).catch((error: AdmissionError) => error);
+
+    const even = admit(heldEngine().engine, OPTIONS);
+    // Two running, three waiting: one place each of five, more than g's equal share of a sixth.
+    for (const name of ["b", "c", "d", "e", "f"]) void even.run(query(name)).catch(() => {});
+    const full = await even.run(query("g")).catch((error: AdmissionError) => error);
     expect(full).toMatchObject({ status: 503, code: "overloaded", retryAfterSeconds: 1 });
-    expect(gate.stats().refused).toMatchObject({ rate_limited: 1, overloaded: 1 });
+    expect(gate.stats().refused).toMatchObject({ rate_limited: 1 });
+    expect(even.stats()).toMatchObject({ queued: 3, refused: { overloaded: 1 } });
+  });
+
+  it("gives a newcomer to a full queue the newest place of the credential holding the most, which is answered 503", async () => {
+    const { engine, started } = heldEngine();
+    const gate = admit(engine, { maxConcurrency: 2, maxQueue: 4, maxPerCredential: 10 });
+    const a = [1, 2, 3, 4].map((i) => outcome(gate.run(query("a", `a${i}`))));
+    const b = [1, 2].map((i) => outcome(gate.run(query("b", `b${i}`))));
+    // a1 and b1 run; a2, a3, a4, b2 fill the queue.
+    expect(gate.stats()).toMatchObject({ running: 2, queued: 4 });
+    const c = outcome(gate.run(query("c", "c1")));
+    expect(await a[3]).toBe("overloaded");
+    const d = outcome(gate.run(query("d", "d1")));
+    expect(await a[2]).toBe("overloaded");
+    // a holds 2 now, as b does: the next newcomer takes the place of one of them.
+    const e = outcome(gate.run(query("e", "e1")));
+    // c holds its equal share of the places (six among five): it takes no other's.
+    expect(await outcome(gate.run(query("c", "c2")))).toBe("overloaded");
+    expect(gate.stats()).toMatchObject({ queued: 4, refused: { overloaded: 4 } });
+    for (let i = 0; i < 6; i++) {
+      started[i]?.finish();
+      await settle();
+    }
+    const answered = await Promise.all([...a.slice(0, 2), ...b, c, d, e]);
+    expect(answered.filter((answer) => answer === "overloaded")).toHaveLength(1);
+    expect(answered.filter((answer) => answer.startsWith("ok:"))).toContain("ok:c1");
+  });
+
+  it("gives a freed slot to the line that used the least engine time among those running equally few", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const { engine, started } = heldEngine();
+    const gate = admit(engine, { maxConcurrency: 2, maxQueue: 20, maxPerCredential: 10 });
+    for (const name of ["a1", "b1", "a2", "b2", "a3"])
+      void gate.run(query(name[0] as string, name));
+    vi.setSystemTime(Date.now() + 1_000);
+    started[0]?.finish();
+    await settle();
+    // A light caller arrives while b1 has run for a second and more.
+    const light = outcome(gate.run(query("light", "light1")));
+    vi.setSystemTime(Date.now() + 1_000);
+    started[1]?.finish();
+    await settle();
+    // b (two seconds used) waited longer in turn, but light has used none.
+    expect(started.map((held) => held.request.endpoint)).toEqual(["a1", "b1", "a2", "light1"]);
+    started[3]?.finish();
+    expect(await light).toBe("ok:light1");
+  });
+
+  it.each([2, 8])(
+    "%i credentials filling the queue within their shares never keep another's query out",
+    async (flooders) => {
+      const { engine, started } = heldEngine();
+      // Each flooder's share is the default, half of the slots and places.
+      const gate = admit(engine, { maxConcurrency: 2, maxQueue: 20, maxPerCredential: 11 });
+      const names = Array.from({ length: flooders }, (_, i) => query(`flood${i}`));
+      const { step } = flood(gate, started, names, 11);
+      expect(gate.stats().queued).toBe(20);
+      for (let i = 1; i <= 6; i++) {
+        const name = `victim${i}`;
+        let answer: string | undefined;
+        void outcome(gate.run(query("victim", name))).then((result) => {
+          answer = result;
+        });
+        for (let steps = 0; answer === undefined && steps < 50; steps++) await step();
+        expect(answer, name).toBe(`ok:${name}`);
+      }
+    },
+  );
+
+  it("keeps places for background work that callers' queries cannot take, and never displaces it", async () => {
+    const { engine, started } = heldEngine();
+    const gate = admit(engine, { maxConcurrency: 2, maxQueue: 2, maxPerCredential: 10 });
+    const a = [1, 2, 3].map((i) => outcome(gate.run(query("a", `a${i}`))));
+    void gate.run(query("b", "b1")).catch(() => {});
+    // The callers' places are full: a2, a3.
+    const warming = outcome(gate.run(background("warming", "refresh")));
+    const poll = outcome(gate.run({ ...query("a", "poll"), trigger: "follow", background: true }));
+    expect(gate.stats()).toMatchObject({ running: 2, queued: 4 });
+    // A newcomer displaces the newest query of the credential holding most, not its feed's poll.
+    const c = outcome(gate.run(query("c", "c1")));
+    expect(await a[2]).toBe("overloaded");
+    expect(gate.held("a")).toBe(3);
+    // Background work waits: callers hold at most one slot, so the first to free goes to it.
+    started[0]?.finish();
+    await settle();
+    expect(started[2]?.request.endpoint).toBe("refresh");
+    for (let i = 1; i < 6; i++) {
+      started[i]?.finish();
+      await settle();
+    }
+    expect(await Promise.all([warming, poll, c, a[1]])).toEqual([
+      "ok:refresh",
+      "ok:poll",
+      "ok:c1",
+      "ok:a2",
+    ]);
   });
 
   it("keeps slots free from a flood, and gives a freed one to the credential running fewest", async () => {

@@ -2,8 +2,9 @@
 // with optional job creation, answered complete in its reply or with a job to poll through
 // jobs.getQueryResults, a result larger than one page kept in its job and read page by page (until
 // expireJobs, as BigQuery drops a result after about a day), jobs.query's dry run (startup's check)
-// and jobs.insert's (the check of an endpoint's SQL). It executes the SQL on the GoogleSQL reference
-// harness over fixture tables with a pinned clock, records every request so tests can assert what
+// and jobs.insert's (the check of an endpoint's SQL), and jobs.cancel (recorded in `cancelled`). It
+// executes the SQL on the GoogleSQL reference harness over fixture tables with a pinned clock,
+// records every request so tests can assert what
 // the client sent, and injects faults on request. Wire shapes follow the BigQuery v2 REST API's
 // answers to those calls.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -167,6 +168,7 @@ const LABEL_KEY = /^[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}$/u;
 // With BIGQUERY_EMULATOR_HOST the client leaves out the /bigquery/v2 prefix.
 const ROUTE = /^(?:\/bigquery\/v2)?\/projects\/([^/]+)\/queries(?:\/([^/]+))?$/;
 const JOBS_ROUTE = /^(?:\/bigquery\/v2)?\/projects\/([^/]+)\/jobs$/;
+const CANCEL_ROUTE = /^(?:\/bigquery\/v2)?\/projects\/([^/]+)\/jobs\/([^/]+)\/cancel$/;
 
 export class BigQueryStandIn {
   /** Mutable between queries: the next job reads the current fixtures and clock. */
@@ -189,6 +191,8 @@ export class BigQueryStandIn {
   readonly requests: RecordedRequest[] = [];
   /** The jobs.query calls received, oldest first. */
   readonly queryCalls: AnsweredQuery[] = [];
+  /** The job ids jobs.cancel was called for, oldest first. */
+  readonly cancelled: string[] = [];
   private readonly faults: Required<StandInFault>[] = [];
   private readonly jobs = new Map<string, Job>();
   private readonly engine: GoogleSql;
@@ -264,6 +268,16 @@ export class BigQueryStandIn {
       return this.query(projectId, body, req, res);
     }
     if (jobId && req.method === "GET") return this.results(jobId, url.searchParams, res);
+    const [, cancelProject, cancelJob] = CANCEL_ROUTE.exec(url.pathname) ?? [];
+    if (cancelProject && cancelJob && req.method === "POST") {
+      this.cancelled.push(cancelJob);
+      this.jobs.delete(cancelJob);
+      const reference = { projectId: cancelProject, jobId: cancelJob };
+      return send(res, 200, {
+        kind: "bigquery#jobCancelResponse",
+        job: { jobReference: reference },
+      });
+    }
     const jobsProject = JOBS_ROUTE.exec(url.pathname)?.[1];
     const insert = body as JobInsertCall | undefined;
     if (jobsProject && req.method === "POST" && insert?.configuration?.dryRun) {
