@@ -136,6 +136,7 @@ function describeEndpoint(endpoint: EndpointDefinition) {
       description: property.description,
       ...(property.enum && { allowed: property.enum }),
       ...(property.examples && { examples: property.examples }),
+      ...(property.default !== undefined && { default: property.default }),
       ...(property.format && { format: property.format }),
     })),
     max_rows: endpoint.maxRows,

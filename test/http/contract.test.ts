@@ -177,9 +177,25 @@ describe("the contract", () => {
     expect((await held(`${logs}?${query(LOGS)}`, unknownKey)).statusCode).toBe(429);
   });
 
-  it("describes the catalog, the alert rules, the probes and the metrics", async () => {
+  it("describes the catalog, the alert rules, the probes, the metrics and itself", async () => {
     for (const url of ["/api/endpoints", "/api/alerts", "/health", "/ready", "/metrics"]) {
       expect((await held(url)).statusCode, url).toBe(200);
+    }
+    const own = await held("/openapi.json");
+    expect(own.statusCode).toBe(200);
+    const etag = String(own.headers.etag);
+    expect((await held("/openapi.json", { "if-none-match": etag })).statusCode).toBe(304);
+  });
+
+  it("describes every listed path's 405 to another method, with Allow", async () => {
+    for (const path of Object.keys(document.paths)) {
+      const answer = await demo.app.inject({
+        method: "DELETE",
+        url: path,
+        headers: { "x-api-key": FULL_KEY },
+      });
+      expect(answer.statusCode, path).toBe(405);
+      expect(check(path, answer), path).toEqual([]);
     }
   });
 
