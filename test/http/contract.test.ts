@@ -111,6 +111,7 @@ describe("the contract", () => {
       [stats, { statusCode: 418, headers: json, body: "{}" }],
       [stats, { statusCode: 200, headers: { ...json, "x-cache": "BOGUS" }, body: '{"result":[]}' }],
       [`${stats}.ndjson`, { statusCode: 200, headers: { "content-type": "text/csv" }, body: "" }],
+      [stats, { statusCode: 200, headers: { "content-type": "text/html" }, body: "" }],
       [stats, { statusCode: 504, headers: json, body: '{"error":{"code":"other","message":"m"}}' }],
       ["/api/endpoints/no.such", { statusCode: 404, headers: json, body: "{}" }],
     ];
@@ -118,6 +119,9 @@ describe("the contract", () => {
       expect(check(url, answer), JSON.stringify(answer)).not.toEqual([]);
     }
     expect(check(stats, { statusCode: 200, headers: json, body: '{"result":[]}' })).toEqual([]);
+    // The plain path declares the formats Accept picks there.
+    const csv = { "content-type": "text/csv; charset=utf-8" };
+    expect(check(stats, { statusCode: 200, headers: csv, body: "count\r\n" })).toEqual([]);
   });
 
   it("describes each endpoint's answers at every path, in every format, and its 304s", async () => {
