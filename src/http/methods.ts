@@ -10,8 +10,8 @@ import { HttpError } from "./errors.ts";
 /** What every routed path answers. */
 export const ALLOWED_METHODS = "GET, HEAD";
 
-/** The methods a GET route's path refuses; OPTIONS is the preflight's, HEAD the GET's. */
-const REFUSED_METHODS = ["DELETE", "PATCH", "POST", "PUT"];
+/** What a routed path answers otherwise than with 405: OPTIONS is the preflight's. */
+const SERVED_METHODS = ["GET", "HEAD", "OPTIONS"];
 
 const isGet = ({ method }: RouteOptions) => [method].flat().includes("GET");
 
@@ -21,7 +21,9 @@ export const methodNotAllowed = fp(async (app: FastifyInstance) => {
     if (!isGet(route)) return;
     // Registered where the GET is (its prefix and hooks): the path as that scope names it.
     this.route({
-      method: REFUSED_METHODS,
+      // Every other method Fastify routes: POST, PUT, PATCH, DELETE, TRACE (and QUERY, which
+      // Fastify refuses without a body, and requestShape with one).
+      method: this.supportedMethods.filter((method) => !SERVED_METHODS.includes(method)),
       url: route.routePath,
       handler: async (request, reply) => {
         reply.header("allow", ALLOWED_METHODS);

@@ -44,26 +44,23 @@ const FAMILIES = [
   "/docs",
 ];
 
-// What differs between two answers of the same resource (fetch closes the connection after a HEAD,
-// so the server says so), and, for the first comparison, Content-Length (a GET's stream has none,
-// a HEAD's empty stream says 0; framing is the client's) and how the cache answered (a first GET may compute).
+// What differs between two answers of the same resource: the clock's (Date, Age, the seconds left
+// in Cache-Status, the durations in Server-Timing), the request's id and budget, and the connection
+// (fetch closes it after a HEAD, so the server says so).
 const PER_ANSWER = [
   "date",
+  "age",
+  "cache-status",
+  "server-timing",
   "x-request-id",
   "ratelimit-remaining",
   "ratelimit-reset",
-  "age",
   "connection",
   "keep-alive",
 ];
-const PER_ANSWER_HEAD = [
-  ...PER_ANSWER,
-  "content-length",
-  "transfer-encoding",
-  "server-timing",
-  "cache-status",
-  "x-cache",
-];
+// And across every route family: the framing (a GET's stream has no Content-Length, a HEAD's empty
+// one says 0) and whether the cache held the answer yet (a first GET may compute it).
+const PER_ANSWER_HEAD = [...PER_ANSWER, "content-length", "transfer-encoding", "x-cache"];
 
 const comparable = (headers: Headers, varying: string[]) =>
   Object.fromEntries([...headers].filter(([name]) => !varying.includes(name)));
@@ -95,6 +92,9 @@ describe("HEAD", () => {
     expect(head.headers.get("etag")).toBe(get.headers.get("etag"));
     expect(head.headers.get("content-length")).toBe(String((await get.arrayBuffer()).byteLength));
     expect(comparable(head.headers, PER_ANSWER)).toEqual(comparable(get.headers, PER_ANSWER));
+    for (const answer of [get, head]) {
+      expect(answer.headers.get("cache-status")).toMatch(/^query-service; hit; ttl=\d+$/);
+    }
     const revalidated = await call("HEAD", path, {
       "if-none-match": String(get.headers.get("etag")),
     });
@@ -110,14 +110,22 @@ describe("HEAD", () => {
     expect(typo.headers.get("content-type")).toBe("application/json; charset=utf-8");
   });
 
-  it("opens no stream: the follow and watch streams open are none after their HEADs", async () => {
+  it("leaves no stream open after HEADs of the follow and watch paths (scopes.test.ts: nor runs a catch-up)", async () => {
+    const open = async () => {
+      const metrics = await (await call("GET", "/metrics")).text();
+      return ["follow", "watch"].map((kind) =>
+        Number(metrics.match(new RegExp(`^query_service_${kind}_streams_open (\\d+)$`, "m"))?.[1]),
+      );
+    };
+    // The GETs of the first test closed theirs.
+    await expect.poll(open).toEqual([0, 0]);
     for (let i = 0; i < 5; i++) {
-      await call("HEAD", `/api/endpoints/${LOGS}/follow?${query(LOGS)}`);
-      await call("HEAD", `/api/endpoints/${STATS}/watch?${query(STATS)}`);
+      expect((await call("HEAD", `/api/endpoints/${LOGS}/follow?${query(LOGS)}`)).status).toBe(200);
+      expect((await call("HEAD", `/api/endpoints/${STATS}/watch?${query(STATS)}`)).status).toBe(
+        200,
+      );
     }
-    const metrics = await (await call("GET", "/metrics")).text();
-    expect(metrics).toMatch(/^query_service_watch_streams_open 0$/m);
-    expect(metrics).not.toMatch(/^query_service_follow_streams_open\{[^}]*\} [1-9]/m);
+    expect(await open()).toEqual([0, 0]);
   });
 });
 
@@ -133,6 +141,14 @@ describe("other methods", () => {
           error: { code: "method_not_allowed", message: expect.stringContaining(method) },
         });
       }
+    }
+  });
+
+  it("include those fetch may not send: TRACE is 405 too", async () => {
+    for (const method of ["TRACE"] as const) {
+      const response = await demo.app.inject({ method, url: "/health" });
+      expect(response.statusCode, method).toBe(405);
+      expect(response.headers.allow, method).toBe("GET, HEAD");
     }
   });
 
