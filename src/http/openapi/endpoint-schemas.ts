@@ -55,8 +55,8 @@ export const FORMAT_BODIES = new Map<Format, (row: string) => string>([
     jsonFormat,
     () =>
       '`{"result":[row, ...]}`. Where the path has no format suffix, Accept picks the format: ' +
-      "application/json (the default), or application/x-ndjson and text/csv, declared here as " +
-      "text and answered as the `.ndjson` and `.csv` paths answer them (described there).",
+      "application/json (the default), or application/x-ndjson and text/csv, declared on that " +
+      "path as text and answered as the `.ndjson` and `.csv` paths answer them (described there).",
   ],
   [
     ndjson,

@@ -3,6 +3,7 @@
 // once. The routes declare their responses with these; @fastify/swagger turns them into
 // /openapi.json.
 import { ERROR_CODES, type ErrorCode } from "../errors.ts";
+import { ALLOWED_METHODS } from "../methods.ts";
 
 export type Json = Record<string, unknown>;
 
@@ -24,7 +25,10 @@ const HEADERS = {
     ...INTEGER,
   },
   "Retry-After": { description: "Seconds to wait before trying again.", ...INTEGER },
-  Allow: { description: "The methods the path answers: `GET, HEAD`.", enum: ["GET, HEAD"] },
+  Allow: {
+    description: `The methods the path answers: \`${ALLOWED_METHODS}\`.`,
+    enum: [ALLOWED_METHODS],
+  },
   "Cache-Control": {
     description: "`private, max-age=<TTL>` for cached endpoints, `no-store` for the others.",
     ...STRING,
