@@ -35,6 +35,7 @@ import { followRoutes } from "./http/follow-routes.ts";
 import { isSerializedResult, serializeResult } from "./http/formats/json.ts";
 import { healthRoutes } from "./http/health-routes.ts";
 import { loadShedding, type PressureLimits } from "./http/load-shedding.ts";
+import { methodNotAllowed } from "./http/methods.ts";
 import { metrics, serviceRegistry } from "./http/metrics.ts";
 import { describedRoutes } from "./http/openapi/described-routes.ts";
 import { apiReference, openApiGeneration, openApiRoute } from "./http/openapi/routes.ts";
@@ -139,8 +140,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     clientErrorHandler: clientError,
     bodyLimit: 1024,
     routerOptions: { maxParamLength: 200, querystringParser: parseQueryString },
-    // A HEAD would run logs.all's query only to drop the body.
-    exposeHeadRoutes: false,
+    // A HEAD is the GET without its body (http/methods.ts): on an endpoint path it is answered as
+    // the GET is, from the cache or by a query under the same admission and rate limit.
+    exposeHeadRoutes: true,
     // Closing answers in our envelope (http/shutdown.ts), not Fastify's own 503 body.
     return503OnClosing: false,
     requestTimeout: timeouts.requestTimeoutMs,
@@ -237,6 +239,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   app.decorate("metricsRegistry", registry);
   await app.register(errorEnvelope);
+  await app.register(methodNotAllowed);
   await app.register(describedRoutes);
   await app.register(openApiGeneration, { catalog });
   await app.register(requestLog);

@@ -51,7 +51,13 @@ export interface EndpointDefinition {
   paramsJsonSchema: {
     properties: Record<
       string,
-      { description?: string; enum?: string[]; format?: string; examples?: string[] }
+      {
+        description?: string;
+        enum?: string[];
+        format?: string;
+        examples?: string[];
+        default?: string;
+      }
     >;
     required?: string[];
   };

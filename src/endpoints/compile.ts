@@ -147,7 +147,7 @@ function paramSchema(name: string, param: ParamDefinition, endpointExample?: str
   const text = (examples = shown()): ParamSchema =>
     param.required
       ? requiredText(description, hint).meta(examples ? { examples } : {})
-      : optionalText(description, examples);
+      : optionalText(description, examples, param.default);
   const checked = (check: ValueCheck, base = text()): ParamSchema =>
     withDefault(
       param.required

@@ -46,14 +46,15 @@ export function requiredText(description: string, example: string | undefined) {
 }
 
 /**
- * An optional value; given empty it counts as absent (null). `examples` go on the text itself: JSON
+ * An optional value; given empty it counts as absent (null). `examples` and `fallback` (what an
+ * absent value stands for, which the caller's transform applies) go on the text itself: JSON
  * Schema drops them from a transform, whose input they would not describe.
  */
-export function optionalText(description: string, examples?: string[]) {
+export function optionalText(description: string, examples?: string[], fallback?: string) {
   return z
     .string({ error: inputError(description, "text") })
     .max(MAX_LENGTH, LENGTH_LIMIT)
-    .meta(examples ? { examples } : {})
+    .meta({ ...(examples && { examples }), ...(fallback !== undefined && { default: fallback }) })
     .optional()
     .transform((value) => value || null)
     .describe(description);

@@ -36,8 +36,8 @@ export const openCors = fp(async (app: FastifyInstance) => {
       // An OPTIONS without preflight headers gets the same 204; strict, the plugin answers it with a
       // plain-text 400 outside the error envelope.
       strictPreflight: false,
-      // What the service serves: HEAD is not routed (a HEAD of logs.all would run its query for nothing).
-      methods: ["GET"],
+      // What the service serves (http/methods.ts).
+      methods: ["GET", "HEAD"],
       allowedHeaders: [
         "X-API-KEY",
         "Authorization",

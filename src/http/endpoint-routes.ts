@@ -7,7 +7,6 @@ import { grantedParams } from "../credentials/scope-rule.ts";
 import type { Catalog, EndpointDefinition } from "../endpoints/catalog.ts";
 import type { Answer, RunEndpoint } from "../endpoints/runner.ts";
 import { ANSWER, type EndpointRequests, LISTING } from "./endpoint-request.ts";
-import { HttpError } from "./errors.ts";
 import { QUERY_SCHEMA } from "./openapi/endpoint-schemas.ts";
 import { LISTING_SCHEMA } from "./openapi/service-schemas.ts";
 import { sendAnswer } from "./reply.ts";
@@ -54,14 +53,6 @@ export async function endpointRoutes(
 
   // By name, by UUID, and by either under /query (the path Logflare and Supabase Studio call).
   for (const path of ["/api/endpoints/:nameOrId", "/api/endpoints/query/:nameOrId"]) {
-    app.route({
-      method: ["DELETE", "HEAD", "PATCH", "POST", "PUT"],
-      url: path,
-      handler: async (_request, reply) => {
-        reply.header("allow", "GET");
-        throw new HttpError("method_not_allowed", "The endpoints answer GET only.");
-      },
-    });
     // Not async: a cached hit is answered in the turn it arrived in (see runner.ts).
     app.get<{ Params: { nameOrId: string } }>(path, { schema: QUERY_SCHEMA }, (request, reply) => {
       const { endpoint, params, format } = requests.enter(ANSWER, request, reply);
@@ -147,6 +138,7 @@ function describeEndpoint(endpoint: EndpointDefinition) {
       description: property.description,
       ...(property.enum && { allowed: property.enum }),
       ...(property.examples && { examples: property.examples }),
+      ...(property.default !== undefined && { default: property.default }),
       ...(property.format && { format: property.format }),
     })),
     max_rows: endpoint.maxRows,

@@ -32,7 +32,10 @@ export const ERROR_CODES = {
   forbidden: [403, "the credential's scopes do not allow this endpoint or parameter value"],
   endpoint_not_found: [404, "no endpoint has that name or id (checked after the credential)"],
   not_found: [404, "no such route"],
-  method_not_allowed: [405, "a method other than GET on an endpoint path"],
+  method_not_allowed: [
+    405,
+    "a method other than GET, HEAD or a CORS preflight on a path the service serves (Allow: GET, HEAD)",
+  ],
   not_acceptable: [406, "Accept names none of the media types served (see available)"],
   request_timeout: [408, "the request did not arrive in time"],
   payload_too_large: [413, "the request declares a body: no route takes one"],

@@ -74,7 +74,11 @@ export class FixedBody {
 
   #sendAs(request: FastifyRequest, reply: FastifyReply, etag: string, body: Buffer) {
     reply.header("etag", etag);
-    if (matchesEtag(request.headers["if-none-match"], etag)) return reply.code(304).send();
+    if (matchesEtag(request.headers["if-none-match"], etag)) {
+      // No header describing the body a 304 does not carry (RFC 9110 §15.4.5).
+      reply.removeHeader("content-type").removeHeader("content-encoding");
+      return reply.code(304).send();
+    }
     return reply.send(body);
   }
 }

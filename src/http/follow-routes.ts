@@ -13,7 +13,7 @@ import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import { type EndpointRequests, EVENT_STREAM, FOLLOW } from "./endpoint-request.ts";
 import { HttpError } from "./errors.ts";
 import { FOLLOW_SCHEMA } from "./openapi/endpoint-schemas.ts";
-import { type ReservePlace, sendStream } from "./streams/stream-places.ts";
+import { type ReservePlace, sendStream, sendStreamHead } from "./streams/stream-places.ts";
 
 export interface FollowRouteOptions {
   hub: FollowHub;
@@ -61,6 +61,9 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
         if (settled && from?.resumed)
           refuseDroppedRecords(paging, from.horizon.micros, params, now);
         const place = await reserve(request);
+        if (request.method === "HEAD") {
+          return sendStreamHead(reply, place, format === EVENT_STREAM, format.contentType);
+        }
         const stream = place.open(reply, format === EVENT_STREAM, endpoint);
         // Where it starts, as an event id: a client that reconnects before any record came resumes
         // there, with nothing skipped and no start of its own to compute (or to clash with a scope).

@@ -6,6 +6,7 @@ import type { Registry } from "prom-client";
 import type { QueryEngine } from "../engines/engine.ts";
 import { errorEnvelope } from "./errors.ts";
 import { healthRoutes } from "./health-routes.ts";
+import { methodNotAllowed } from "./methods.ts";
 import { describedRoutes } from "./openapi/described-routes.ts";
 
 export async function buildManagementApp(deps: {
@@ -20,6 +21,7 @@ export async function buildManagementApp(deps: {
     bodyLimit: 1024,
   });
   await app.register(errorEnvelope);
+  await app.register(methodNotAllowed);
   await app.register(describedRoutes);
   // Every answer, errors included, carries its request id, as on the main listener.
   app.addHook("onRequest", (request, reply, done) => {

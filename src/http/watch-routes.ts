@@ -8,7 +8,7 @@ import type { RunEndpoint, WatchEndpoint } from "../endpoints/runner.ts";
 import { type EndpointRequests, WATCH } from "./endpoint-request.ts";
 import { WATCH_SCHEMA } from "./openapi/endpoint-schemas.ts";
 import { cacheStatus } from "./reply.ts";
-import { type ReservePlace, sendStream } from "./streams/stream-places.ts";
+import { type ReservePlace, sendStream, sendStreamHead } from "./streams/stream-places.ts";
 
 export interface WatchStats {
   open: number;
@@ -50,6 +50,10 @@ export async function watchRoutes(app: FastifyInstance, options: WatchRouteOptio
           unwatch();
           place.release();
           throw error;
+        }
+        if (request.method === "HEAD") {
+          unwatch();
+          return sendStreamHead(reply, place, true, format.contentType);
         }
         const stream = place.open(reply, true, endpoint);
         stats.open++;

@@ -111,6 +111,7 @@ describe("the contract", () => {
       [stats, { statusCode: 418, headers: json, body: "{}" }],
       [stats, { statusCode: 200, headers: { ...json, "x-cache": "BOGUS" }, body: '{"result":[]}' }],
       [`${stats}.ndjson`, { statusCode: 200, headers: { "content-type": "text/csv" }, body: "" }],
+      [stats, { statusCode: 200, headers: { "content-type": "text/html" }, body: "" }],
       [stats, { statusCode: 504, headers: json, body: '{"error":{"code":"other","message":"m"}}' }],
       ["/api/endpoints/no.such", { statusCode: 404, headers: json, body: "{}" }],
     ];
@@ -118,6 +119,9 @@ describe("the contract", () => {
       expect(check(url, answer), JSON.stringify(answer)).not.toEqual([]);
     }
     expect(check(stats, { statusCode: 200, headers: json, body: '{"result":[]}' })).toEqual([]);
+    // The plain path declares the formats Accept picks there.
+    const csv = { "content-type": "text/csv; charset=utf-8" };
+    expect(check(stats, { statusCode: 200, headers: csv, body: "count\r\n" })).toEqual([]);
   });
 
   it("describes each endpoint's answers at every path, in every format, and its 304s", async () => {
@@ -177,9 +181,25 @@ describe("the contract", () => {
     expect((await held(`${logs}?${query(LOGS)}`, unknownKey)).statusCode).toBe(429);
   });
 
-  it("describes the catalog, the alert rules, the probes and the metrics", async () => {
+  it("describes the catalog, the alert rules, the probes, the metrics and itself", async () => {
     for (const url of ["/api/endpoints", "/api/alerts", "/health", "/ready", "/metrics"]) {
       expect((await held(url)).statusCode, url).toBe(200);
+    }
+    const own = await held("/openapi.json");
+    expect(own.statusCode).toBe(200);
+    const etag = String(own.headers.etag);
+    expect((await held("/openapi.json", { "if-none-match": etag })).statusCode).toBe(304);
+  });
+
+  it("describes every listed path's 405 to another method, with Allow", async () => {
+    for (const path of Object.keys(document.paths)) {
+      const answer = await demo.app.inject({
+        method: "DELETE",
+        url: path,
+        headers: { "x-api-key": FULL_KEY },
+      });
+      expect(answer.statusCode, path).toBe(405);
+      expect(check(path, answer), path).toEqual([]);
     }
   });
 

@@ -9,6 +9,7 @@ import { buildApp } from "../../src/app.ts";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
 import type { EndpointDefinition } from "../../src/endpoints/catalog.ts";
+import { BUILT_IN_ENDPOINTS, loadCatalog } from "../../src/endpoints/load-catalog.ts";
 import { InvalidParamsError, parseParams } from "../../src/endpoints/params.ts";
 import { ERROR_CODES } from "../../src/http/errors.ts";
 import { type OpenApiDocument, withCatalogPaths } from "../../src/http/openapi/catalog-paths.ts";
@@ -23,6 +24,8 @@ const STATS_KEY = "openapi-stats-key-0123456789";
 const PINNED_END_KEY = "openapi-pinned-end-key-0123456789";
 const STATS = "functions.invocation-stats";
 const LOGS = "logs.all";
+/** The docs' example of an operator's endpoint (examples/endpoints/): its `period` has a default. */
+const OPERATOR = "auth.failures-per-hour";
 
 const KEYS_PATH = temporaryFile("keys.json", {
   keys: [
@@ -109,7 +112,14 @@ const watchPathsOf = (endpoint: EndpointDefinition) =>
   endpoint.cache ? pathsOf(endpoint).map((path) => `${path}/watch`) : [];
 
 /** The paths beside the endpoints', for a caller who may read /metrics. */
-const SERVICE_PATHS = ["/api/endpoints", "/api/alerts", "/health", "/ready", "/metrics"];
+const SERVICE_PATHS = [
+  "/api/endpoints",
+  "/api/alerts",
+  "/health",
+  "/ready",
+  "/metrics",
+  "/openapi.json",
+];
 
 const END_REASONS = [
   "shutting_down",
@@ -230,8 +240,16 @@ describe("GET /openapi.json", () => {
       expect(lines).toHaveLength(body.result.length);
       for (const line of lines) expect(schemaErrors(ajv, row, JSON.parse(line))).toEqual([]);
       // JSON is the one typed body: where Accept picks the format, a generated client's `data`
-      // is `{result}`. The text formats are described, as text, at their suffix paths.
-      expect(Object.keys(ok.content ?? {})).toEqual(["application/json"]);
+      // is `{result}`. The text formats Accept picks are declared beside it as text, as at their
+      // suffix paths, which describe them.
+      expect(Object.keys(ok.content ?? {})).toEqual([
+        "application/json",
+        "application/x-ndjson",
+        "text/csv",
+      ]);
+      for (const mediaType of ["application/x-ndjson", "text/csv"]) {
+        expect(ok.content?.[mediaType]?.schema).toMatchObject({ type: "string" });
+      }
       for (const [suffix, mediaType] of [
         ["ndjson", "application/x-ndjson"],
         ["csv", "text/csv"],
@@ -290,9 +308,9 @@ describe("GET /openapi.json", () => {
     }));
     const byCode = (a: { code: string }, b: { code: string }) => a.code.localeCompare(b.code);
     expect(table.sort(byCode)).toEqual(sent.sort(byCode));
-    // A path the document does not list, or a method other than GET: no described operation.
-    const undescribed = ["endpoint_not_found", "not_found", "method_not_allowed"];
-    for (const { status, code } of table.filter(({ code }) => !undescribed.includes(code))) {
+    // Every code, 404 and 405 included (an endpoint's path may be 404 after a reload; every path
+    // is 405 to a method other than GET and HEAD).
+    for (const { status, code } of table) {
       expect(components.schemas).toHaveProperty([`error.${code}`]);
       // Only /ready answers not_ready: the other paths' 503 never does.
       const response =
@@ -334,7 +352,7 @@ describe("GET /openapi.json", () => {
         ...pathsOf(stats),
         ...suffixPathsOf(stats),
         ...watchPathsOf(stats),
-        ...["/api/endpoints", "/api/alerts", "/health", "/ready"],
+        ...["/api/endpoints", "/api/alerts", "/health", "/ready", "/openapi.json"],
       ].sort(),
     );
     expect(document.tags.map((tag) => tag.name)).toEqual(["catalog", STATS, "service"]);
@@ -413,6 +431,40 @@ describe("the document of the routes, made each endpoint's own paths", () => {
   });
 });
 
+describe("an operator's endpoint with a default", () => {
+  it("gives the default of each parameter that declares one, in the document and the listing", async () => {
+    const examples = new URL("../../examples/endpoints/", import.meta.url).pathname;
+    const operator = await buildApp(configFrom({ auth: { apiKeys: [FULL_KEY] } }), {
+      engine: demo.engine,
+      catalog: loadCatalog([BUILT_IN_ENDPOINTS, examples]),
+    });
+    try {
+      const key = { "x-api-key": FULL_KEY };
+      const document = (await operator.inject({ url: "/openapi.json" })).json() as OpenApiDocument;
+      await expectValid(document);
+      const { paths } = await resolved(document);
+      const period = (path: string) =>
+        paths[path]?.get.parameters.find((parameter) => parameter.name === "period");
+      for (const path of [`/api/endpoints/${OPERATOR}`, `/api/endpoints/${OPERATOR}.csv`]) {
+        expect(period(path)?.schema, path).toMatchObject({ enum: ["day", "week"], default: "day" });
+      }
+      const listing = (await operator.inject({ url: "/api/endpoints", headers: key })).json() as {
+        result: { name: string; params: { name: string; default?: string }[] }[];
+      };
+      const params = listing.result.find((entry) => entry.name === OPERATOR)?.params;
+      expect(params).toEqual([
+        expect.not.objectContaining({ default: expect.anything() }),
+        expect.objectContaining({ name: "period", default: "day" }),
+      ]);
+      // A parameter without one says none, in both.
+      const project = paths[`/api/endpoints/${OPERATOR}`]?.get.parameters[0];
+      expect(project?.schema).not.toHaveProperty("default");
+    } finally {
+      await operator.close();
+    }
+  });
+});
+
 describe("GET /openapi.json, beside the endpoints", () => {
   const followable = catalog.filter((endpoint) => endpoint.follow);
 
@@ -441,7 +493,10 @@ describe("GET /openapi.json, beside the endpoints", () => {
           expect.objectContaining({ name: "Last-Event-ID", required: false }),
         ]);
         expect(Object.keys(operation.responses).sort()).toEqual(
-          ["200", "400", "401", "403", "406", "408", "413", "429", "431", "500", "503"].sort(),
+          [
+            ...["200", "400", "401", "403", "404", "405", "406", "408"],
+            ...["413", "429", "431", "500", "503"],
+          ].sort(),
         );
         const ok = operation.responses["200"] as Response;
         expect(Object.keys(ok.content ?? {})).toEqual([

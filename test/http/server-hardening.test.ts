@@ -147,6 +147,24 @@ describe("a connection cap", () => {
   });
 });
 
+describe("the management listener", () => {
+  it("answers probes' HEAD as their GET, and other methods 405 with Allow, as the main listener does", async () => {
+    const { app, engine } = await listening();
+    const management = await buildManagementApp({ engine, registry: app.metricsRegistry });
+    closing.unshift(() => management.close());
+    const base = await management.listen({ port: 0, host: "127.0.0.1" });
+    for (const path of ["/health", "/ready", "/metrics"]) {
+      const head = await fetch(`${base}${path}`, { method: "HEAD" });
+      expect(head.status, path).toBe(200);
+      expect(await head.text(), path).toBe("");
+      const post = await fetch(`${base}${path}`, { method: "POST" });
+      expect(post.status, path).toBe(405);
+      expect(post.headers.get("allow"), path).toBe("GET, HEAD");
+      expect(await post.json(), path).toMatchObject({ error: { code: "method_not_allowed" } });
+    }
+  });
+});
+
 describe("framing errors", () => {
   it.each([
     [

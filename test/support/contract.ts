@@ -48,27 +48,13 @@ export async function contractOf(document: OpenApiDocument): Promise<Contract> {
     { get: { operationId: string; responses: Record<string, Response> } }
   >;
 
-  /**
-   * The operation describing an answer of `pathname` in `mediaType`: its own, or where its 200 does
-   * not declare that media type (Accept picked a text format), the format suffix path's that does.
-   */
-  const describing = (pathname: string, status: number, mediaType: string | undefined) => {
-    const own = paths[pathname]?.get;
-    if (!own || status !== 200 || !mediaType || own.responses["200"]?.content?.[mediaType])
-      return own;
-    const suffixed = Object.keys(paths).find(
-      (path) =>
-        path.startsWith(`${pathname}.`) && paths[path]?.get.responses["200"]?.content?.[mediaType],
-    );
-    return suffixed ? paths[suffixed]?.get : own;
-  };
-
   return (url: string, answer: Answer): string[] => {
     const pathname = url.split("?")[0] as string;
     const { statusCode } = answer;
     const contentType = answer.headers["content-type"];
     const mediaType = contentType === undefined ? undefined : String(contentType).split(";")[0];
-    const described = describing(pathname, statusCode, mediaType);
+    // The path's own operation, whatever the format: Accept's are declared where they are served.
+    const described = paths[pathname]?.get;
     if (!described) return [`no operation describes GET ${pathname}`];
     const where = `${described.operationId} ${statusCode}`;
     const operation = api.getOperation(described.operationId);

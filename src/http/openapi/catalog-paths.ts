@@ -108,21 +108,27 @@ const cachedNote = (endpoint: EndpointDefinition) =>
     ? ` Cached ${endpoint.cache.ttlSeconds} s and warmed every ${endpoint.cache.warmingSeconds} s: a matching If-None-Match gets 304.`
     : "";
 
-/** An endpoint's 200 in `format`: only the headers its cache and paging send. */
-function okResponse(template: Json, endpoint: EndpointDefinition, format: Format): Json {
+/**
+ * An endpoint's 200: in `format` at its suffix's path; without one (the plain path), in JSON and
+ * in each format Accept picks there. Only the headers its cache and paging send.
+ */
+function okResponse(template: Json, endpoint: EndpointDefinition, format?: Format): Json {
   const headers = Object.entries(template.headers as Json).filter(
     ([name]) =>
       (endpoint.cache || !CACHE.includes(name as never)) && (endpoint.pageSize || name !== "Link"),
   );
-  const type = mediaType(format);
-  const body = FORMAT_BODIES.get(format)?.(rowName(endpoint)) ?? "";
-  const content = structuredClone((template.content as Record<string, { schema: Json }>)[type]);
-  const result = (content?.schema.properties as { result?: Json } | undefined)?.result;
+  const body = FORMAT_BODIES.get(format ?? json)?.(rowName(endpoint)) ?? "";
+  const offered = template.content as Record<string, { schema: Json }>;
+  const content = structuredClone(
+    format ? { [mediaType(format)]: offered[mediaType(format)] } : offered,
+  );
+  const result = (content[mediaType(json)]?.schema.properties as { result?: Json } | undefined)
+    ?.result;
   if (result) result.maxItems = endpoint.maxRows;
   return {
-    description: `The rows, at most ${endpoint.maxRows}${format === json ? ":" : "."} ${body}${cachedNote(endpoint)}`,
+    description: `The rows, at most ${endpoint.maxRows}${format && format !== json ? "." : ":"} ${body}${cachedNote(endpoint)}`,
     headers: Object.fromEntries(headers),
-    content: { [type]: content },
+    content,
   };
 }
 
@@ -164,7 +170,7 @@ function operationFor(
     operation.description += ` The suffix \`.${format.suffix}\` names the format, whatever Accept says.`;
   }
   operation.responses = {
-    200: okResponse(ok as Json, endpoint, format ?? json),
+    200: okResponse(ok as Json, endpoint, format),
     ...(endpoint.cache && { 304: notModified }),
     // The suffix, not Accept, names the format.
     ...(!format && { 406: notAcceptable }),

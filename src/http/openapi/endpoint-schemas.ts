@@ -25,11 +25,14 @@ export const ROW_PLACEHOLDER = {
 };
 const ROW = { $ref: "endpoint.row#" };
 
-/** Statuses an endpoint's GET can answer: 404 and 405 concern other paths and methods. */
-const ENDPOINT_ERRORS = [400, 401, 403, 406, 429, 502, 503, 504, ...ANY_REQUEST_ERRORS];
+/**
+ * Statuses an endpoint's GET can answer; its 404 when a reload removed the endpoint after this
+ * document was read.
+ */
+const ENDPOINT_ERRORS = [400, 401, 403, 404, 406, 429, 502, 503, 504, ...ANY_REQUEST_ERRORS];
 
 /** Statuses a follow stream's GET can answer: it runs no query before its 200. */
-const FOLLOW_ERRORS = [400, 401, 403, 406, 429, 503, ...ANY_REQUEST_ERRORS];
+const FOLLOW_ERRORS = [400, 401, 403, 404, 406, 429, 503, ...ANY_REQUEST_ERRORS];
 
 export const CACHE: HeaderName[] = ["X-Cache", "Age", "ETag"];
 /** The headers of an endpoint's 304; those a cache sends may go. */
@@ -52,8 +55,8 @@ export const FORMAT_BODIES = new Map<Format, (row: string) => string>([
     jsonFormat,
     () =>
       '`{"result":[row, ...]}`. Where the path has no format suffix, Accept picks the format: ' +
-      "application/json (the default), or application/x-ndjson and text/csv, answered as the " +
-      "`.ndjson` and `.csv` paths answer them (and described there).",
+      "application/json (the default), or application/x-ndjson and text/csv, declared on that " +
+      "path as text and answered as the `.ndjson` and `.csv` paths answer them (described there).",
   ],
   [
     ndjson,
@@ -81,7 +84,8 @@ const IF_NONE_MATCH = {
 
 /**
  * GET of an endpoint. Its 200 is JSON, the one typed success body, so that a generated client's
- * `data` is `{result}` rather than a union with text; each format suffix's path has its own.
+ * `data` is `{result}` rather than a union with text: the formats Accept picks are declared beside
+ * it as strings, and each format suffix's path has its own.
  */
 export const QUERY_SCHEMA = {
   tags: ["endpoints"],
@@ -100,6 +104,7 @@ export const QUERY_SCHEMA = {
           required: ["result"],
           properties: { result: { type: "array", items: ROW } },
         }),
+        // Text, so that a generated client's type for the answer stays the JSON one.
         ...Object.fromEntries(
           [ndjson, csv].map((format) => [mediaType(format), { schema: STRING }]),
         ),

@@ -3,6 +3,7 @@
 // once. The routes declare their responses with these; @fastify/swagger turns them into
 // /openapi.json.
 import { ERROR_CODES, type ErrorCode } from "../errors.ts";
+import { ALLOWED_METHODS } from "../methods.ts";
 
 export type Json = Record<string, unknown>;
 
@@ -24,6 +25,10 @@ const HEADERS = {
     ...INTEGER,
   },
   "Retry-After": { description: "Seconds to wait before trying again.", ...INTEGER },
+  Allow: {
+    description: `The methods the path answers: \`${ALLOWED_METHODS}\`.`,
+    enum: [ALLOWED_METHODS],
+  },
   "Cache-Control": {
     description: "`private, max-age=<TTL>` for cached endpoints, `no-store` for the others.",
     ...STRING,
@@ -83,13 +88,17 @@ export const RATE_LIMIT: HeaderName[] = [
   "RateLimit-Reset",
 ];
 
-/** Statuses any request can be answered: its shape refused, or a bug. */
-export const ANY_REQUEST_ERRORS = [408, 413, 431, 500];
+/**
+ * Statuses any request can be answered: its method or shape refused (a 405 is the path's answer to
+ * a method other than GET and HEAD, declared on its GET as no other operation is described), or a bug.
+ */
+export const ANY_REQUEST_ERRORS = [405, 408, 413, 431, 500];
 
 /** Codes only a probe answers, left out of the responses the other routes share. */
 const PROBE_ONLY: readonly ErrorCode[] = ["not_ready"];
 
 const STATUS_HEADERS: Record<number, HeaderName[]> = {
+  405: ["Allow"],
   429: ["Retry-After", ...RATE_LIMIT],
   503: ["Retry-After"],
 };

@@ -23,7 +23,7 @@ import { FixedBody } from "../fixed-body.ts";
 import { type OpenApiDocument, withCatalogPaths } from "./catalog-paths.ts";
 import { pruned, withSharedComponents } from "./components.ts";
 import { credentialView, type Grant } from "./credential-view.ts";
-import { CATALOG_TAG, SERVICE_TAG } from "./service-schemas.ts";
+import { CATALOG_TAG, OPENAPI_SCHEMA, SERVICE_TAG } from "./service-schemas.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
@@ -50,7 +50,9 @@ export const openApiGeneration = fp(
             "Saved, read-only analytics queries over request and function logs. Every call but the " +
             "probes needs a credential: an API key as `X-API-KEY`, or an API key or signed access " +
             "token as `Authorization: Bearer`. `GET /openapi.json` without a credential describes " +
-            "every endpoint; with one, only those it may call, with the parameters its scopes fix.",
+            "every endpoint; with one, only those it may call, with the parameters its scopes fix. " +
+            "Each path answers HEAD as its GET does, without the body; any other method is 405 " +
+            "`method_not_allowed` with `Allow: GET, HEAD`, and a path not listed here is 404 `not_found`.",
         },
         security: [{ apiKey: [] }, { bearer: [] }],
         tags: [CATALOG_TAG, SERVICE_TAG],
@@ -150,7 +152,8 @@ export async function openApiRoute(app: FastifyInstance, { limit }: { limit: Ano
     if (request.credential) return done();
     limit(request, reply, done);
   };
-  app.get("/openapi.json", { config, preHandler: countAnonymous }, async (request, reply) => {
+  const options = { config, preHandler: countAnonymous, schema: OPENAPI_SCHEMA };
+  app.get("/openapi.json", options, async (request, reply) => {
     const credential: Credential | null = request.credential;
     // Short-lived: the document changes with the service's version. It differs per credential, so
     // a shared cache keeps one per credential header, and only the anonymous one at all.

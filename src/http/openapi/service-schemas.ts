@@ -1,5 +1,6 @@
 // The schemas of the routes beside the endpoints': the catalog listing (GET /api/endpoints), the
-// alert rules (GET /api/alerts), the probes (GET /health, GET /ready) and the metrics (GET /metrics).
+// alert rules (GET /api/alerts), the probes (GET /health, GET /ready), the metrics (GET /metrics)
+// and the document itself (GET /openapi.json).
 import {
   ANY_REQUEST_ERRORS,
   errorResponse,
@@ -16,7 +17,8 @@ export const CATALOG_TAG = { name: "catalog", description: "What a credential ma
 export const SERVICE_TAG = {
   name: "service",
   description:
-    "Probes and metrics. With MANAGEMENT_PORT set they are served there too, with no credential.",
+    "Probes, metrics and this document. With MANAGEMENT_PORT set the probes and metrics are " +
+    "served there too, with no credential.",
 };
 
 const STRINGS = { type: "array", items: STRING };
@@ -32,6 +34,7 @@ const CATALOG_PARAM: Json = {
     description: STRING,
     allowed: { ...STRINGS, description: "The only values taken." },
     examples: { ...STRINGS, description: "Suggested values; others are taken too." },
+    default: { ...STRING, description: "The value the parameter takes when it is not given." },
     format: { ...STRING, description: "`date-time` for a timestamp, `regex` for a pattern." },
   },
 };
@@ -280,5 +283,51 @@ export const METRICS_SCHEMA = {
       content: { "text/plain": { schema: STRING } },
     },
     ...errorResponses([401, 403, 429, 503, ...ANY_REQUEST_ERRORS]),
+  },
+};
+
+/** The headers of GET /openapi.json's 200 and 304. */
+const DOCUMENT_HEADERS = headers("X-Request-Id", "Cache-Control", "ETag");
+
+/** An OpenAPI 3.1 document, as far as this one says what it is. */
+const DOCUMENT = {
+  type: "object",
+  required: ["openapi", "info", "paths"],
+  properties: { openapi: { const: "3.1.0" }, info: { type: "object" }, paths: { type: "object" } },
+};
+
+export const OPENAPI_SCHEMA = {
+  tags: [SERVICE_TAG.name],
+  operationId: "openapi",
+  summary: "This document",
+  // A credential is optional here: none, or either kind.
+  security: [{}, { apiKey: [] }, { bearer: [] }] as Record<string, string[]>[],
+  description:
+    "The OpenAPI 3.1 document of the service. Without a credential it describes every endpoint; " +
+    "with one (checked when sent), only those it may call, with the values its scopes fix. " +
+    "Without a credential it counts against ANONYMOUS_RATE_LIMIT_PER_MINUTE per client address.",
+  headers: {
+    type: "object",
+    properties: {
+      "If-None-Match": {
+        type: "string",
+        description: "An ETag from an earlier answer: unchanged, the answer is a bodyless 304.",
+      },
+    },
+  },
+  response: {
+    200: {
+      description:
+        "The document, brotli- or gzip-compressed when Accept-Encoding allows; kept 60 s " +
+        "(`public` without a credential, `private` with one).",
+      headers: DOCUMENT_HEADERS,
+      content: json(DOCUMENT),
+    },
+    304: {
+      description: "The If-None-Match given matches: the document you hold is current. No body.",
+      headers: DOCUMENT_HEADERS,
+      type: "null",
+    },
+    ...errorResponses([401, 429, 503, ...ANY_REQUEST_ERRORS]),
   },
 };

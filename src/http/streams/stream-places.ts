@@ -86,12 +86,31 @@ export function streamPlaces(app: FastifyInstance, options: StreamPlaceOptions):
 
 /** Answers with the stream's body, with the headers every stream needs. */
 export function sendStream(reply: FastifyReply, stream: OutboundStream, contentType: string) {
-  reply
-    .type(stream.events ? `${contentType}; charset=utf-8` : contentType)
-    .header("cache-control", "no-store")
-    // nginx and similar proxies buffer responses unless told not to.
-    .header("x-accel-buffering", "no")
-    // A stream's connection is not reused: kept alive after it, it would hold close() open.
-    .header("connection", "close");
-  return reply.send(stream.body);
+  return withStreamHeaders(reply, stream.events, contentType).send(stream.body);
+}
+
+/**
+ * A HEAD of a stream route, once the GET would open its stream (credential, parameters and caps
+ * checked): the headers the stream would open with, and no stream. Its place goes back at once.
+ */
+export function sendStreamHead(
+  reply: FastifyReply,
+  place: StreamPlace,
+  events: boolean,
+  contentType: string,
+) {
+  place.release();
+  return withStreamHeaders(reply, events, contentType).send();
+}
+
+function withStreamHeaders(reply: FastifyReply, events: boolean, contentType: string) {
+  return (
+    reply
+      .type(events ? `${contentType}; charset=utf-8` : contentType)
+      .header("cache-control", "no-store")
+      // nginx and similar proxies buffer responses unless told not to.
+      .header("x-accel-buffering", "no")
+      // A stream's connection is not reused: kept alive after it, it would hold close() open.
+      .header("connection", "close")
+  );
 }
