@@ -1,11 +1,18 @@
 // `npm run test:endpoints`: runs the test cases (cases.yaml) of every endpoint folder, the built-in
 // ones in endpoints/ and those in the folders ENDPOINTS_DIR lists, on the embedded engine through
-// the service's own routes. Prints each case, and for a failure its file, its name and what differs;
-// exits non-zero when any fails. Arguments, when given, are the endpoint folders to run instead.
+// the service's own routes. Before its cases, each endpoint's SQL is checked as the service checks
+// it at startup, on both engines: its DuckDB SQL by DuckDB, its BigQuery SQL by BigQuery's dry run
+// against a local stand-in over GoogleSQL's reference engine (no BigQuery needed), each one SELECT
+// giving the declared columns. Prints each case, and for a failure its file, its name and what
+// differs; exits non-zero when any fails. Arguments, when given, are the endpoint folders to run
+// instead.
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { delimiter, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CASES_FILE, runEndpointCases } from "../src/endpoints/cases/run-cases.ts";
+import { createBigQueryEngine } from "../src/engines/bigquery.ts";
+import { startBigQueryStandIn } from "../test/support/bigquery-standin.ts";
+import { GoogleSqlServer } from "../test/support/googlesql.ts";
 
 const BUILT_IN = fileURLToPath(new URL("../endpoints/", import.meta.url));
 
@@ -36,10 +43,23 @@ if (folders.length === 0) {
   otherProblems++;
 }
 
+// BigQuery's dry run as the service makes it, answered by the stand-in from the reference engine.
+const googleSql = await GoogleSqlServer.start();
+const standIn = await startBigQueryStandIn({
+  googleSqlPort: googleSql.port,
+  now: new Date().toISOString(),
+});
+const bigQuery = createBigQueryEngine({
+  projectId: "test-endpoints",
+  dataset: "logs",
+  apiEndpoint: standIn.url,
+  jobTimeoutMs: 30_000,
+});
+
 let passed = 0;
 let failed = 0;
 for (const folder of folders) {
-  for (const { file, name, problems } of await runEndpointCases(folder)) {
+  for (const { file, name, problems } of await runEndpointCases(folder, [bigQuery])) {
     if (name === undefined) {
       otherProblems++;
       for (const problem of problems) console.error(problem);
@@ -53,6 +73,9 @@ for (const folder of folders) {
     }
   }
 }
+await bigQuery.close();
+await standIn.close();
+await googleSql.stop();
 console.log(
   `${folders.length} endpoint folders: ${passed} cases passed, ${failed} failed${otherProblems > 0 ? `, ${otherProblems} other problems` : ""}`,
 );

@@ -187,6 +187,36 @@ describe("npm run test:endpoints", () => {
     );
     expect(existsSync(written)).toBe(false);
   }, 60_000);
+
+  it("checks bigquery.sql too, on BigQuery's dry run, though the cases run on DuckDB", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "endpoint-cases-"));
+    const cases = `
+- name: any
+  now: "2026-01-15T12:00:00Z"
+  expect: { status: 200, count: 1 }
+`;
+    // A typo DuckDB never reads, and a BigQuery column under another name than the declared one.
+    writeEndpoint(dir, "typo.bigquery", {
+      sql: "SELECT 'x' AS text",
+      files: { "cases.yaml": cases, "bigquery.sql": "SELECT 'x' AS text FORM edge_logs" },
+    });
+    writeEndpoint(dir, "renamed.bigquery", {
+      sql: "SELECT 'x' AS text",
+      files: { "cases.yaml": cases, "bigquery.sql": "SELECT 'x' AS words" },
+    });
+    const { code, stdout, stderr } = await runShell(
+      `npm run test:endpoints -- ${join(dir, "typo.bigquery")} ${join(dir, "renamed.bigquery")}`,
+      {},
+    );
+    expect(code, `${stdout}\n${stderr}`).toBe(1);
+    expect(stderr).toContain(
+      `${relative(ROOT, join(dir, "typo.bigquery", "bigquery.sql"))}: BigQuery's dry run: Syntax error: Expected end of input but got identifier "FORM"`,
+    );
+    expect(stderr).toContain(
+      `${relative(ROOT, join(dir, "renamed.bigquery", "bigquery.sql"))}: its result is not the row endpoint.yaml declares in columns: gives no text, declared STRING; gives words (STRING), which is not declared`,
+    );
+    expect(stdout).toContain("2 endpoint folders: 0 cases passed, 0 failed, 2 other problems");
+  }, 60_000);
 });
 
 describe("a failing case's diff", () => {

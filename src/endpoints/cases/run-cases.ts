@@ -5,6 +5,7 @@ import { basename, dirname, join, relative, resolve } from "node:path";
 import type { LightMyRequestResponse } from "fastify";
 import { buildApp } from "../../app.ts";
 import { configFrom } from "../../config.ts";
+import type { QueryEngine } from "../../engines/engine.ts";
 import { parseIsoTimestamp } from "../../time.ts";
 import type { Catalog } from "../catalog.ts";
 import { BUILT_IN_ENDPOINTS, CatalogError, loadCatalog } from "../load-catalog.ts";
@@ -28,8 +29,15 @@ export interface CaseOutcome {
 /** The one credential of the app the cases run in; it exists only in that app. */
 const KEY = "endpoint-cases-0123456789abcdef";
 
-/** The outcome of each case of the folder's cases file, in the file's order. */
-export async function runEndpointCases(folder: string): Promise<CaseOutcome[]> {
+/**
+ * The outcome of each case of the folder's cases file, in the file's order; none runs when an
+ * engine refuses the endpoint's SQL: the embedded one the cases run on, or one of `alsoCheckedOn`
+ * (which checks its own dialect's SQL, e.g. BigQuery's dry run checking bigquery.sql).
+ */
+export async function runEndpointCases(
+  folder: string,
+  alsoCheckedOn: readonly QueryEngine[] = [],
+): Promise<CaseOutcome[]> {
   const file = join(folder, CASES_FILE);
   const read = readCaseFile(file);
   if ("problems" in read) return [{ file, problems: read.problems }];
@@ -45,7 +53,7 @@ export async function runEndpointCases(folder: string): Promise<CaseOutcome[]> {
   if (!catalog.find(name)) {
     return [{ file, problems: [`${file}: no endpoint is named ${name}, the name of its folder`] }];
   }
-  const refused = await refusedSql(catalog, name);
+  const refused = await refusedSql(catalog, name, alsoCheckedOn);
   if (refused.length > 0) return [{ file, problems: refused }];
   const outcomes: CaseOutcome[] = [];
   // Cases over the same files share one engine: loading is the slow part of a case.
@@ -83,13 +91,24 @@ export async function runEndpointCases(folder: string): Promise<CaseOutcome[]> {
 }
 
 /**
- * The endpoint's SQL files the engine refuses as `npm start` would (not one SELECT, or not
- * planned), checked before any case runs: a case never runs what the service would not serve.
+ * The endpoint's SQL files the engines refuse as `npm start` would (not one SELECT, not planned,
+ * or not the declared row), checked before any case runs: a case never runs what the service would
+ * not serve.
  */
-async function refusedSql(catalog: Catalog, endpoint: string): Promise<string[]> {
+async function refusedSql(
+  catalog: Catalog,
+  endpoint: string,
+  alsoCheckedOn: readonly QueryEngine[],
+): Promise<string[]> {
   const engine = await caseEngine({}, () => 0n);
+  const problems: string[] = [];
   try {
-    return (await servedOn(catalog, engine, (entry) => entry.name === endpoint)).problems;
+    for (const checker of [engine, ...alsoCheckedOn]) {
+      problems.push(
+        ...(await servedOn(catalog, checker, (entry) => entry.name === endpoint)).problems,
+      );
+    }
+    return problems;
   } finally {
     await engine.close();
   }
