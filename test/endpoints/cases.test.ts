@@ -3,7 +3,15 @@
 // its name and what differs, and fails the command; so does a bad cases file, one line per problem
 // naming the file and the field. endpoints/cases.schema.json is the format's zod schema: this file
 // writes it (`npx vitest run test/endpoints/cases.test.ts -u`), and fails in CI when it is stale.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -186,6 +194,86 @@ describe("npm run test:endpoints", () => {
       `${relative(ROOT, join(dir, "disk.copy", "duckdb.sql"))}: holds a statement other than SELECT, not one read-only query (SELECT)`,
     );
     expect(existsSync(written)).toBe(false);
+  }, 60_000);
+
+  it("reaches a later page and a follow catch-up, and fails where they give other rows", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "endpoint-cases-"));
+    const folder = join(dir, "edge.errors");
+    cpSync(join(ROOT, "test/fixtures/endpoints/edge.errors"), folder, { recursive: true });
+    // A "5xx" follow that sends every record: its window SQL lost the status filter.
+    const window = join(folder, "window.duckdb.sql");
+    writeFileSync(window, readFileSync(window, "utf8").replace("r.status_code >= 500", "TRUE"));
+    const record = (id: string, minute: number, status: number) =>
+      JSON.stringify({
+        id,
+        timestamp: `2026-01-15T11:${String(minute).padStart(2, "0")}:00Z`,
+        event_message: `GET | ${status}`,
+        project: "delta",
+        metadata: [{ request: [], response: [{ status_code: status }] }],
+      });
+    writeFileSync(
+      join(folder, "errors.ndjson"),
+      [
+        record("d1", 50, 500),
+        record("d2", 40, 502),
+        record("d3", 30, 200),
+        record("d4", 20, 503),
+        record("d5", 10, 504),
+      ].join("\n"),
+    );
+    const row = (id: string, minute: number, status: number) =>
+      `{ id: ${id}, timestamp: "2026-01-15T11:${minute}:00.000000Z", event_message: "GET | ${status}" }`;
+    writeFileSync(
+      join(folder, "cases.yaml"),
+      `
+- name: page 2 as the SQL gives it
+  now: "2026-01-15T12:00:00Z"
+  fixtures: { edge_logs: errors.ndjson }
+  params: { project: delta, plan: FREE }
+  page: 2
+  expect: { status: 200, rows: [${row("d5", 10, 504)}] }
+- name: page 2 with a row the SQL does not give
+  now: "2026-01-15T12:00:00Z"
+  fixtures: { edge_logs: errors.ndjson }
+  params: { project: delta, plan: FREE }
+  page: 2
+  expect: { status: 200, rows: [${row("d5", 10, 504)}, ${row("d3", 30, 200)}] }
+- name: a page after the last
+  now: "2026-01-15T12:00:00Z"
+  fixtures: { edge_logs: errors.ndjson }
+  params: { project: delta, plan: FREE }
+  page: 3
+  expect: { status: 200, count: 0 }
+- name: the catch-up sends the 5xx records only
+  now: "2026-01-15T12:00:00Z"
+  fixtures: { edge_logs: errors.ndjson }
+  params: { project: delta, plan: FREE, last: 1h }
+  follow: catch-up
+  expect: { status: 200, rows: [${row("d5", 10, 504)}, ${row("d4", 20, 503)}, ${row("d2", 40, 502)}, ${row("d1", 50, 500)}] }
+- name: a catch-up's parameters are checked as the stream's
+  now: "2026-01-15T12:00:00Z"
+  params: { project: delta, plan: FREE, to: "2026-01-15T11:00:00Z" }
+  follow: catch-up
+  expect: { status: 400, error: invalid_params }
+`,
+    );
+    const { code, stdout, stderr } = await runShell(`npm run test:endpoints -- ${folder}`, {});
+    expect(code, `${stdout}\n${stderr}`).toBe(1);
+    const file = relative(ROOT, join(folder, "cases.yaml"));
+    expect(stdout).toContain(`ok    ${file} › page 2 as the SQL gives it\n`);
+    expect(stderr).toContain(
+      `FAIL  ${file} › page 2 with a row the SQL does not give\n        expected 2 rows, got 1\n        row 2: missing; expected {"id":"d3",`,
+    );
+    expect(stderr).toContain(
+      `FAIL  ${file} › a page after the last\n        page: page 2 links to no next page (no Link rel="next")\n`,
+    );
+    expect(stderr).toContain(
+      `FAIL  ${file} › the catch-up sends the 5xx records only\n        expected 4 rows, got 5\n`,
+    );
+    expect(stdout).toContain(
+      `ok    ${file} › a catch-up's parameters are checked as the stream's\n`,
+    );
+    expect(stdout).toContain("1 endpoint folders: 2 cases passed, 3 failed");
   }, 60_000);
 
   it("checks bigquery.sql too, on BigQuery's dry run, though the cases run on DuckDB", async () => {
