@@ -346,6 +346,25 @@ describe("the cases format", () => {
     });
   });
 
+  it("takes a later page or a follow catch-up, not both in one case", () => {
+    const folder = folderOf({
+      "cases.yaml": [
+        '- { name: a, now: "2026-01-15T12:00:00Z", page: 2, expect: { status: 200 } }',
+        '- { name: b, now: "2026-01-15T12:00:00Z", follow: catch-up, expect: { status: 200 } }',
+        '- { name: c, now: "2026-01-15T12:00:00Z", page: 2, follow: catch-up, expect: { status: 200 } }',
+        '- { name: d, now: "2026-01-15T12:00:00Z", page: 1, follow: tail, expect: { status: 200 } }',
+      ].join("\n"),
+    });
+    const file = join(folder, "cases.yaml");
+    expect(readCaseFile(file)).toEqual({
+      problems: [
+        `${file}: case 3 "c": follow: give page or follow, not both`,
+        `${file}: case 4 "d": page: Too small: expected number to be >=2`,
+        `${file}: case 4 "d": follow: Invalid input: expected "catch-up"`,
+      ],
+    });
+  });
+
   it("reads the example docs/endpoints.md shows", () => {
     const [example] = codeBlocks("docs/endpoints.md").filter(
       (block) => block.lang === "yaml" && block.text.includes("cases.schema.json"),
