@@ -1,11 +1,17 @@
 // `npm run test:endpoints`: runs the test cases (cases.yaml) of every endpoint folder, the built-in
 // ones in endpoints/ and those in the folders ENDPOINTS_DIR lists, on the embedded engine through
-// the service's own routes. Prints each case, and for a failure its file, its name and what differs;
-// exits non-zero when any fails. Arguments, when given, are the endpoint folders to run instead.
+// the service's own routes. Before its cases, each endpoint's SQL is checked as the service checks
+// it at startup, on both engines: its DuckDB SQL by DuckDB, its BigQuery SQL by BigQuery's dry run
+// against a local stand-in over GoogleSQL's reference engine (no BigQuery needed), each one SELECT
+// giving the declared columns. Prints each case, and for a failure its file, its name and what
+// differs; exits non-zero when any fails. Arguments, when given, are the endpoint folders to run
+// instead.
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { delimiter, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CASES_FILE, runEndpointCases } from "../src/endpoints/cases/run-cases.ts";
+import { createBigQueryEngine } from "../src/engines/bigquery.ts";
+import type { QueryEngine } from "../src/engines/engine.ts";
 
 const BUILT_IN = fileURLToPath(new URL("../endpoints/", import.meta.url));
 
@@ -36,10 +42,52 @@ if (folders.length === 0) {
   otherProblems++;
 }
 
+/**
+ * BigQuery's dry run as the service makes it, answered by the stand-in from GoogleSQL's reference
+ * engine; undefined, said in one line, where that engine is not installed (a production install,
+ * without development dependencies) or cannot run on this platform.
+ */
+async function bigQueryDryRun(): Promise<
+  { engine: QueryEngine; close(): Promise<void> } | undefined
+> {
+  try {
+    const { GoogleSqlServer } = await import("../test/support/googlesql.ts");
+    const { startBigQueryStandIn } = await import("../test/support/bigquery-standin.ts");
+    const googleSql = await GoogleSqlServer.start();
+    const standIn = await startBigQueryStandIn({
+      googleSqlPort: googleSql.port,
+      now: new Date().toISOString(),
+    });
+    const engine = createBigQueryEngine({
+      projectId: "test-endpoints",
+      dataset: "logs",
+      apiEndpoint: standIn.url,
+      jobTimeoutMs: 30_000,
+    });
+    return {
+      engine,
+      async close() {
+        await standIn.close();
+        await googleSql.stop();
+      },
+    };
+  } catch (error) {
+    const why = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    console.error(
+      `bigquery.sql files are not checked: GoogleSQL's reference engine cannot start (${why})`,
+    );
+    return undefined;
+  }
+}
+
+const bigQuery = await bigQueryDryRun();
 let passed = 0;
 let failed = 0;
 for (const folder of folders) {
-  for (const { file, name, problems } of await runEndpointCases(folder)) {
+  for (const { file, name, problems } of await runEndpointCases(
+    folder,
+    bigQuery ? [bigQuery.engine] : [],
+  )) {
     if (name === undefined) {
       otherProblems++;
       for (const problem of problems) console.error(problem);
@@ -53,6 +101,7 @@ for (const folder of folders) {
     }
   }
 }
+await bigQuery?.close();
 console.log(
   `${folders.length} endpoint folders: ${passed} cases passed, ${failed} failed${otherProblems > 0 ? `, ${otherProblems} other problems` : ""}`,
 );

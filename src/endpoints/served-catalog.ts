@@ -2,10 +2,13 @@
 // (said once, at load); an operator's SQL is served only when the engine's own parser finds it one
 // SELECT and its planner plans it (DuckDB's, BigQuery's dry run, which bills nothing), with no side
 // effect: the service reads, and a script or a statement that writes is refused before anyone can
-// call it.
+// call it. Its result must also be the row the definition declares (column-check.ts): that row is
+// what /openapi.json tells every client to expect.
 import { join, resolve, sep } from "node:path";
 import { EngineError, type QueryEngine } from "../engines/engine.ts";
 import { type Catalog, catalogOf, type EndpointDefinition, type EndpointSql } from "./catalog.ts";
+import { columnMismatches } from "./column-check.ts";
+import type { RowSchema } from "./columns.ts";
 import { BUILT_IN_ENDPOINTS, CatalogError, loadCatalog } from "./load-catalog.ts";
 
 export interface ServedCatalog {
@@ -62,7 +65,10 @@ const builtIn = (endpoint: EndpointDefinition) =>
   endpoint.folder !== undefined &&
   resolve(endpoint.folder).startsWith(resolve(BUILT_IN_ENDPOINTS) + sep);
 
-/** Each of the endpoint's SQL files for the engine that is not one read-only query. */
+/**
+ * Each of the endpoint's SQL files for the engine that is not one read-only query, or whose result
+ * is not the declared row.
+ */
 async function refusals(
   endpoint: EndpointDefinition,
   sql: EndpointSql,
@@ -73,26 +79,30 @@ async function refusals(
     const name = `${use === "query" ? "" : `${use}.`}${engine.dialect}.sql`;
     const file =
       endpoint.folder === undefined ? `${endpoint.name}/${name}` : join(endpoint.folder, name);
-    const problem = await sqlProblem(engine, file, text);
+    const problem = await sqlProblem(engine, file, text, endpoint.columns);
     if (problem !== undefined) problems.push(problem);
   }
   return problems;
 }
 
 /**
- * Why `engine` refuses the SQL `text` of `file` (not one read-only query, or not planned), as one
- * line naming the file; undefined when it takes it, or cannot inspect SQL.
+ * Why `engine` refuses the SQL `text` of `file` (not one read-only query, or not planned; with
+ * `row`, a result other than that row where the engine can tell), as one line naming the file;
+ * undefined when it takes it, or cannot inspect SQL.
  */
 export async function sqlProblem(
   engine: QueryEngine,
   file: string,
   text: string,
+  row?: RowSchema,
 ): Promise<string | undefined> {
   if (!engine.inspect) return undefined;
   try {
-    const { kind } = await engine.inspect(text);
-    if (kind === "SELECT") return undefined;
-    return `${file}: ${described(kind)}, not one read-only query (SELECT)`;
+    const { kind, columns } = await engine.inspect(text);
+    if (kind !== "SELECT") return `${file}: ${described(kind)}, not one read-only query (SELECT)`;
+    const mismatches = row && columns ? columnMismatches(row, columns) : [];
+    if (mismatches.length === 0) return undefined;
+    return `${file}: its result is not the row endpoint.yaml declares in columns: ${mismatches.join("; ")}`;
   } catch (error) {
     if (!(error instanceof EngineError)) throw error;
     const said = (error.detail?.cause ?? error.message).replace(/\s+/g, " ").trim();

@@ -1,7 +1,7 @@
 // BigQuery REST result rows (`{f:[{v}]}` cells under a schema) → the wire format (docs/api.md, "Responses").
 // Decoded here rather than by the client, whose TIMESTAMP objects drop microseconds to ms form.
 import { formatDatetime, formatTimestamp, parseIsoTimestamp } from "../time.ts";
-import type { JsonValue, Row } from "./engine.ts";
+import type { JsonValue, ResultColumn, Row } from "./engine.ts";
 
 export interface RestField {
   name?: string | null;
@@ -59,4 +59,29 @@ function decodeValue(v: unknown, field: RestField): JsonValue {
       // STRING, and BigQuery's own text for types our queries do not return (DATE, NUMERIC, ...).
       return v as string;
   }
+}
+
+/** BigQuery's REST names for types (its legacy ones) as an endpoint's columns name them. */
+const STANDARD_NAMES: Readonly<Record<string, string>> = {
+  INTEGER: "INT64",
+  FLOAT: "FLOAT64",
+  BOOLEAN: "BOOL",
+  STRUCT: "RECORD",
+};
+
+/** A field of a result's schema as a ResultColumn; unnamed columns as BigQuery names them, f0_. */
+export function resultColumnOf(field: RestField, index: number): ResultColumn {
+  const given = field.type ?? "STRING";
+  const type = STANDARD_NAMES[given] ?? given;
+  const fields = field.fields?.map(resultColumnOf);
+  const element = fields
+    ? `STRUCT<${fields.map((f) => `${f.name} ${f.spelled}`).join(", ")}>`
+    : type;
+  return {
+    name: field.name ?? `f${index}_`,
+    type,
+    ...(field.mode === "REPEATED" && { mode: "REPEATED" }),
+    ...(fields && { fields }),
+    spelled: field.mode === "REPEATED" ? `ARRAY<${element}>` : element,
+  };
 }

@@ -9,7 +9,7 @@ import { referencedParams } from "../endpoints/sql-text.ts";
 import { sourceTables } from "../schema.ts";
 import { labelValue } from "../telemetry/attribution.ts";
 import { dateToMicros, parseIsoTimestamp } from "../time.ts";
-import { decodeRows, type RestField, type RestRow } from "./bigquery-rows.ts";
+import { decodeRows, type RestField, type RestRow, resultColumnOf } from "./bigquery-rows.ts";
 import {
   EngineError,
   type PageRequest,
@@ -177,7 +177,13 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEn
           cause: failure.text,
         }),
     );
-    return { kind: job.statistics?.query?.statementType ?? "OTHER", params };
+    const query = job.statistics?.query;
+    const fields = query?.schema?.fields;
+    return {
+      kind: query?.statementType ?? "OTHER",
+      params,
+      ...(fields && { columns: fields.map(resultColumnOf) }),
+    };
   }
 
   /**
@@ -368,7 +374,7 @@ interface DryRunRequest {
 
 /** The part of a dry-run job (jobs.insert's answer) the service reads. */
 interface DryRunJob {
-  statistics?: { query?: { statementType?: string } };
+  statistics?: { query?: { statementType?: string; schema?: { fields?: RestField[] } } };
 }
 
 /** The parts of jobs.query's and jobs.getQueryResults' answers the service reads. */

@@ -15,12 +15,14 @@ import {
   type DuckDBResult,
   DuckDBTimestampTZValue,
   type DuckDBType,
+  DuckDBTypeId,
   StatementType,
+  VARCHAR,
 } from "@duckdb/node-api";
 import { dateToMicros } from "../time.ts";
 import { confine } from "./duckdb/sandbox.ts";
 import { sqlString } from "./duckdb/tables.ts";
-import { type WireColumn, wireRows } from "./duckdb/wire.ts";
+import { resultColumn, rowsAsJson, type WireColumn, wireRows } from "./duckdb/wire.ts";
 import {
   EngineError,
   type QueryEngine,
@@ -181,9 +183,15 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
         const names = Array.from({ length: prepared.parameterCount }, (_, i) =>
           prepared.parameterName(i + 1).toLowerCase(),
         );
+        const columns = await resultColumns(connection, prepared, sql, clock());
         return {
           kind: StatementType[prepared.statementType] ?? "OTHER",
           params: [...new Set(names)].sort(),
+          // Rows written whole as JSON have the columns of their keys, known only once written.
+          ...(columns &&
+            !rowsAsJson(columns) && {
+              columns: columns.map(({ name, type }) => resultColumn(name, type)),
+            }),
         };
       } finally {
         prepared.destroySync();
@@ -246,6 +254,52 @@ async function statementKind(connection: DuckDBConnection, sql: string): Promise
   const count = parsed.statements?.length ?? 0;
   if (count === 0) throw new Error("the SQL holds no statement");
   return count === 1 ? "SELECT" : "SCRIPT";
+}
+
+/**
+ * The result columns of `prepared`, one SELECT (the text `sql`). Until its parameters' types are
+ * known, DuckDB names one column "unknown": they are then those of the SELECT DuckDB's parser
+ * serialised (its own text, without comments or a semicolon) under LIMIT 0, which DuckDB plans as
+ * an empty result, nothing read, its parameters bound as a run binds them (`$now` a TIMESTAMPTZ,
+ * the rest VARCHAR, here NULL). Undefined when that needs a parameter's value (`read_text($file)`).
+ */
+async function resultColumns(
+  connection: DuckDBConnection,
+  prepared: DuckDBPreparedStatement,
+  sql: string,
+  now: bigint,
+): Promise<WireColumn[] | undefined> {
+  if (prepared.columnCount !== 1 || prepared.columnTypeId(0) !== DuckDBTypeId.INVALID) {
+    return Array.from({ length: prepared.columnCount }, (_, index) => ({
+      name: prepared.columnName(index),
+      type: prepared.columnType(index),
+    }));
+  }
+  const parse = await connection.prepare(
+    "SELECT json_deserialize_sql(json_serialize_sql($sql::VARCHAR))",
+  );
+  let select: string;
+  try {
+    parse.bindVarchar(1, sql);
+    select = String((await parse.runAndReadAll()).getRows()[0]?.[0]);
+  } finally {
+    parse.destroySync();
+  }
+  const empty = await connection.prepare(`SELECT * FROM (${select}) LIMIT 0`);
+  try {
+    for (let index = 1; index <= empty.parameterCount; index++) {
+      if (empty.parameterName(index) === NOW_PARAM) {
+        empty.bindTimestampTZ(index, new DuckDBTimestampTZValue(now));
+      } else empty.bindValue(index, null, VARCHAR);
+    }
+    const result = await empty.run();
+    const types = result.columnTypes();
+    return result.columnNames().map((name, index) => ({ name, type: types[index] as DuckDBType }));
+  } catch {
+    return undefined;
+  } finally {
+    empty.destroySync();
+  }
 }
 
 /** A result's rows in the wire format, a chunk at a time as DuckDB makes them. */

@@ -119,6 +119,23 @@ export interface StatementShape {
   kind: string;
   /** The named parameters the SQL refers to, lower case, sorted. */
   params: string[];
+  /** A SELECT's result columns, in order, when the engine can tell them without running it. */
+  columns?: ResultColumn[];
+}
+
+/**
+ * A column of a query's result in BigQuery's table-schema form, the form an endpoint declares its
+ * columns in: `type` names what the wire format makes of the engine's type (INT64, FLOAT64, BOOL,
+ * STRING, TIMESTAMP, DATETIME, RECORD with `fields`; JSON where a value of any type may come, else
+ * the engine's own name when the wire format has no value for it), REPEATED for a list of them.
+ * `spelled` is the type as the engine names it, for a message.
+ */
+export interface ResultColumn {
+  name: string;
+  type: string;
+  mode?: "REPEATED";
+  fields?: ResultColumn[];
+  spelled: string;
 }
 
 export interface QueryEngine {

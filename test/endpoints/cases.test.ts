@@ -3,7 +3,15 @@
 // its name and what differs, and fails the command; so does a bad cases file, one line per problem
 // naming the file and the field. endpoints/cases.schema.json is the format's zod schema: this file
 // writes it (`npx vitest run test/endpoints/cases.test.ts -u`), and fails in CI when it is stale.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -187,6 +195,116 @@ describe("npm run test:endpoints", () => {
     );
     expect(existsSync(written)).toBe(false);
   }, 60_000);
+
+  it("reaches a later page and a follow catch-up, and fails where they give other rows", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "endpoint-cases-"));
+    const folder = join(dir, "edge.errors");
+    cpSync(join(ROOT, "test/fixtures/endpoints/edge.errors"), folder, { recursive: true });
+    // A "5xx" follow that sends every record: its window SQL lost the status filter.
+    const window = join(folder, "window.duckdb.sql");
+    writeFileSync(window, readFileSync(window, "utf8").replace("r.status_code >= 500", "TRUE"));
+    const record = (id: string, minute: number, status: number) =>
+      JSON.stringify({
+        id,
+        timestamp: `2026-01-15T11:${String(minute).padStart(2, "0")}:00Z`,
+        event_message: `GET | ${status}`,
+        project: "delta",
+        metadata: [{ request: [], response: [{ status_code: status }] }],
+      });
+    writeFileSync(
+      join(folder, "errors.ndjson"),
+      [
+        record("d1", 50, 500),
+        record("d2", 40, 502),
+        record("d3", 30, 200),
+        record("d4", 20, 503),
+        record("d5", 10, 504),
+      ].join("\n"),
+    );
+    const row = (id: string, minute: number, status: number) =>
+      `{ id: ${id}, timestamp: "2026-01-15T11:${minute}:00.000000Z", event_message: "GET | ${status}" }`;
+    writeFileSync(
+      join(folder, "cases.yaml"),
+      `
+- name: page 2 as the SQL gives it
+  now: "2026-01-15T12:00:00Z"
+  fixtures: { edge_logs: errors.ndjson }
+  params: { project: delta, plan: FREE }
+  page: 2
+  expect: { status: 200, rows: [${row("d5", 10, 504)}] }
+- name: page 2 with a row the SQL does not give
+  now: "2026-01-15T12:00:00Z"
+  fixtures: { edge_logs: errors.ndjson }
+  params: { project: delta, plan: FREE }
+  page: 2
+  expect: { status: 200, rows: [${row("d5", 10, 504)}, ${row("d3", 30, 200)}] }
+- name: a page after the last
+  now: "2026-01-15T12:00:00Z"
+  fixtures: { edge_logs: errors.ndjson }
+  params: { project: delta, plan: FREE }
+  page: 3
+  expect: { status: 200, count: 0 }
+- name: the catch-up sends the 5xx records only
+  now: "2026-01-15T12:00:00Z"
+  fixtures: { edge_logs: errors.ndjson }
+  params: { project: delta, plan: FREE, last: 1h }
+  follow: catch-up
+  expect: { status: 200, rows: [${row("d5", 10, 504)}, ${row("d4", 20, 503)}, ${row("d2", 40, 502)}, ${row("d1", 50, 500)}] }
+- name: a catch-up's parameters are checked as the stream's
+  now: "2026-01-15T12:00:00Z"
+  params: { project: delta, plan: FREE, to: "2026-01-15T11:00:00Z" }
+  follow: catch-up
+  expect: { status: 400, error: invalid_params }
+`,
+    );
+    const { code, stdout, stderr } = await runShell(`npm run test:endpoints -- ${folder}`, {});
+    expect(code, `${stdout}\n${stderr}`).toBe(1);
+    const file = relative(ROOT, join(folder, "cases.yaml"));
+    expect(stdout).toContain(`ok    ${file} › page 2 as the SQL gives it\n`);
+    expect(stderr).toContain(
+      `FAIL  ${file} › page 2 with a row the SQL does not give\n        expected 2 rows, got 1\n        row 2: missing; expected {"id":"d3",`,
+    );
+    expect(stderr).toContain(
+      `FAIL  ${file} › a page after the last\n        page: page 2 links to no next page (no Link rel="next")\n`,
+    );
+    expect(stderr).toContain(
+      `FAIL  ${file} › the catch-up sends the 5xx records only\n        expected 4 rows, got 5\n`,
+    );
+    expect(stdout).toContain(
+      `ok    ${file} › a catch-up's parameters are checked as the stream's\n`,
+    );
+    expect(stdout).toContain("1 endpoint folders: 2 cases passed, 3 failed");
+  }, 60_000);
+
+  it("checks bigquery.sql too, on BigQuery's dry run, though the cases run on DuckDB", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "endpoint-cases-"));
+    const cases = `
+- name: any
+  now: "2026-01-15T12:00:00Z"
+  expect: { status: 200, count: 1 }
+`;
+    // A typo DuckDB never reads, and a BigQuery column under another name than the declared one.
+    writeEndpoint(dir, "typo.bigquery", {
+      sql: "SELECT 'x' AS text",
+      files: { "cases.yaml": cases, "bigquery.sql": "SELECT 'x' AS text FORM edge_logs" },
+    });
+    writeEndpoint(dir, "renamed.bigquery", {
+      sql: "SELECT 'x' AS text",
+      files: { "cases.yaml": cases, "bigquery.sql": "SELECT 'x' AS words" },
+    });
+    const { code, stdout, stderr } = await runShell(
+      `npm run test:endpoints -- ${join(dir, "typo.bigquery")} ${join(dir, "renamed.bigquery")}`,
+      {},
+    );
+    expect(code, `${stdout}\n${stderr}`).toBe(1);
+    expect(stderr).toContain(
+      `${relative(ROOT, join(dir, "typo.bigquery", "bigquery.sql"))}: BigQuery's dry run: Syntax error: Expected end of input but got identifier "FORM"`,
+    );
+    expect(stderr).toContain(
+      `${relative(ROOT, join(dir, "renamed.bigquery", "bigquery.sql"))}: its result is not the row endpoint.yaml declares in columns: gives no text, declared STRING; gives words (STRING), which is not declared`,
+    );
+    expect(stdout).toContain("2 endpoint folders: 0 cases passed, 0 failed, 2 other problems");
+  }, 60_000);
 });
 
 describe("a failing case's diff", () => {
@@ -225,6 +343,25 @@ describe("the cases format", () => {
     const file = join(folder, "cases.yaml");
     expect(readCaseFile(file)).toEqual({
       problems: [`${file}: case 2 "a": name: another case is named "a"`],
+    });
+  });
+
+  it("takes a later page or a follow catch-up, not both in one case", () => {
+    const folder = folderOf({
+      "cases.yaml": [
+        '- { name: a, now: "2026-01-15T12:00:00Z", page: 2, expect: { status: 200 } }',
+        '- { name: b, now: "2026-01-15T12:00:00Z", follow: catch-up, expect: { status: 200 } }',
+        '- { name: c, now: "2026-01-15T12:00:00Z", page: 2, follow: catch-up, expect: { status: 200 } }',
+        '- { name: d, now: "2026-01-15T12:00:00Z", page: 1, follow: tail, expect: { status: 200 } }',
+      ].join("\n"),
+    });
+    const file = join(folder, "cases.yaml");
+    expect(readCaseFile(file)).toEqual({
+      problems: [
+        `${file}: case 3 "c": follow: give page or follow, not both`,
+        `${file}: case 4 "d": page: Too small: expected number to be >=2`,
+        `${file}: case 4 "d": follow: Invalid input: expected "catch-up"`,
+      ],
     });
   });
 

@@ -5,6 +5,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, inject, it, vi } from "vitest";
+import { caseEngine } from "../../src/endpoints/cases/case-engine.ts";
 import { LiveCatalog } from "../../src/endpoints/catalog.ts";
 import { BUILT_IN_ENDPOINTS, loadCatalog } from "../../src/endpoints/load-catalog.ts";
 import { servedOn } from "../../src/endpoints/served-catalog.ts";
@@ -82,6 +83,60 @@ describe("ENDPOINTS_DIR", () => {
     ]);
   });
 
+  it("refuses to start when the SQL's columns are not the declared ones, naming file, column and types", async () => {
+    const sql = readFileSync(join(EXAMPLE, "duckdb.sql"), "utf8");
+    const dir = operatorDir({
+      "duckdb.sql": sql.replace("count(*) AS failures", "CAST(count(*) AS VARCHAR) AS failures"),
+    });
+    const { code, stderr } = await startAndExit({ API_KEYS: KEY, ENDPOINTS_DIR: dir });
+    expect(code).toBe(1);
+    expect(stderr.trimEnd().split("\n")).toEqual([
+      "Configuration error: the endpoint catalog has 1 problem(s):",
+      expect.stringMatching(
+        /auth\.failures-per-hour\/duckdb\.sql: its result is not the row endpoint\.yaml declares in columns: failures is VARCHAR, STRING on the wire, which cannot be the declared INT64$/,
+      ),
+    ]);
+  });
+
+  it("says what differs from the declared columns: one missing, one not declared, the order, a type", async () => {
+    const problems = async (sql: string) => {
+      const dir = operatorDir({ "duckdb.sql": sql });
+      const engine = await caseEngine({}, () => 0n);
+      try {
+        const loaded = loadCatalog([BUILT_IN_ENDPOINTS, dir]);
+        return (await servedOn(loaded, engine, (endpoint) => endpoint.name === NAME)).problems;
+      } finally {
+        await engine.close();
+      }
+    };
+    const from = "FROM edge_logs WHERE project = $project AND timestamp >= $window_start";
+    const said = (clauses: string) => [
+      expect.stringMatching(
+        new RegExp(
+          `auth\\.failures-per-hour/duckdb\\.sql: its result is not the row endpoint\\.yaml declares in columns: ${clauses}$`,
+        ),
+      ),
+    ];
+    expect(await problems(`SELECT now() AS hour, 1 AS failure_count ${from}`)).toEqual(
+      said(
+        "gives no failures, declared INT64; gives failure_count \\(INTEGER, INT64 on the wire\\), which is not declared",
+      ),
+    );
+    expect(await problems(`SELECT 1 AS failures, now() AS hour ${from}`)).toEqual(
+      said("gives the columns in the order failures, hour; declared hour, failures"),
+    );
+    // A local TIMESTAMP is written as a DATETIME, without the zone a TIMESTAMP has.
+    expect(await problems(`SELECT now()::TIMESTAMP AS hour, 1.5 AS failures ${from}`)).toEqual(
+      said(
+        "hour is TIMESTAMP, DATETIME on the wire, which cannot be the declared TIMESTAMP; failures is DECIMAL\\(2,1\\), FLOAT64 on the wire, which cannot be the declared INT64",
+      ),
+    );
+    // What the wire format makes the same: any integer width, a time written as text.
+    expect(
+      await problems(`SELECT strftime(now(), '%Y') AS hour, count(*)::HUGEINT AS failures ${from}`),
+    ).toEqual([]);
+  });
+
   it("says at startup which endpoint has no SQL for the engine, and does not serve it", async () => {
     const dir = operatorDir({ "duckdb.sql": null });
     const service = await start({ API_KEYS: KEY, ENDPOINTS_DIR: dir });
@@ -114,6 +169,20 @@ describe("ENDPOINTS_DIR", () => {
     await vi.waitFor(() => expect(service.stdout()).toContain("served before are kept"));
     expect(service.stdout()).toMatch(/endpoint\.yaml: max_rows: [^"]+"/);
     expect(await status(NAME)).toBe(200);
+    writeFileSync(definition, good);
+
+    // SQL whose result is not the declared row is refused on SIGHUP as at startup.
+    const sqlFile = join(dir, NAME, "duckdb.sql");
+    const sql = readFileSync(sqlFile, "utf8");
+    writeFileSync(sqlFile, sql.replace("AS failures", "AS failure_count"));
+    service.child.kill("SIGHUP");
+    await vi.waitFor(() =>
+      expect(service.stdout()).toMatch(
+        /duckdb\.sql: its result is not the row endpoint\.yaml declares in columns: gives no failures/,
+      ),
+    );
+    expect(await status(NAME)).toBe(200);
+    writeFileSync(sqlFile, sql);
 
     // Fixed, and renamed: the old name goes, the new one is served, with no restart.
     rmSync(join(dir, NAME), { recursive: true });
@@ -177,6 +246,21 @@ describe("an operator's BigQuery SQL", () => {
       expect(served.problems).toEqual([
         expect.stringMatching(
           /auth\.failures-per-hour\/bigquery\.sql: is a DELETE statement, not one read-only query \(SELECT\)$/,
+        ),
+      ]);
+      // The dry run's schema is the result's: its columns must be the declared ones.
+      const bigQuerySql = readFileSync(join(EXAMPLE, "bigquery.sql"), "utf8");
+      const renamed = operatorDir({
+        "bigquery.sql": bigQuerySql.replace("AS failures", "AS failure_count"),
+      });
+      const mismatched = await servedOn(
+        loadCatalog([BUILT_IN_ENDPOINTS, renamed]),
+        engine,
+        (endpoint) => endpoint.name === NAME,
+      );
+      expect(mismatched.problems).toEqual([
+        expect.stringMatching(
+          /auth\.failures-per-hour\/bigquery\.sql: its result is not the row endpoint\.yaml declares in columns: gives no failures, declared INT64; gives failure_count \(INT64\), which is not declared$/,
         ),
       ]);
       // The example's own SQL passes, and the built-in endpoints are served as they are.

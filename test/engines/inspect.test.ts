@@ -49,7 +49,35 @@ describe.each(cases)("inspecting SQL on $dialect", ({ dialect, open }) => {
 
   it("names a query SELECT, with the parameters it refers to, lower case and once each", async () => {
     const sql = `SELECT id FROM edge_logs WHERE id = ${param("Project")} OR id = ${param("project")} OR id > ${param("window_start")}`;
-    expect(await inspect(sql)).toEqual({ kind: "SELECT", params: ["project", "window_start"] });
+    expect(await inspect(sql)).toMatchObject({
+      kind: "SELECT",
+      params: ["project", "window_start"],
+    });
+  });
+
+  it("names a query's result columns by what the wire format makes of them, as the engine spells them", async () => {
+    const sql =
+      dialect === "bigquery"
+        ? `SELECT id, timestamp, COUNT(*) AS n, [STRUCT(1.5 AS x)] AS xs FROM edge_logs WHERE id = ${param("project")} GROUP BY id, timestamp`
+        : `SELECT id, timestamp, count(*) AS n, [{'x': 1.5}] AS xs FROM edge_logs WHERE id = ${param("project")} GROUP BY id, timestamp`;
+    const spelled = (bigQuery: string, duckDb: string) =>
+      dialect === "bigquery" ? bigQuery : duckDb;
+    expect((await inspect(sql)).columns).toEqual([
+      { name: "id", type: "STRING", spelled: spelled("STRING", "VARCHAR") },
+      {
+        name: "timestamp",
+        type: "TIMESTAMP",
+        spelled: spelled("TIMESTAMP", "TIMESTAMP WITH TIME ZONE"),
+      },
+      { name: "n", type: "INT64", spelled: spelled("INT64", "BIGINT") },
+      {
+        name: "xs",
+        type: "RECORD",
+        mode: "REPEATED",
+        fields: [{ name: "x", type: "FLOAT64", spelled: spelled("FLOAT64", "DECIMAL(2,1)") }],
+        spelled: spelled("ARRAY<STRUCT<x FLOAT64>>", 'STRUCT("x" DECIMAL(2,1))[]'),
+      },
+    ]);
   });
 
   it("names a statement that writes by what it does (DuckDB's parser: other than SELECT)", async () => {
@@ -101,6 +129,21 @@ describe("inspecting SQL on duckdb, inside a folder its SQL may write", () => {
       "SELECT",
     );
     expect(existsSync(target)).toBe(false);
+  });
+
+  it("names the columns of a query whose parameters' types only binding tells", async () => {
+    const sql = `-- a comment, and a semicolon after the query
+      SELECT $now - INTERVAL 1 HOUR AS since, coalesce($project, 'none') AS project,
+        (SELECT count(*) FROM glob('${folder}/*')) AS files;`;
+    expect((await engine.inspect(sql)).columns).toEqual([
+      { name: "since", type: "TIMESTAMP", spelled: "TIMESTAMP WITH TIME ZONE" },
+      { name: "project", type: "STRING", spelled: "VARCHAR" },
+      { name: "files", type: "INT64", spelled: "BIGINT" },
+    ]);
+    // Where planning needs a parameter's value, the columns are left unknown, not refused.
+    const file = await engine.inspect("SELECT content AS text FROM read_text($file)");
+    expect(file).toMatchObject({ kind: "SELECT", params: ["file"] });
+    expect(file.columns).toBeUndefined();
   });
 });
 

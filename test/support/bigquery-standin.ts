@@ -412,8 +412,12 @@ export class BigQueryStandIn {
       });
     }
     let statementType: string;
+    let schema: { fields: SchemaField[] } | undefined;
     try {
       statementType = await this.engine.statementType(query);
+      // As BigQuery does, a query's job names the schema its result would have.
+      if (statementType === "SELECT")
+        schema = { fields: restFields(await this.engine.analyze(query)) };
     } catch (error) {
       return sendFailure(res, harnessFailure(error));
     }
@@ -423,7 +427,10 @@ export class BigQueryStandIn {
       jobReference: { projectId, location },
       configuration: call.configuration,
       status: { state: "DONE" },
-      statistics: { totalBytesProcessed: "0", query: { statementType, totalBytesProcessed: "0" } },
+      statistics: {
+        totalBytesProcessed: "0",
+        query: { statementType, totalBytesProcessed: "0", ...(schema && { schema }) },
+      },
     });
   }
 

@@ -248,6 +248,15 @@ export interface QueryResult {
 }
 
 /** A SQL error from the engine, with its 1-based position when it gave one. */
+/** Whether the text of `sql` before line `line`, column `column` (1-based) ends with a semicolon. */
+function endsStatement(sql: string, line = 1, column = 1): boolean {
+  const lines = sql.split("\n");
+  const before = [...lines.slice(0, line - 1), (lines[line - 1] ?? "").slice(0, column - 1)];
+  // Comments between the semicolon and the next statement are skipped too.
+  const text = before.join("\n").replace(/--[^\n]*|#[^\n]*|\/\*[\s\S]*?\*\//g, "");
+  return text.trimEnd().endsWith(";");
+}
+
 export class GoogleSqlError extends Error {
   readonly line: number | undefined;
   readonly column: number | undefined;
@@ -444,8 +453,13 @@ export class GoogleSql {
       const node = Object.keys(response.resolved_statement ?? {}).find((key) => key !== "node");
       return STATEMENT_TYPES[node ?? ""] ?? "OTHER";
     } catch (error) {
-      // The analyzer takes one statement; BigQuery runs several as a script.
-      if (error instanceof GoogleSqlError && /Expected end of input but got/.test(error.message)) {
+      // The analyzer takes one statement; BigQuery runs several as a script. Where the first one
+      // ends at a semicolon the text goes on with another; anywhere else it is a syntax error.
+      if (
+        error instanceof GoogleSqlError &&
+        /Expected end of input but got/.test(error.message) &&
+        endsStatement(sql, error.line, error.column)
+      ) {
         return "SCRIPT";
       }
       const unsupported = /^Statement not supported: (\w+?)(?:Statement|Stmt)\b/.exec(

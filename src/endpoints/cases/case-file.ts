@@ -71,11 +71,31 @@ const testCase = z.strictObject({
     .record(z.string(), queryValue)
     .meta({ description: "the query string, as a map of parameter to value" })
     .default({}),
+  page: z
+    .int()
+    .min(2)
+    .meta({
+      description:
+        "a paged endpoint's page after the first: the answer is the page reached from the first by following each page's Link rel=next; absent: the first page",
+    })
+    .optional(),
+  follow: z
+    .literal("catch-up")
+    .meta({
+      description:
+        "the answer is a follow stream's catch-up: the records from the start the params give (since or the window's start) up to now, read by its window SQL, oldest first",
+    })
+    .optional(),
   expect: expectation,
 });
 
 export const caseFileSchema = z
-  .array(testCase)
+  .array(
+    testCase.refine((entry) => entry.page === undefined || entry.follow === undefined, {
+      message: "give page or follow, not both",
+      path: ["follow"],
+    }),
+  )
   .min(1)
   .meta({
     title: "Endpoint test cases",

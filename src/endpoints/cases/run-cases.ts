@@ -1,10 +1,12 @@
 // Runs one endpoint folder's test cases through the service itself: for each set of fixture files,
 // an embedded engine holding those rows and the app over it; each case's query string is sent as a
-// GET with the case's instant as now, and the answer compared with what the case expects.
+// GET with the case's instant as now (and, for a later page, each page's next link followed; for a
+// follow catch-up, as a settled follow stream), and the answer compared with what the case expects.
 import { basename, dirname, join, relative, resolve } from "node:path";
-import type { LightMyRequestResponse } from "fastify";
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { buildApp } from "../../app.ts";
 import { configFrom } from "../../config.ts";
+import type { QueryEngine } from "../../engines/engine.ts";
 import { parseIsoTimestamp } from "../../time.ts";
 import type { Catalog } from "../catalog.ts";
 import { BUILT_IN_ENDPOINTS, CatalogError, loadCatalog } from "../load-catalog.ts";
@@ -28,8 +30,15 @@ export interface CaseOutcome {
 /** The one credential of the app the cases run in; it exists only in that app. */
 const KEY = "endpoint-cases-0123456789abcdef";
 
-/** The outcome of each case of the folder's cases file, in the file's order. */
-export async function runEndpointCases(folder: string): Promise<CaseOutcome[]> {
+/**
+ * The outcome of each case of the folder's cases file, in the file's order; none runs when an
+ * engine refuses the endpoint's SQL: the embedded one the cases run on, or one of `alsoCheckedOn`
+ * (which checks its own dialect's SQL, e.g. BigQuery's dry run checking bigquery.sql).
+ */
+export async function runEndpointCases(
+  folder: string,
+  alsoCheckedOn: readonly QueryEngine[] = [],
+): Promise<CaseOutcome[]> {
   const file = join(folder, CASES_FILE);
   const read = readCaseFile(file);
   if ("problems" in read) return [{ file, problems: read.problems }];
@@ -45,7 +54,7 @@ export async function runEndpointCases(folder: string): Promise<CaseOutcome[]> {
   if (!catalog.find(name)) {
     return [{ file, problems: [`${file}: no endpoint is named ${name}, the name of its folder`] }];
   }
-  const refused = await refusedSql(catalog, name);
+  const refused = await refusedSql(catalog, name, alsoCheckedOn);
   if (refused.length > 0) return [{ file, problems: refused }];
   const outcomes: CaseOutcome[] = [];
   // Cases over the same files share one engine: loading is the slow part of a case.
@@ -83,13 +92,24 @@ export async function runEndpointCases(folder: string): Promise<CaseOutcome[]> {
 }
 
 /**
- * The endpoint's SQL files the engine refuses as `npm start` would (not one SELECT, or not
- * planned), checked before any case runs: a case never runs what the service would not serve.
+ * The endpoint's SQL files the engines refuse as `npm start` would (not one SELECT, not planned,
+ * or not the declared row), checked before any case runs: a case never runs what the service would
+ * not serve.
  */
-async function refusedSql(catalog: Catalog, endpoint: string): Promise<string[]> {
+async function refusedSql(
+  catalog: Catalog,
+  endpoint: string,
+  alsoCheckedOn: readonly QueryEngine[],
+): Promise<string[]> {
   const engine = await caseEngine({}, () => 0n);
+  const problems: string[] = [];
   try {
-    return (await servedOn(catalog, engine, (entry) => entry.name === endpoint)).problems;
+    for (const checker of [engine, ...alsoCheckedOn]) {
+      problems.push(
+        ...(await servedOn(catalog, checker, (entry) => entry.name === endpoint)).problems,
+      );
+    }
+    return problems;
   } finally {
     await engine.close();
   }
@@ -111,8 +131,9 @@ async function runOverFixtures(
     const problem = `fixtures: ${error instanceof Error ? error.message : String(error)}`;
     return cases.map(() => [problem]);
   }
-  // The app's clock too: it resolves `since` and where streams start.
-  const app = await buildApp(configFrom({ auth: { apiKeys: [KEY] } }), {
+  // The app's clock too: it resolves `since` and where streams start. No follow lag: a catch-up
+  // reads every record up to the case's now, which no record of a fixture can arrive after.
+  const app = await buildApp(configFrom({ auth: { apiKeys: [KEY] }, follow: { lagMs: 0 } }), {
     engine,
     catalog,
     follow: { clock },
@@ -121,12 +142,8 @@ async function runOverFixtures(
     const problems: string[][] = [];
     for (const entry of cases) {
       now = parseIsoTimestamp(entry.now) as bigint;
-      const response = await app.inject({
-        method: "GET",
-        url: `/api/endpoints/${encodeURIComponent(endpoint)}?${new URLSearchParams(entry.params)}`,
-        headers: { "x-api-key": KEY },
-      });
-      problems.push(compared(entry.expect, response));
+      const answer = await answerOf(app, endpoint, entry);
+      problems.push("problem" in answer ? [answer.problem] : compared(entry.expect, answer));
     }
     return problems;
   } finally {
@@ -136,15 +153,67 @@ async function runOverFixtures(
 }
 
 interface Answer {
+  status: number;
   result?: unknown;
   error?: { code?: string; message?: string; details?: { param?: string; message?: string }[] };
 }
 
+/** What the case asks: the first page of the answer, a later page, or a follow catch-up's records. */
+async function answerOf(
+  app: FastifyInstance,
+  endpoint: string,
+  entry: EndpointCase,
+): Promise<Answer | { problem: string }> {
+  const query = new URLSearchParams(entry.params);
+  const path = `/api/endpoints/${encodeURIComponent(endpoint)}`;
+  if (entry.follow === "catch-up") {
+    query.set("until", "settled");
+    const response = await get(app, `${path}/follow?${query}`, NDJSON);
+    return response.statusCode === 200 ? caughtUp(response) : answerIn(response);
+  }
+  let response = await get(app, `${path}?${query}`);
+  for (let page = 2; page <= (entry.page ?? 1) && response.statusCode === 200; page++) {
+    const next = /^<([^>]+)>;\s*rel="next"/.exec(String(response.headers.link ?? ""))?.[1];
+    if (next === undefined) {
+      return { problem: `page: page ${page - 1} links to no next page (no Link rel="next")` };
+    }
+    response = await get(app, next);
+  }
+  return answerIn(response);
+}
+
+const NDJSON = "application/x-ndjson";
+
+function get(app: FastifyInstance, url: string, accept?: string) {
+  return app.inject({
+    method: "GET",
+    url,
+    headers: { "x-api-key": KEY, ...(accept && { accept }) },
+  });
+}
+
+/**
+ * The records of a settled follow stream, NDJSON lines ending with one that says why it ended;
+ * a problem when it ended before it caught up.
+ */
+function caughtUp(response: LightMyRequestResponse): Answer | { problem: string } {
+  const lines = response.body
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  const end = lines.at(-1)?.end as { reason?: string } | undefined;
+  if (end?.reason !== "settled") {
+    return {
+      problem: `follow: the stream ended ${end?.reason ?? "without saying why"}, not caught up`,
+    };
+  }
+  return { status: response.statusCode, result: lines.slice(0, -1) };
+}
+
 /** How the answer differs from what the case expects, a line each. */
-function compared(expected: EndpointCase["expect"], response: LightMyRequestResponse): string[] {
-  const answer = bodyOf(response);
-  if (response.statusCode !== expected.status) {
-    return [`status: expected ${expected.status}, got ${response.statusCode}${said(answer)}`];
+function compared(expected: EndpointCase["expect"], answer: Answer): string[] {
+  if (answer.status !== expected.status) {
+    return [`status: expected ${expected.status}, got ${answer.status}${said(answer)}`];
   }
   const rows = Array.isArray(answer.result) ? answer.result : undefined;
   if (expected.error !== undefined && answer.error?.code !== expected.error) {
@@ -167,11 +236,12 @@ function said({ error }: Answer): string {
   return ` (${error.code}: ${details || error.message})`;
 }
 
-function bodyOf(response: LightMyRequestResponse): Answer {
+function answerIn(response: LightMyRequestResponse): Answer {
+  const status = response.statusCode;
   try {
     const body: unknown = response.json();
-    return typeof body === "object" && body !== null ? (body as Answer) : {};
+    return typeof body === "object" && body !== null ? { ...(body as Answer), status } : { status };
   } catch {
-    return {};
+    return { status };
   }
 }

@@ -19,7 +19,7 @@ import {
   stringFromValue,
 } from "@duckdb/node-api";
 import { formatDatetime, formatTimestamp } from "../../time.ts";
-import { type JsonValue, type Row, withJson } from "../engine.ts";
+import { type JsonValue, type ResultColumn, type Row, withJson } from "../engine.ts";
 
 const integer: DuckDBValueConverter<JsonValue> = (value) => Number(value as bigint | number);
 
@@ -55,6 +55,53 @@ export const toWireValue = createDuckDBValueConverter(
   converters as Record<DuckDBTypeId, DuckDBValueConverter<JsonValue> | undefined>,
 );
 
+/** What the converters above make of each type, in BigQuery's name for it (ResultColumn). */
+const WIRE_TYPES: Partial<Record<DuckDBTypeId, string>> = {
+  [DuckDBTypeId.SQLNULL]: "JSON",
+  [DuckDBTypeId.BOOLEAN]: "BOOL",
+  [DuckDBTypeId.TINYINT]: "INT64",
+  [DuckDBTypeId.SMALLINT]: "INT64",
+  [DuckDBTypeId.INTEGER]: "INT64",
+  [DuckDBTypeId.UTINYINT]: "INT64",
+  [DuckDBTypeId.USMALLINT]: "INT64",
+  [DuckDBTypeId.UINTEGER]: "INT64",
+  [DuckDBTypeId.BIGINT]: "INT64",
+  [DuckDBTypeId.UBIGINT]: "INT64",
+  [DuckDBTypeId.HUGEINT]: "INT64",
+  [DuckDBTypeId.UHUGEINT]: "INT64",
+  [DuckDBTypeId.FLOAT]: "FLOAT64",
+  [DuckDBTypeId.DOUBLE]: "FLOAT64",
+  [DuckDBTypeId.DECIMAL]: "FLOAT64",
+  [DuckDBTypeId.VARCHAR]: "STRING",
+  [DuckDBTypeId.ENUM]: "STRING",
+  [DuckDBTypeId.UUID]: "STRING",
+  [DuckDBTypeId.TIMESTAMP_TZ]: "TIMESTAMP",
+  [DuckDBTypeId.TIMESTAMP]: "DATETIME",
+};
+
+/**
+ * A result column of `type` as the wire format gives it (ResultColumn): a list as REPEATED (a list
+ * of lists has no such form, nor a type the converters do not take: they keep DuckDB's name), a
+ * struct as a RECORD, a JSON value as any.
+ */
+export function resultColumn(name: string, type: DuckDBType): ResultColumn {
+  const spelled = type.toString();
+  if (type.alias === "JSON") return { name, type: "JSON", spelled };
+  if (type.typeId === DuckDBTypeId.LIST || type.typeId === DuckDBTypeId.ARRAY) {
+    const element = resultColumn(name, type.valueType);
+    return element.mode === "REPEATED"
+      ? { name, type: spelled, spelled }
+      : { ...element, mode: "REPEATED", spelled };
+  }
+  if (type.typeId === DuckDBTypeId.STRUCT) {
+    const fields = type.entryNames.map((entry, index) =>
+      resultColumn(entry, type.entryTypes[index] as DuckDBType),
+    );
+    return { name, type: "RECORD", fields, spelled };
+  }
+  return { name, type: WIRE_TYPES[type.typeId] ?? spelled, spelled };
+}
+
 /** A result column: its name in the rows, and its type as the query declared it (aliases kept). */
 export interface WireColumn {
   name: string;
@@ -64,16 +111,19 @@ export interface WireColumn {
 /** The one column of a result that holds each row whole, as JSON (rowsOfJson). */
 const ROW_AS_JSON = "row";
 
+/** Whether a result of `columns` holds each row whole in one JSON column (rowsOfJson). */
+export function rowsAsJson(columns: readonly WireColumn[]): boolean {
+  const [only] = columns;
+  return columns.length === 1 && only?.name === ROW_AS_JSON && only.type.alias === "JSON";
+}
+
 /**
  * A chunk's rows in the wire format, converted a column at a time; a result whose one column is
  * ROW_AS_JSON, of DuckDB's JSON type, holds each row whole (rowsOfJson).
  */
 export function wireRows(chunk: DuckDBDataChunk, columns: readonly WireColumn[]): Row[] {
-  const [only] = columns;
   // The vectors' own types have lost the alias: a JSON column's says VARCHAR.
-  if (columns.length === 1 && only?.name === ROW_AS_JSON && only.type.alias === "JSON") {
-    return rowsOfJson(chunk);
-  }
+  if (rowsAsJson(columns)) return rowsOfJson(chunk);
   const rows: Row[] = Array.from({ length: chunk.rowCount }, () => ({}));
   for (const [index, { name }] of columns.entries()) {
     chunk.visitColumnValues(index, (value, row, _column, type) => {
