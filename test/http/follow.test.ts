@@ -21,7 +21,7 @@ import {
   type Stream,
 } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
-import { API_KEY, startService } from "../support/service.ts";
+import { API_KEY, type BigQueryServiceOptions, startBigQueryService } from "../support/service.ts";
 
 const OLDER = [edgeLog(shift(NOW, -10n * SECOND), { id: "before-connecting" })];
 
@@ -48,8 +48,8 @@ function expectAscending(rows: Row[]) {
   }
 }
 
-async function bigQueryService(options: Parameters<typeof startService>[0]) {
-  const service = await startService(options);
+async function bigQueryService(options: BigQueryServiceOptions) {
+  const service = await startBigQueryService(options);
   const base = await service.app.listen({ host: "127.0.0.1", port: 0 });
   const add = (rows: Row[]) => {
     service.standIn.tables = {
