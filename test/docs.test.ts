@@ -71,7 +71,10 @@ const RUN_BY_TESTS: [RegExp, string][] = [
     /^npm install --dry-run /,
     "test/platforms.environment.test.ts, which checks what their comments say",
   ],
-  [/^(npm link|log-query |export LOG_QUERY_KEY=)/, "test/cli.test.ts, against npm start's service"],
+  [
+    /^(npm link|log-query |export LOG_QUERY_KEY=)/,
+    "test/cli-docs.environment.test.ts, against npm start's service",
+  ],
   [/^npm run test:endpoints$/, "test/endpoints/cases.test.ts, which checks that every case passes"],
   [/^npm run test:endpoints -- /, "test/endpoints/operator-endpoints.test.ts, the walk-through's"],
   [/^kill -HUP /, "test/signals.test.ts, against the service it starts in a folder of its own"],
