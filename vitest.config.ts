@@ -9,6 +9,7 @@ const ENVIRONMENT_TESTS = "test/**/*.environment.test.ts";
 export default defineConfig({
   test: {
     globalSetup: ["test/support/global-setup.ts"],
+    setupFiles: ["test/support/wait-for-timeout.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // expect.poll waits for something the test cannot await; its default 1 s is too short on a

@@ -543,7 +543,9 @@ describe("resuming a follow stream on DuckDB around late records", () => {
     await arrive(...busy);
     await first.until(() => records(first).length === 122);
     release();
-    await resumed.until(() => records(resumed).length > 0);
+    // The rest of its catch-up is streamed after the first chunk: as many as the first stream got
+    // (on a loaded machine, more than two polls later), then two polls more for any sent twice.
+    await resumed.until(() => records(resumed).length >= records(first).length);
     await settle();
     expect(recordIds(resumed)).toEqual(recordIds(first));
   });
