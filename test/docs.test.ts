@@ -67,8 +67,14 @@ const RUN_BY_TESTS: [RegExp, string][] = [
   [/^curl /, "test/start.test.ts, against npm start's service"],
   [/^npm run key /, "test/start.test.ts, which calls with the key it makes"],
   [/^(export )?(JWT_SECRET|TOKEN)=/, "test/start.test.ts, which calls with the token they make"],
-  [/^npm install --dry-run /, "this file, which checks what their comments say"],
-  [/^(npm link|log-query |export LOG_QUERY_KEY=)/, "test/cli.test.ts, against npm start's service"],
+  [
+    /^npm install --dry-run /,
+    "test/platforms.environment.test.ts, which checks what their comments say",
+  ],
+  [
+    /^(npm link|log-query |export LOG_QUERY_KEY=)/,
+    "test/cli-docs.environment.test.ts, against npm start's service",
+  ],
   [/^npm run test:endpoints$/, "test/endpoints/cases.test.ts, which checks that every case passes"],
   [/^npm run test:endpoints -- /, "test/endpoints/operator-endpoints.test.ts, the walk-through's"],
   [/^kill -HUP /, "test/signals.test.ts, against the service it starts in a folder of its own"],
@@ -154,17 +160,6 @@ describe("the docs", () => {
     const bare = code.filter(({ text }) => bareNode.test(text));
     expect(bare.map(({ file, text }) => `${file}: ${text}`)).toEqual([]);
   });
-
-  it("say what npm's dry-run install on each other platform adds, as npm says it", async () => {
-    const dryRuns = shellCommands().filter(({ text }) => text.startsWith("npm install --dry-run "));
-    expect(dryRuns.length).toBeGreaterThan(0);
-    for (const { text } of dryRuns) {
-      const [command = "", said = ""] = text.split(/ +# /);
-      const { code, stdout, stderr } = await runShell(command, {});
-      expect(code, stderr).toBe(0);
-      expect(stdout.split("\n"), command).toContain(said);
-    }
-  }, 60_000);
 });
 
 const KEY = "docs-test-key-0123456789";

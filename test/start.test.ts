@@ -241,12 +241,14 @@ describe("npm start", () => {
     const [port, management] = [await freePort(), await freePort()];
     // Two listeners, so the service's own address is the one given, not the first logged.
     const baseUrl = `http://127.0.0.1:${port}`;
-    const { child } = await start({
+    const { child, stdout } = await start({
       API_KEYS: KEY,
       ENGINE_MAX_CONCURRENCY: "2",
       PORT: String(port),
       MANAGEMENT_PORT: String(management),
     });
+    // start() resolves at the first listener logged, which may be the management one.
+    await vi.waitFor(() => expect(stdout()).toContain(`Server listening at ${baseUrl}`));
     const exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
     const answers = Array.from({ length: 50 }, async (_, i) => {
       const end = new Date(Date.now() - i * 60_000).toISOString();

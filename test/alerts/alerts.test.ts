@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { openAlertRules } from "../../src/alerts/rules-source.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import type { QueryRequest } from "../../src/engines/engine.ts";
-import { cachedService } from "../support/cached-service.ts";
+import { cachedBigQueryService } from "../support/cached-service.ts";
 import {
   edgeLog,
   functionCall,
@@ -23,7 +23,7 @@ import {
 import { FOLLOW, FOLLOW_CLOCK, NOW as FOLLOW_NOW } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
 import { recordingInto } from "../support/recording-engine.ts";
-import { startService } from "../support/service.ts";
+import { startBigQueryService } from "../support/service.ts";
 import { temporaryFile } from "../support/temporary-file.ts";
 import { webhookReceiver } from "../support/webhook-receiver.ts";
 
@@ -50,13 +50,13 @@ const errorRule = (url: string, threshold = 10) => ({
 async function alertingService(
   rules: unknown[],
   firstRetryMs = 1_000,
-  deps: Parameters<typeof cachedService>[3] = {},
+  deps: Parameters<typeof cachedBigQueryService>[3] = {},
 ) {
   const lines: Record<string, unknown>[] = [];
   const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) });
   const path = temporaryFile("rules.json", { rules });
   const alertRules = openAlertRules(path);
-  const started = await cachedService(NOW, { function_edge_logs: calls(5, 1) }, logger, {
+  const started = await cachedBigQueryService(NOW, { function_edge_logs: calls(5, 1) }, logger, {
     alertRules,
     alertDelivery: { firstRetryMs },
     ...deps,
@@ -218,7 +218,7 @@ async function burstRuleService(url: string, edgeLogs: Row[], runs: QueryRequest
       },
     ],
   });
-  const service = await startService({
+  const service = await startBigQueryService({
     now: FOLLOW_NOW,
     tables: { edge_logs: edgeLogs },
     config: { follow: FOLLOW },

@@ -1,5 +1,6 @@
-// The service end to end: app.inject → BigQuery engine → official client → HTTP → stand-in →
-// GoogleSQL. Expected rows are worked out by hand from the fixtures below.
+// The service end to end: app.inject → the embedded engine, or where what BigQuery is sent or
+// answers matters, → BigQuery engine → official client → HTTP → stand-in → GoogleSQL. Expected
+// rows are worked out by hand from the fixtures below.
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,7 +25,12 @@ import {
   SECOND,
   shift,
 } from "../support/fixtures.ts";
-import { API_KEY, startService } from "../support/service.ts";
+import {
+  API_KEY,
+  type BigQueryServiceOptions,
+  startBigQueryService,
+  startService,
+} from "../support/service.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 const STATS_ID = "301c3c3d-c4b3-4d6e-b0a1-e6310fabb99c";
@@ -55,6 +61,8 @@ const TABLES = {
 
 const service = (options: Omit<Parameters<typeof startService>[0], "now"> = {}) =>
   startService({ tables: TABLES, now: NOW, ...options });
+const bigQueryService = (options: Omit<BigQueryServiceOptions, "now"> = {}) =>
+  startBigQueryService({ tables: TABLES, now: NOW, ...options });
 
 const json = (body: string) => JSON.parse(body) as Record<string, unknown>;
 
@@ -131,7 +139,7 @@ describe("the three endpoints", () => {
   });
 
   it("binds every declared parameter as STRING, an absent one as null", async () => {
-    const { get, standIn } = await service();
+    const { get, standIn } = await bigQueryService();
     await get(
       `/api/endpoints/logs.all?project=${PROJECT}&project_tier=PRO&iso_timestamp_start=&status=5XX,404&method=get`,
     );
@@ -162,7 +170,7 @@ describe("the three endpoints", () => {
   });
 
   it("binds since as the start it means, counted back from the service's clock", async () => {
-    const { get, standIn } = await service({ follow: { clock: () => micros(NOW) } });
+    const { get, standIn } = await bigQueryService({ follow: { clock: () => micros(NOW) } });
     await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=PRO&since=90s`);
     const sent = standIn.queryCalls[0]?.body.queryParameters as {
       name: string;
@@ -177,7 +185,9 @@ describe("the three endpoints", () => {
   it("caps a result at 1000 rows and says so in X-Result-Truncated", async () => {
     const numbers =
       "SELECT x FROM UNNEST(GENERATE_ARRAY(1, 1500)) AS x WHERE @project != @interval";
-    const { get } = await service({ catalog: withQuery("usage.api-counts", "bigquery", numbers) });
+    const { get } = await bigQueryService({
+      catalog: withQuery("usage.api-counts", "bigquery", numbers),
+    });
     const response = await get(`/api/endpoints/usage.api-counts?project=a&interval=daily`);
     expect(response.statusCode).toBe(200);
     expect(response.headers["x-result-truncated"]).toBe("true");
@@ -280,13 +290,13 @@ describe("authentication", () => {
     expect(json((await app.inject("/health")).body)).toEqual({ status: "ok" });
     const ready = await app.inject("/ready");
     expect(ready.statusCode).toBe(200);
-    expect(json(ready.body)).toEqual({ status: "ready", engine: "bigquery" });
+    expect(json(ready.body)).toEqual({ status: "ready", engine: "duckdb" });
   });
 });
 
 describe("errors", () => {
   it("answers bad params with 400 invalid_params and one detail per parameter, without an engine call", async () => {
-    const { get, standIn } = await service();
+    const { get, standIn } = await bigQueryService();
     const response = await get(
       "/api/endpoints/usage.api-counts?project=(&interval=weekly&projct=x",
     );
@@ -332,7 +342,7 @@ describe("errors", () => {
   });
 
   it("answers a badly percent-encoded query string with 400 bad_request, without an engine call", async () => {
-    const { get, standIn } = await service();
+    const { get, standIn } = await bigQueryService();
     for (const query of ["project=%ZZ&interval=hourly", "project=%E0%A4&interval=hourly", "x=%"]) {
       const response = await get(`/api/endpoints/usage.api-counts?${query}`);
       expect(response.statusCode, query).toBe(400);
@@ -349,7 +359,7 @@ describe("errors", () => {
   });
 
   it("refuses any request that declares a body with 413 payload_too_large, closing the connection", async () => {
-    const { app, standIn } = await service();
+    const { app, standIn } = await bigQueryService();
     for (const [method, payload] of [
       ["POST", JSON.stringify({ padding: "x".repeat(5000) })],
       ["GET", JSON.stringify({ project: "other" })],
@@ -384,7 +394,7 @@ describe("errors", () => {
   });
 
   it("answers other methods on endpoint paths with 405 and Allow: GET, HEAD", async () => {
-    const { app, standIn } = await service();
+    const { app, standIn } = await bigQueryService();
     for (const method of ["POST", "PUT", "DELETE", "PATCH"] as const) {
       const response = await app.inject({
         method,
@@ -493,7 +503,7 @@ describe("errors", () => {
   });
 
   it("answers an engine failure with 502 engine_error, without engine text", async () => {
-    const { get, standIn } = await service();
+    const { get, standIn } = await bigQueryService();
     standIn.injectFault({ kind: "invalidQuery" });
     const response = await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`);
     expect(response.statusCode).toBe(502);
@@ -504,7 +514,7 @@ describe("errors", () => {
   });
 
   it("answers a job that outlives the timeout with 504 engine_timeout", async () => {
-    const { get, standIn } = await service({ engine: { jobTimeoutMs: 300 } });
+    const { get, standIn } = await bigQueryService({ engine: { jobTimeoutMs: 300 } });
     standIn.injectFault({ kind: "slowJob", polls: Number.POSITIVE_INFINITY });
     const response = await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`);
     expect(response.statusCode).toBe(504);
@@ -545,7 +555,7 @@ describe("errors", () => {
   });
 
   it("reports not ready with 503 when the engine cannot answer", async () => {
-    const { app, standIn } = await service();
+    const { app, standIn } = await bigQueryService();
     standIn.injectFault({ kind: "invalidQuery" });
     const response = await app.inject("/ready");
     expect(response.statusCode).toBe(503);
@@ -557,7 +567,7 @@ describe("request log", () => {
   it("writes one line per request with id, endpoint, status, duration, rows, job and bytes; never a key", async () => {
     const lines: string[] = [];
     const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
-    const { get, standIn } = await service({ logger });
+    const { get, standIn } = await bigQueryService({ logger });
     const ok = await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`, {
       "x-request-id": "trace-42",
     });
@@ -642,7 +652,7 @@ describe("request log", () => {
   it("logs a failed query's engine message, which the response leaves out", async () => {
     const lines: string[] = [];
     const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
-    const { get, standIn } = await service({ logger });
+    const { get, standIn } = await bigQueryService({ logger });
     standIn.injectFault({ kind: "invalidQuery" });
     const response = await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`);
 
@@ -664,7 +674,7 @@ describe("request log", () => {
   it("logs the job id of a query BigQuery made a job of, which the response leaves out", async () => {
     const lines: string[] = [];
     const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
-    const { get, standIn } = await service({ logger, engine: { jobTimeoutMs: 300 } });
+    const { get, standIn } = await bigQueryService({ logger, engine: { jobTimeoutMs: 300 } });
     standIn.injectFault({ kind: "slowJob", polls: Number.POSITIVE_INFINITY });
     const response = await get(`/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`);
     const jobId = standIn.queryCalls[0]?.jobId as string;

@@ -1,13 +1,14 @@
-// The result cache as HTTP clients see it, through the whole service (app → BigQuery client → stand-in).
+// The result cache as HTTP clients see it, through the whole service (app → embedded engine; where
+// an engine failure or a refresh's job matters, app → BigQuery client → stand-in).
 //
 // Time: the cache reads its clock from the `cache.now` option, a variable the tests move, so Age and
-// expiry never depend on the wall clock. Only the warming test fakes timers, and only setTimeout and
+// expiry never depend on the wall clock. Only the warming tests fake timers, and only setTimeout and
 // clearTimeout: the cache arms its refresh with setTimeout, while the stand-in, the BigQuery client's
 // sockets, its AbortSignal deadline and its retry sleeps (node:timers/promises) keep real time, so the
 // HTTP round trips a refresh makes still run.
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { cachedService } from "../support/cached-service.ts";
+import { cachedBigQueryService, cachedService } from "../support/cached-service.ts";
 import { edgeLog, functionCall, MINUTE, PROJECT, shift } from "../support/fixtures.ts";
 import type { Row } from "../support/googlesql.ts";
 
@@ -152,7 +153,7 @@ describe("what is not cached", () => {
   });
 
   it("does not keep an engine error: the next request queries again", async () => {
-    const { service, engine } = await cachedService(NOW, TABLES);
+    const { service, engine } = await cachedBigQueryService(NOW, TABLES);
     // Both attempts of the engine's retry meet the fault.
     service.standIn.injectFault({ kind: "backendError", times: 2 });
     const failed = await service.get(USAGE);
@@ -174,7 +175,7 @@ describe("warming", () => {
       { level: "info" },
       { write: (line: string) => lines.push(JSON.parse(line)) },
     );
-    const { service, engine, clock } = await cachedService(NOW, TABLES, logger);
+    const { service, engine, clock } = await cachedBigQueryService(NOW, TABLES, logger);
     const other = USAGE.replace("hourly", "daily");
     // Twice each: only keys requested more than once are warmed.
     for (const path of [USAGE, USAGE, other, other]) await service.get(path);
@@ -211,7 +212,7 @@ describe("warming", () => {
 
   it("serves the previous value as STALE while its refresh fails, then the refreshed one as HIT", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
-    const { service, engine, clock } = await cachedService(NOW, TABLES);
+    const { service, engine, clock } = await cachedBigQueryService(NOW, TABLES);
     /** Moves the cache's clock and its timers together, then waits for refreshes to settle. */
     const advance = async (seconds: number) => {
       clock.ms += seconds * SECOND_MS;

@@ -24,7 +24,7 @@ import {
 import { closers, inOrder } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
 import { recordingInto } from "../support/recording-engine.ts";
-import { API_KEY, startService } from "../support/service.ts";
+import { API_KEY, startBigQueryService, startService } from "../support/service.ts";
 
 const START = "2026-11-21T05:00:00.000000Z";
 const LAG_MS = 60_000;
@@ -375,7 +375,7 @@ describe("a settled follow stream on BigQuery", () => {
     const rows = Array.from({ length: 5 * 24 }, (_, i) =>
       edgeLog(shift(NOW, -BigInt(i + 1) * 60n * MINUTE), { id: `hourly-${i}` }),
     );
-    const { app, standIn } = await startService({
+    const { app, standIn } = await startBigQueryService({
       now: NOW,
       tables: { edge_logs: rows },
       config: { follow: { intervalMs: 40, lagMs: LAG_MS } },

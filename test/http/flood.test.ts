@@ -1,5 +1,6 @@
 // One credential floods the engine with the costliest patterns the validator accepts; another
-// credential's light query keeps answering quickly (real DuckDB, demo data, 2 running at once).
+// credential's light queries are admitted in turn with it, not behind its queue (real DuckDB, demo
+// data, 2 running at once).
 import { describe, expect, it } from "vitest";
 import { demoApp } from "../support/demo-app.ts";
 import { floodPatterns } from "../support/flood.ts";
@@ -20,32 +21,42 @@ const demo = demoApp(
 const get = (url: string, key: string) => demo.app.inject({ url, headers: { "x-api-key": key } });
 
 describe("a flood of costly patterns from one credential", () => {
-  it("leaves another credential's light query under 1 s at the median", async () => {
+  it("lets another credential's light queries in ahead of the flood's queue", async () => {
     const patterns = floodPatterns(60);
     expect(patterns).toHaveLength(60);
+    let floodAnswered = 0;
     const flood = Promise.all(
-      patterns.map((pattern) =>
-        get(
+      patterns.map(async (pattern) => {
+        const response = await get(
           `/api/endpoints/usage.api-counts?interval=daily&project=${encodeURIComponent(pattern)}`,
           FLOOD_KEY,
-        ),
-      ),
+        );
+        if (response.statusCode === 200) floodAnswered++;
+        return response;
+      }),
     );
-    const light: number[] = [];
+    // How many of the flood's queries had run when each light query was answered: in turn with the
+    // flood, each light query waits for a slot (2 run at once), never for the flood's queue.
+    const floodAnsweredBefore: number[] = [];
     for (let i = 0; i < 7; i++) {
-      const started = performance.now();
       const response = await get(
         `/api/endpoints/logs.all?project=default&project_tier=PRO&iso_timestamp_end=${new Date(Date.now() - i * 1000).toISOString()}`,
         DASHBOARD_KEY,
       );
       expect(response.statusCode).toBe(200);
-      light.push(performance.now() - started);
+      floodAnsweredBefore.push(floodAnswered);
     }
     const statuses = (await flood).map((response) => response.statusCode);
     // The flood was real: its share let most of it queue, and what was refused was refused at once.
-    expect(statuses.filter((status) => status === 200).length).toBeGreaterThan(40);
+    const queued = statuses.filter((status) => status === 200).length;
+    expect(queued).toBeGreaterThan(40);
     expect(statuses.every((status) => status === 200 || status === 429)).toBe(true);
-    light.sort((a, b) => a - b);
-    expect(light[3]).toBeLessThan(1_000);
+    // A few of the flood's queries per light query (the slot the light one waits for, and what the
+    // other slot ran meanwhile), far from the 40 and more a queue in arrival order puts first.
+    floodAnsweredBefore.forEach((answered, i) => {
+      expect(answered, `flood queries answered before light query ${i}`).toBeLessThanOrEqual(
+        4 * (i + 1) + 2,
+      );
+    });
   }, 120_000);
 });

@@ -1,4 +1,4 @@
-// Response formats end to end (app → BigQuery engine → stand-in → reference engine): JSON, NDJSON
+// Response formats end to end (app → embedded engine): JSON, NDJSON
 // and CSV by Accept or by a suffix on the name, each checked against the JSON rows; CSV through a real
 // CSV parser.
 import { parse } from "csv-parse/sync";
@@ -217,9 +217,8 @@ describe("NDJSON", () => {
 
 describe("a result cut at 1000 rows", () => {
   it("is marked X-Result-Truncated in every format", async () => {
-    const numbers =
-      "SELECT x FROM UNNEST(GENERATE_ARRAY(1, 1500)) AS x WHERE @project != @interval";
-    const { get } = await service({ catalog: withQuery("usage.api-counts", "bigquery", numbers) });
+    const numbers = "SELECT x FROM range(1, 1501) AS t(x) WHERE $project != $interval";
+    const { get } = await service({ catalog: withQuery("usage.api-counts", "duckdb", numbers) });
     const url = "/api/endpoints/usage.api-counts?project=a&interval=daily";
 
     const csv = await get(url, { accept: "text/csv" });

@@ -1,9 +1,10 @@
 // How fresh an answer is and what it cost, as a client reads it: Cache-Status (RFC 9211),
-// Server-Timing, X-Bytes-Processed and Timing-Allow-Origin, on the BigQuery stand-in.
+// Server-Timing, X-Bytes-Processed and Timing-Allow-Origin; the bytes a query scanned on the BigQuery
+// stand-in, the rest on the embedded engine.
 import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
-import { cachedService } from "../support/cached-service.ts";
+import { cachedBigQueryService, cachedService } from "../support/cached-service.ts";
 import { edgeLog, functionCall, MINUTE, PROJECT, shift } from "../support/fixtures.ts";
 import type { Row } from "../support/googlesql.ts";
 import { API_KEY } from "../support/service.ts";
@@ -22,7 +23,7 @@ const SERVER_TIMING = /^cache;desc=(\w+)(, engine;dur=[\d.]+)?, total;dur=[\d.]+
 
 describe("freshness and cost headers", () => {
   it("a miss: stored, the engine's time, the bytes it scanned", async () => {
-    const { service } = await cachedService(NOW, TABLES);
+    const { service } = await cachedBigQueryService(NOW, TABLES);
     const miss = await service.get(STATS);
     expect(miss.headers["cache-status"]).toBe("query-service; fwd=miss; stored");
     expect(miss.headers["server-timing"]).toMatch(SERVER_TIMING);
@@ -58,7 +59,7 @@ describe("freshness and cost headers", () => {
   });
 
   it("an endpoint without a cache: a URI miss every time, with the engine's time", async () => {
-    const { service } = await cachedService(NOW, TABLES);
+    const { service } = await cachedBigQueryService(NOW, TABLES);
     const logs = await service.get(LOGS);
     expect(logs.headers["cache-status"]).toBe("query-service; fwd=uri-miss");
     expect(logs.headers["server-timing"]).toMatch(/^cache;desc=MISS, engine;dur=[\d.]+, total/);

@@ -34,7 +34,7 @@ import {
 } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
 import { recordingInto } from "../support/recording-engine.ts";
-import { API_KEY, startService } from "../support/service.ts";
+import { API_KEY, startBigQueryService, startService } from "../support/service.ts";
 
 const CLOCK = { clock: () => micros(NOW) };
 const SHARED = shift(NOW, -10n * MINUTE);
@@ -115,7 +115,7 @@ const engines: [
     "BigQuery",
     async (tables) => {
       const runs: QueryRequest[] = [];
-      const { get } = await startService({
+      const { get } = await startBigQueryService({
         tables,
         now: NOW,
         follow: CLOCK,
@@ -281,7 +281,7 @@ describe("since, paged", () => {
 
 const SECRET = "a-test-secret-of-at-least-32-bytes!!";
 
-/** A BigQuery service over TABLES that takes tokens, and a token whose scope fixes `fixed`. */
+/** A service over TABLES that takes tokens, and a token whose scope fixes `fixed`. */
 async function serviceWithToken(name: string, fixed: Record<string, string>) {
   const token = await new SignJWT({
     sub: name,

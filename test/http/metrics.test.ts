@@ -3,7 +3,7 @@ import { SignJWT } from "jose";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { edgeLog, PROJECT, SECOND, shift } from "../support/fixtures.ts";
-import { startService } from "../support/service.ts";
+import { startBigQueryService, startService } from "../support/service.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 const USAGE = `/api/endpoints/usage.api-counts?project=${PROJECT}&interval=hourly`;
@@ -28,7 +28,7 @@ describe("GET /metrics", () => {
     // The cache's warming runs on setTimeout: fake those, and move the cache's clock with them.
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     let now = Date.parse(NOW);
-    const { get, standIn } = await startService({
+    const { get, standIn } = await startBigQueryService({
       now: NOW,
       tables: { edge_logs: [edgeLog(shift(NOW, -5n * SECOND))] },
       config: { cache: { maxEntries: 10, maxBytes: 1e6 } },

@@ -21,7 +21,7 @@ import {
   shift,
 } from "../support/fixtures.ts";
 import type { Row } from "../support/googlesql.ts";
-import { API_KEY, engineOn, startService } from "../support/service.ts";
+import { API_KEY, engineOn, startBigQueryService, startService } from "../support/service.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 const LOGS = catalog.find((endpoint) => endpoint.name === "logs.all");
@@ -221,7 +221,12 @@ describe("a page walk on BigQuery", () => {
   const base = `/api/endpoints/logs.all?project=${PROJECT}&project_tier=FREE`;
   const window = expectedIds(PROJECT, shift(NOW, -DAY));
   const start = (deployment = "test-project.logs") =>
-    startService({ tables: TABLES, now: NOW, config: { cursorSecret: SECRET }, deployment });
+    startBigQueryService({
+      tables: TABLES,
+      now: NOW,
+      config: { cursorSecret: SECRET },
+      deployment,
+    });
   /** Another app on `standIn` with the secret: a replica, or another deployment's service. */
   const another = async (standIn: BigQueryStandIn, deployment: string): Promise<Get> => {
     const engine = engineOn(standIn);

@@ -23,7 +23,7 @@ import {
 } from "../support/fixtures.ts";
 import { closers, FOLLOW, NOW, open, records } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
-import { API_KEY, startService } from "../support/service.ts";
+import { API_KEY, startBigQueryService } from "../support/service.ts";
 
 const OPERATOR_ENDPOINTS = new URL("../fixtures/endpoints/", import.meta.url).pathname;
 const NAME = "edge.errors";
@@ -137,7 +137,7 @@ describe("an operator's followable endpoint with its own window parameter names,
 
 describe("an operator's followable endpoint on the BigQuery stand-in", () => {
   it("pages through its window by next cursors, each record once, newest first", async () => {
-    const { get } = await startService({
+    const { get } = await startBigQueryService({
       tables: { edge_logs: [...ERRORS, ...OKS] },
       now: NOW,
       catalog: loadCatalog([BUILT_IN_ENDPOINTS, OPERATOR_ENDPOINTS]),

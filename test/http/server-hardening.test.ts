@@ -29,7 +29,7 @@ async function listening(config: ConfigOverrides = {}, deps: Partial<AppDeps> = 
   return { app, engine, port: (app.server.address() as { port: number }).port };
 }
 
-/** A raw connection: what it received and when it was closed. */
+/** A raw connection: what it received, and when it is closed. */
 function rawConnection(port: number) {
   const socket = connect(port, "127.0.0.1");
   let received = "";
@@ -37,10 +37,7 @@ function rawConnection(port: number) {
     received += chunk;
   });
   socket.on("error", () => {});
-  const closed = new Promise<number>((resolve) => {
-    const opened = performance.now();
-    socket.on("close", () => resolve(performance.now() - opened));
-  });
+  const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
   const ready = new Promise<void>((resolve) => socket.once("connect", () => resolve()));
   return { socket, closed, ready, received: () => received };
 }
@@ -64,9 +61,9 @@ describe("timeouts", () => {
     await ready;
     socket.write("GET /health HTTP/1.1\r\nHost: x\r\n");
     const trickle = setInterval(() => socket.writable && socket.write("X-Slow: 1\r\n"), 100);
-    const after = await closed;
+    // A client that goes on sending headers would hold the connection forever without the timeout.
+    await closed;
     clearInterval(trickle);
-    expect(after).toBeLessThan(2_500);
     const response = parseResponse(received());
     expect(response.status).toBe(408);
     expect(response.body).toEqual({
@@ -128,7 +125,9 @@ describe("a connection cap", () => {
     const held = [rawConnection(port), rawConnection(port)];
     await Promise.all(held.map((connection) => connection.ready));
     const refused = rawConnection(port);
-    expect(await refused.closed).toBeLessThan(1_000);
+    await refused.closed;
+    // Closed for the cap, not for a timeout: the two it let in, as silent, are still open.
+    expect(held.map((connection) => connection.socket.destroyed)).toEqual([false, false]);
     expect(refused.received()).toBe("");
     const management = await buildManagementApp({ engine, registry: app.metricsRegistry });
     closing.unshift(() => management.close());

@@ -4,7 +4,7 @@
 import { SignJWT } from "jose";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
-import { cachedService } from "../support/cached-service.ts";
+import { cachedBigQueryService } from "../support/cached-service.ts";
 import { functionCall, MINUTE, PROJECT, shift } from "../support/fixtures.ts";
 import { open, type Stream } from "../support/follow-client.ts";
 import type { Row } from "../support/googlesql.ts";
@@ -22,8 +22,13 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-async function watchedService(deps: Parameters<typeof cachedService>[3] = {}) {
-  const started = await cachedService(NOW, { function_edge_logs: calls(3) }, undefined, deps);
+async function watchedService(deps: Parameters<typeof cachedBigQueryService>[3] = {}) {
+  const started = await cachedBigQueryService(
+    NOW,
+    { function_edge_logs: calls(3) },
+    undefined,
+    deps,
+  );
   const base = await started.service.app.listen({ host: "127.0.0.1", port: 0 });
   const { standIn } = started.service;
   const setCalls = (rows: Row[]) => {
@@ -89,7 +94,7 @@ describe("a watch stream", () => {
   it("tells its watchers of a value too large to keep, with one query per warming interval", async () => {
     // A bound below the answer's size: every value is served and told, never stored.
     const clock = { ms: 0 };
-    const { service, engine } = await cachedService(
+    const { service, engine } = await cachedBigQueryService(
       NOW,
       { function_edge_logs: calls(3) },
       undefined,

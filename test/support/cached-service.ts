@@ -1,9 +1,15 @@
-// The service on the BigQuery stand-in with its result cache on a clock the test moves, and its engine
-// queries counted.
+// The service (embedded engine, or BigQuery stand-in) with its result cache on a clock the test
+// moves, and its engine queries counted.
 import type { FastifyBaseLogger } from "fastify";
 import type { QueryEngine } from "../../src/engines/engine.ts";
 import type { Row } from "./googlesql.ts";
-import { type Service, type ServiceOptions, startService } from "./service.ts";
+import {
+  type BigQueryService,
+  type Service,
+  type ServiceOptions,
+  startBigQueryService,
+  startService,
+} from "./service.ts";
 
 /** Wraps the engine to count the queries that reach it and those that have settled. */
 export function countingEngine() {
@@ -27,20 +33,40 @@ export function countingEngine() {
 }
 
 /** A service on fixture tables whose cache clock is `clock.ms`, with its engine queries counted. */
-export async function cachedService(
+export function cachedService(
   now: string,
   tables: Record<string, Row[]>,
   logger?: FastifyBaseLogger,
   deps: Partial<ServiceOptions> = {},
+) {
+  return cached(startService, now, tables, logger, deps);
+}
+
+/** cachedService on the BigQuery stand-in. */
+export function cachedBigQueryService(
+  now: string,
+  tables: Record<string, Row[]>,
+  logger?: FastifyBaseLogger,
+  deps: Partial<ServiceOptions> = {},
+) {
+  return cached<BigQueryService>(startBigQueryService, now, tables, logger, deps);
+}
+
+async function cached<S extends Service>(
+  start: (options: ServiceOptions) => Promise<S>,
+  now: string,
+  tables: Record<string, Row[]>,
+  logger: FastifyBaseLogger | undefined,
+  deps: Partial<ServiceOptions>,
 ): Promise<{
-  service: Service;
+  service: S;
   engine: ReturnType<typeof countingEngine>["counts"];
   clock: { ms: number };
 }> {
   const clock = { ms: 0 };
   const engine = countingEngine();
   const { config, ...rest } = deps;
-  const service = await startService({
+  const service = await start({
     now,
     tables,
     config: { cache: { maxEntries: 100, maxBytes: 1_000_000 }, ...config },

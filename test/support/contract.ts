@@ -2,6 +2,7 @@
 // its schemas compiled in JSON Schema 2020-12 (OpenAPI 3.1's dialect): the operation the request's
 // path names, a status it declares, a media type that status declares (none, and no body, when it
 // declares none), the JSON body against its schema and each declared header's value.
+import { createHash } from "node:crypto";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import formats from "ajv-formats";
 import type { FastifyInstance } from "fastify";
@@ -87,8 +88,13 @@ export async function contractOf(document: OpenApiDocument): Promise<Contract> {
   };
 }
 
-/** The checks made, by the document they hold answers to: most services a test starts have one. */
-const served = new Map<string, Promise<Contract>>();
+/**
+ * The checks made, by the document they hold answers to: most services a test starts serve the
+ * same document (another object with the same content), whose validator is built once; a service's
+ * own document object is looked up by identity, so a call costs no serialisation.
+ */
+const byContent = new Map<string, Promise<Contract>>();
+const byDocument = new WeakMap<OpenApiDocument, Promise<Contract>>();
 
 /**
  * The check against the document `app` serves without a credential (every endpoint), that passes
@@ -96,15 +102,19 @@ const served = new Map<string, Promise<Contract>>();
  */
 export function servedContract(app: FastifyInstance): Promise<Contract> {
   const document = app.openApiDocuments.everything();
-  const key = JSON.stringify(document);
-  let contract = served.get(key);
+  let contract = byDocument.get(document);
   if (contract === undefined) {
-    contract = contractOf(document).then(
-      (check): Contract =>
-        (url, answer) =>
-          (url.split("?")[0] as string) in document.paths ? check(url, answer) : [],
-    );
-    served.set(key, contract);
+    const digest = createHash("sha256").update(JSON.stringify(document)).digest("base64");
+    contract = byContent.get(digest);
+    if (contract === undefined) {
+      contract = contractOf(document).then(
+        (check): Contract =>
+          (url, answer) =>
+            (url.split("?")[0] as string) in document.paths ? check(url, answer) : [],
+      );
+      byContent.set(digest, contract);
+    }
+    byDocument.set(document, contract);
   }
   return contract;
 }

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { CredentialLabels, labelValue } from "../../src/telemetry/attribution.ts";
 import { edgeLog, PROJECT, SECOND, shift } from "../support/fixtures.ts";
-import { startService } from "../support/service.ts";
+import { startBigQueryService } from "../support/service.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 const SECRET = "a-test-secret-of-at-least-32-bytes!!";
@@ -40,7 +40,7 @@ describe("credential labels", () => {
 
 describe("engine usage per credential", () => {
   it("labels the BigQuery query and counts its bytes and seconds under the same credential", async () => {
-    const { get, standIn } = await startService({
+    const { get, standIn } = await startBigQueryService({
       now: NOW,
       tables: { edge_logs: [edgeLog(shift(NOW, -SECOND))] },
       tokens: createTokenVerifier({ secret: SECRET, maxLifetimeSeconds: 3600 }),

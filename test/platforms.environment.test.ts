@@ -1,10 +1,12 @@
 // `npm install` on each supported platform gets that platform's native DuckDB and Biome builds.
 // The lockfile must list them all, although this machine only ever installs the linux-x64 ones;
-// npm's dry run for another --os/--cpu reports what that machine's install would add and remove.
+// npm's dry run for another --os/--cpu reports what that machine's install would add and remove, as
+// the docs' dry-run lines say it does.
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { runShell, shellCommands } from "./support/doc-commands.ts";
 
 const run = promisify(execFile);
 
@@ -45,4 +47,17 @@ describe("npm install on each supported platform", () => {
       `@duckdb/node-bindings-${os}-${cpu}`,
     ]);
   });
+});
+
+describe("the docs' dry-run install lines", () => {
+  it("say what npm's dry-run install on each other platform adds, as npm says it", async () => {
+    const dryRuns = shellCommands().filter(({ text }) => text.startsWith("npm install --dry-run "));
+    expect(dryRuns.length).toBeGreaterThan(0);
+    for (const { text } of dryRuns) {
+      const [command = "", said = ""] = text.split(/ +# /);
+      const { code, stdout, stderr } = await runShell(command, {});
+      expect(code, stderr).toBe(0);
+      expect(stdout.split("\n"), command).toContain(said);
+    }
+  }, 60_000);
 });
