@@ -4,10 +4,8 @@ import { isIP } from "node:net";
 import { availableParallelism } from "node:os";
 import { delimiter, resolve } from "node:path";
 import { z } from "zod";
-import type { TokenOptions } from "./credentials/tokens.ts";
 import type { AdmissionOptions } from "./engines/admission.ts";
-import type { BigQueryEngineOptions } from "./engines/bigquery.ts";
-import { defaultMaxStreams } from "./http/streams/stream-caps.ts";
+import type { BigQuerySettings, DuckDbSettings } from "./engines/open-engine.ts";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
@@ -155,25 +153,15 @@ const environment = z.object({
     .default("info"),
 });
 
-export type BigQuerySettings = { kind: "bigquery" } & Pick<
-  BigQueryEngineOptions,
-  "projectId" | "dataset" | "location" | "apiEndpoint" | "jobTimeoutMs" | "maximumBytesBilled"
->;
-
-export interface DuckDbSettings {
-  kind: "duckdb";
-  path?: string;
-  /** DuckDB's memory limit, e.g. `4GB`; absent: DuckDB's default (80% of RAM). */
-  memoryLimit?: string;
-  localData?: string;
-  /** How often LOCAL_DATA is looked at for new files; absent: every 30 s. */
-  localDataPollSeconds?: number;
-  /** Absent: demo data only when there is no other data. */
-  demoData?: boolean;
-  /** How often live demo rows arrive; absent: every 5 s. */
-  demoIntervalSeconds?: number;
-  /** A query still running after this long is interrupted (504 engine_timeout). */
-  timeoutMs: number;
+/** How signed access tokens (JWT) are verified. */
+export interface TokenOptions {
+  /** HS256 secret, at least 32 bytes. */
+  secret?: string;
+  /** PEM public keys or a JWKS (ES256 P-256, RS256, EdDSA Ed25519). */
+  publicKeysFile?: string;
+  maxLifetimeSeconds: number;
+  audience?: string;
+  issuer?: string;
 }
 
 export interface AuthSettings {
@@ -377,6 +365,10 @@ export function endpointsDirsOf(value: string | undefined): string[] {
     .filter((dir) => dir.trim() !== "")
     .map((dir) => resolve(dir));
 }
+
+/** Half the connection cap, at most 1 000: the rest stay for /health and ordinary queries. */
+const defaultMaxStreams = (maxConnections: number) =>
+  Math.max(1, Math.min(1000, Math.floor(maxConnections / 2)));
 
 /** Streams stay below the connection cap: /health and ordinary queries keep connections of their own. */
 function streamSettings(e: z.infer<typeof environment>): StreamSettings {

@@ -1,6 +1,8 @@
 // No import circles in src/: a module that needs another's types or helpers and is needed by it
-// back means the two share something that belongs in a module of its own. A regex over the import
-// lines is enough here, since every module names its imports as relative paths in string literals.
+// back means the two share something that belongs in a module of its own. And imports point down:
+// the engines know nothing of endpoints, HTTP or the configuration; the cache and the endpoints
+// nothing of HTTP; only the entry point builds the app. A regex over the import lines is enough
+// here, since every module names its imports as relative paths in string literals.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -52,11 +54,55 @@ function circles(graph: Map<string, string[]>): string[] {
   return [...found].sort();
 }
 
+/**
+ * Who may not import whom: a module under `from` (a folder ending in `/`, or one file) imports
+ * nothing under any of `not` (`""` is every module). `app.ts` is the app: only main.ts, the
+ * process's entry, builds it (scripts and tests, outside src/, may too).
+ */
+const DIRECTION: { from: string; not: string[] }[] = [
+  { from: "engines/", not: ["endpoints/", "http/", "config.ts"] },
+  { from: "config.ts", not: ["credentials/", "endpoints/", "http/", "cache/"] },
+  { from: "cache/", not: ["http/"] },
+  { from: "endpoints/", not: ["http/"] },
+  { from: "", not: ["app.ts"] },
+];
+
+const EXEMPT_FROM_DIRECTION = new Set(["main.ts"]);
+
+const under = (module: string, room: string) =>
+  room.endsWith("/") || room === "" ? module.startsWith(room) : module === room;
+
+/** Each import that runs against the table, as `from.ts → target.ts`. */
+function upwardArrows(graph: Map<string, string[]>): string[] {
+  const found: string[] = [];
+  for (const [module, targets] of graph) {
+    const from = relative(SRC, module);
+    if (EXEMPT_FROM_DIRECTION.has(from)) continue;
+    for (const target of targets.map((file) => relative(SRC, file))) {
+      const refused = DIRECTION.some(
+        (rule) => under(from, rule.from) && rule.not.some((room) => under(target, room)),
+      );
+      if (refused) found.push(`${from} → ${target}`);
+    }
+  }
+  return found.sort();
+}
+
 describe("the modules under src/", () => {
   it("import one another without a circle", () => {
     const graph = importGraph();
     // The walk sees the imports at all: the app's entry reaches the result cache.
     expect(graph.get(join(SRC, "app.ts"))).toContain(join(SRC, "cache/result-cache.ts"));
     expect(circles(graph)).toEqual([]);
+  });
+
+  it("import downwards only, as the direction table says", () => {
+    const graph = importGraph();
+    // The table sees the arrows at all: main.ts builds the app, and the endpoints read the engines.
+    expect(graph.get(join(SRC, "main.ts"))).toContain(join(SRC, "app.ts"));
+    expect(graph.get(join(SRC, "endpoints/compile.ts"))).toContain(
+      join(SRC, "engines/sql-text.ts"),
+    );
+    expect(upwardArrows(graph)).toEqual([]);
   });
 });

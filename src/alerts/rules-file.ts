@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { Catalog, EndpointDefinition, PagingContract } from "../endpoints/catalog.ts";
 import { builtInCatalog } from "../endpoints/load-catalog.ts";
 import { InvalidParamsError, parseParams, withWindowStart } from "../endpoints/params.ts";
-import type { SqlParams } from "../endpoints/sql-params.ts";
+import type { SqlParams } from "../engines/sql-params.ts";
 import { jsonErrorPlace } from "../json-syntax.ts";
 import { SettingsFileError } from "../watched-file.ts";
 import { type Comparison, parseComparison } from "./conditions.ts";

@@ -13,19 +13,10 @@ import {
   jwtVerify,
 } from "jose";
 import { z } from "zod";
+import type { TokenOptions } from "../config.ts";
 import type { Catalog } from "../endpoints/catalog.ts";
 import { builtInCatalog } from "../endpoints/load-catalog.ts";
 import { type Credential, credentialName, scopesSchema } from "./credential.ts";
-
-export interface TokenOptions {
-  /** HS256 secret, at least 32 bytes. */
-  secret?: string;
-  /** PEM public keys or a JWKS (ES256 P-256, RS256, EdDSA Ed25519). */
-  publicKeysFile?: string;
-  maxLifetimeSeconds: number;
-  audience?: string;
-  issuer?: string;
-}
 
 export type TokenVerifier = (token: string) => Promise<Credential>;
 

@@ -3,9 +3,9 @@
 // an entry; none names a particular endpoint or its parameters.
 import type { CachePolicy } from "../cache/result-cache.ts";
 import type { Dialect } from "../engines/engine.ts";
+import type { WindowBinding } from "../engines/sql-params.ts";
 import type { RowSchema } from "./columns.ts";
 import type { ParamsSchema } from "./params.ts";
-import type { WindowBinding } from "./sql-params.ts";
 
 /**
  * The contract of a paged endpoint: its SQL orders by (timestamp, id) as `order` says, takes

@@ -5,6 +5,8 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { Dialect } from "../engines/engine.ts";
+import type { WindowBinding } from "../engines/sql-params.ts";
+import { referencedParams } from "../engines/sql-text.ts";
 import type { EndpointDefinition, EndpointSql, PagingContract } from "./catalog.ts";
 import {
   arrayOf,
@@ -40,8 +42,6 @@ import {
   type ValueCheck,
 } from "./params.ts";
 import { termPattern } from "./re2-pattern.ts";
-import type { WindowBinding } from "./sql-params.ts";
-import { referencedParams } from "./sql-text.ts";
 import { NO_WINDOW, pagedWindow, type Span, spanWindow } from "./window.ts";
 
 /** One problem of a definition: the field it is about (dotted) and what is wrong. */

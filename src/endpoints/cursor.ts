@@ -9,8 +9,8 @@
 // and the caller's scope still bound.
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import type { ResultPlace, Row } from "../engines/engine.ts";
+import type { SqlParams } from "../engines/sql-params.ts";
 import { formatTimestamp, inTimestampRange, parseIsoTimestamp } from "../time.ts";
-import type { SqlParams } from "./sql-params.ts";
 
 export interface RecordPosition {
   /** RFC 3339 UTC with microseconds, as the wire format writes it. */

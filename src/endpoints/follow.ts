@@ -13,6 +13,7 @@ import { BurstWarning } from "../burst-warning.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import { AdmissionError } from "../engines/admission.ts";
 import type { QueryEngine, Row } from "../engines/engine.ts";
+import type { SqlParams } from "../engines/sql-params.ts";
 import { dateToMicros, formatTimestamp, wireTimestampMicros } from "../time.ts";
 import type { EndpointDefinition, EndpointSql, PagingContract } from "./catalog.ts";
 import {
@@ -24,7 +25,6 @@ import {
   type StreamPosition,
   startingAt,
 } from "./cursor.ts";
-import type { SqlParams } from "./sql-params.ts";
 import { type ReadCost, readWindow } from "./window-read.ts";
 
 export interface FollowOptions {

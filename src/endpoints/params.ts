@@ -1,10 +1,10 @@
 // Query-string parameters: every endpoint declares them as a zod schema built from these pieces,
 // and every failure becomes one detail naming the parameter.
 import { z } from "zod";
+import type { SqlParams } from "../engines/sql-params.ts";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import { type CursorCodec, KEPT_PAGE_PARAM, keptPageText, type RecordPosition } from "./cursor.ts";
 import { re2PatternProblem } from "./re2-pattern.ts";
-import type { SqlParams } from "./sql-params.ts";
 
 export type ParamsSchema = z.ZodType<SqlParams, Record<string, unknown>>;
 

@@ -15,10 +15,10 @@ import {
   type QueryResult,
   ResultGoneError,
 } from "../engines/engine.ts";
+import type { SqlParams } from "../engines/sql-params.ts";
 import { inSpan, isTracing } from "../telemetry/tracing.ts";
 import type { EndpointDefinition } from "./catalog.ts";
 import { type CursorCodec, KEPT_PAGE_PARAM, keptPageOf } from "./cursor.ts";
-import type { SqlParams } from "./sql-params.ts";
 
 /** What the engine did for this request, for the request log; absent when the cache answered. */
 export interface Execution {

@@ -11,7 +11,7 @@ import {
   ResultGoneError,
   type Row,
 } from "../engines/engine.ts";
-import type { SqlParams } from "./sql-params.ts";
+import type { SqlParams } from "../engines/sql-params.ts";
 
 /** What a read cost the engine: the bytes its queries processed (BigQuery's bill). */
 export interface ReadCost {

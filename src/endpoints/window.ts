@@ -4,10 +4,11 @@
 // IFNULL or OR around the column is not documented to prune). The window is computed from one
 // reading of "now" per query, and the SQL reads no clock of its own, so every instant a query
 // compares with comes from that one reading: the rules stay exact whoever's clock it is.
+
+import type { WindowBinding } from "../engines/sql-params.ts";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import type { PagingContract } from "./catalog.ts";
 import { retentionDays } from "./retention.ts";
-import type { WindowBinding } from "./sql-params.ts";
 
 /** The last instant a TIMESTAMP holds: no upper bound. */
 const LAST_INSTANT = 253_402_300_799_999_999n;

@@ -5,7 +5,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { BigQuery, type BigQueryOptions, common, type Job } from "@google-cloud/bigquery";
 import { PassThroughClient } from "google-auth-library";
-import { referencedParams } from "../endpoints/sql-text.ts";
 import { sourceTables } from "../schema.ts";
 import { labelValue } from "../telemetry/attribution.ts";
 import { dateToMicros, parseIsoTimestamp } from "../time.ts";
@@ -21,6 +20,7 @@ import {
   type Row,
   type StatementShape,
 } from "./engine.ts";
+import { referencedParams } from "./sql-text.ts";
 
 /** Whole-query retries of rate-limit and backend failures; see docs/engines.md, "Timeouts and retries". */
 export interface RetryPolicy {

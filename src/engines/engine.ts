@@ -1,5 +1,5 @@
 // What every query engine offers the service: run one endpoint query with bound STRING params.
-import type { WindowBinding } from "../endpoints/sql-params.ts";
+import type { WindowBinding } from "./sql-params.ts";
 
 export type JsonValue =
   | string

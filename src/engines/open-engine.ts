@@ -3,8 +3,30 @@
 // Each engine's module is imported only when chosen: neither pays for the other's startup.
 import { createRequire } from "node:module";
 import type { FastifyBaseLogger } from "fastify";
-import type { BigQuerySettings, DuckDbSettings } from "../config.ts";
+import type { BigQueryEngineOptions } from "./bigquery.ts";
 import type { QueryEngine } from "./engine.ts";
+
+/** The engine the configuration chooses, and how it is opened. */
+export type BigQuerySettings = { kind: "bigquery" } & Pick<
+  BigQueryEngineOptions,
+  "projectId" | "dataset" | "location" | "apiEndpoint" | "jobTimeoutMs" | "maximumBytesBilled"
+>;
+
+export interface DuckDbSettings {
+  kind: "duckdb";
+  path?: string;
+  /** DuckDB's memory limit, e.g. `4GB`; absent: DuckDB's default (80% of RAM). */
+  memoryLimit?: string;
+  localData?: string;
+  /** How often LOCAL_DATA is looked at for new files; absent: every 30 s. */
+  localDataPollSeconds?: number;
+  /** Absent: demo data only when there is no other data. */
+  demoData?: boolean;
+  /** How often live demo rows arrive; absent: every 5 s. */
+  demoIntervalSeconds?: number;
+  /** A query still running after this long is interrupted (504 engine_timeout). */
+  timeoutMs: number;
+}
 
 export async function openEngine(
   settings: BigQuerySettings | DuckDbSettings,

@@ -10,7 +10,7 @@ import { authorize, fixedFor, type RawQuery } from "../credentials/scope-rule.ts
 import type { Catalog, EndpointDefinition, PagingContract } from "../endpoints/catalog.ts";
 import type { CursorCodec } from "../endpoints/cursor.ts";
 import { NO_PARAMS, type ParamsSchema, parseParams, withWindowStart } from "../endpoints/params.ts";
-import type { SqlParams } from "../endpoints/sql-params.ts";
+import type { SqlParams } from "../engines/sql-params.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { granted, HttpError } from "./errors.ts";
 import type { Format, MediaFormat } from "./formats/format.ts";

@@ -8,7 +8,7 @@ import { type CursorCodec, type StreamPosition, startingAt } from "../endpoints/
 import type { FollowHub } from "../endpoints/follow.ts";
 import { InvalidParamsError } from "../endpoints/params.ts";
 import { retentionDays } from "../endpoints/retention.ts";
-import type { SqlParams } from "../endpoints/sql-params.ts";
+import type { SqlParams } from "../engines/sql-params.ts";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import { type EndpointRequests, EVENT_STREAM, FOLLOW } from "./endpoint-request.ts";
 import { HttpError } from "./errors.ts";

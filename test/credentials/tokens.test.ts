@@ -15,6 +15,7 @@ import {
   SignJWT,
 } from "jose";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { TokenOptions } from "../../src/config.ts";
 import {
   AuthenticationError,
   createAuthenticator,
@@ -24,7 +25,6 @@ import type { Scope } from "../../src/credentials/credential.ts";
 import {
   createTokenVerifier,
   TokenError,
-  type TokenOptions,
   type TokenVerifier,
 } from "../../src/credentials/tokens.ts";
 

@@ -1,7 +1,7 @@
 import { DuckDBInstance } from "@duckdb/node-api";
 import { describe, expect, it } from "vitest";
 import { InvalidParamsError, parseParams, withWindowStart } from "../../src/endpoints/params.ts";
-import type { SqlParams } from "../../src/endpoints/sql-params.ts";
+import type { SqlParams } from "../../src/engines/sql-params.ts";
 import { catalog, endpointNamed, findEndpoint } from "../support/catalog.ts";
 
 const LOGS_WINDOW = endpointNamed("logs.all").paging?.window;

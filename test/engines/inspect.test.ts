@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { referencedParams } from "../../src/endpoints/sql-text.ts";
+import { referencedParams } from "../../src/engines/sql-text.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import { EngineError, type QueryEngine } from "../../src/engines/engine.ts";
 import { standInEngine } from "../support/service.ts";

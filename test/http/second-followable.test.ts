@@ -158,7 +158,7 @@ describe("an operator's followable endpoint on the BigQuery stand-in", () => {
 
 describe("the operator's followable endpoint's own cases (cases.yaml)", () => {
   it("pass on the embedded engine: 5xx only, from exclusive, last from the pinned now", async () => {
-    const outcomes = await runEndpointCases(join(OPERATOR_ENDPOINTS, NAME));
+    const outcomes = await runEndpointCases(join(OPERATOR_ENDPOINTS, NAME), buildApp);
     expect(outcomes.map(({ name, problems }) => [name, problems])).toEqual([
       ["only 5xx records, within the last day", []],
       ["from is exclusive", []],

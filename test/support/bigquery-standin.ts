@@ -9,7 +9,7 @@
 // answers to those calls.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { referencedParams } from "../../src/endpoints/sql-text.ts";
+import { referencedParams } from "../../src/engines/sql-text.ts";
 import { type SchemaField, sourceTables } from "../../src/schema.ts";
 import { parseIsoTimestamp } from "../../src/time.ts";
 import { type Column, GoogleSql, type Row } from "./googlesql.ts";

@@ -8,7 +8,7 @@ import {
   type EndpointSql,
 } from "../../src/endpoints/catalog.ts";
 import { builtInCatalog } from "../../src/endpoints/load-catalog.ts";
-import type { SqlParams } from "../../src/endpoints/sql-params.ts";
+import type { SqlParams } from "../../src/engines/sql-params.ts";
 import type { Dialect, QueryRequest } from "../../src/engines/engine.ts";
 
 export const builtIn: Catalog = builtInCatalog();

@@ -6,7 +6,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { referencedParams } from "../../src/endpoints/sql-text.ts";
+import { referencedParams } from "../../src/engines/sql-text.ts";
 import { type SchemaField, sourceTables } from "../../src/schema.ts";
 import { formatDatetime, formatTimestamp, parseIsoTimestamp } from "../../src/time.ts";
 import { freePort } from "./free-port.ts";

@@ -2,7 +2,7 @@
 // ships it, and run on the reference engine.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { SqlParams } from "../../src/endpoints/sql-params.ts";
+import type { SqlParams } from "../../src/engines/sql-params.ts";
 import { parseIsoTimestamp } from "../../src/time.ts";
 import { endpointNamed } from "./catalog.ts";
 import type { Params, QueryResult, Row } from "./googlesql.ts";

@@ -4,8 +4,7 @@
 // follow catch-up, as a settled follow stream), and the answer compared with what the case expects.
 import { basename, dirname, join, relative, resolve } from "node:path";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
-import { buildApp } from "../../app.ts";
-import { configFrom } from "../../config.ts";
+import { type Config, configFrom } from "../../config.ts";
 import type { QueryEngine } from "../../engines/engine.ts";
 import { parseIsoTimestamp } from "../../time.ts";
 import type { Catalog } from "../catalog.ts";
@@ -31,12 +30,22 @@ export interface CaseOutcome {
 const KEY = "endpoint-cases-0123456789abcdef";
 
 /**
+ * Builds the app the cases are sent to: app.ts's buildApp, handed in by the command or test that
+ * runs the cases, since no module under src/ but main.ts builds the app.
+ */
+export type BuildCaseApp = (
+  config: Config,
+  deps: { engine: QueryEngine; catalog: Catalog; follow: { clock: () => bigint } },
+) => Promise<FastifyInstance>;
+
+/**
  * The outcome of each case of the folder's cases file, in the file's order; none runs when an
  * engine refuses the endpoint's SQL: the embedded one the cases run on, or one of `alsoCheckedOn`
  * (which checks its own dialect's SQL, e.g. BigQuery's dry run checking bigquery.sql).
  */
 export async function runEndpointCases(
   folder: string,
+  buildApp: BuildCaseApp,
   alsoCheckedOn: readonly QueryEngine[] = [],
 ): Promise<CaseOutcome[]> {
   const file = join(folder, CASES_FILE);
@@ -79,6 +88,7 @@ export async function runEndpointCases(
   });
   for (const { fixtures, cases } of byFixtures.values()) {
     const problems = await runOverFixtures(
+      buildApp,
       catalog,
       name,
       fixtures,
@@ -117,6 +127,7 @@ async function refusedSql(
 
 /** Each case's problems, the cases run in one app over an engine holding `fixtures`. */
 async function runOverFixtures(
+  buildApp: BuildCaseApp,
   catalog: Catalog,
   endpoint: string,
   fixtures: Record<string, string>,

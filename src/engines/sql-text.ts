@@ -1,7 +1,7 @@
 // What an SQL text names, read as the engines' lexers would: outside comments, strings and quoted
 // names. A parameter is `@name` in GoogleSQL (BigQuery; `@@` starts a system variable) and `$name`
 // in DuckDB.
-import type { Dialect } from "../engines/engine.ts";
+import type { Dialect } from "./engine.ts";
 
 const NOT_CODE =
   /--[^\n]*|#[^\n]*|\/\*[\s\S]*?\*\/|'''[\s\S]*?'''|"""[\s\S]*?"""|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`/g;
