@@ -171,7 +171,7 @@ function conditionOf(
   written: z.infer<typeof ruleSchema>["condition"],
 ): AlertRule["condition"] {
   if ("at_least" in written) {
-    if (!endpoint.follow) {
+    if (!endpoint.paging?.follow) {
       throw new Error(
         `condition: at_least counts records, and ${endpoint.name} has none to follow`,
       );

@@ -68,10 +68,6 @@ export interface EndpointDefinition {
   /** The names of the columns, in the SQL's order. */
   columnNames: readonly string[];
   maxRows: number;
-  /** A paged endpoint's page size (paging.pageSize). */
-  pageSize?: number;
-  /** Whether it can be followed (paging.follow). */
-  follow?: boolean;
   paging?: PagingContract;
   /** Absent: every request runs the query. */
   cache?: CachePolicy;

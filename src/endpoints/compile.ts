@@ -107,7 +107,7 @@ export function compileEndpoint(
       columns,
       columnNames: Object.freeze(Object.keys(columns.properties)),
       maxRows: definition.max_rows,
-      ...(paging && { pageSize: paging.pageSize, follow: paging.follow, paging }),
+      ...(paging && { paging }),
       ...(definition.cache && {
         cache: {
           ttlSeconds: definition.cache.ttl_seconds,

@@ -214,8 +214,6 @@ export const endpointDefinition = z
   })
   .describe("An endpoint: a saved query with typed parameters (endpoints/<name>/endpoint.yaml).");
 export type EndpointDefinitionFile = z.infer<typeof endpointDefinition>;
-export type PagingDefinition = z.infer<typeof pagingDefinition>;
-export type WindowDefinition = z.infer<typeof windowDefinition>;
 
 /** Where the JSON Schema of the definition file is kept, beside the built-in endpoints. */
 export const DEFINITION_SCHEMA_FILE = new URL(

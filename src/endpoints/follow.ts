@@ -255,7 +255,7 @@ export class FollowHub {
       });
       rows.push(...page);
       const last = page.at(-1);
-      const full = page.length >= (endpoint.pageSize ?? Number.POSITIVE_INFINITY);
+      const full = page.length >= (endpoint.paging?.pageSize ?? Number.POSITIVE_INFINITY);
       if (!last || !full || !morePages(page)) return rows;
       cursor = positionOf(last);
     }

@@ -201,7 +201,7 @@ export function createRunner(deps: {
     const { [KEPT_PAGE_PARAM]: keptText, ...bound } = params;
     const cause = { trigger: "request", credential, signal: callerLeft?.() } as const;
     const walking =
-      endpoint.pageSize !== undefined &&
+      endpoint.paging !== undefined &&
       bound.cursor_timestamp != null &&
       engine.readPage !== undefined &&
       sqlOf(endpoint).rest !== undefined;
@@ -212,7 +212,8 @@ export function createRunner(deps: {
     const last = rows.at(-1);
     // The window's start rides along, so that a `since` resolved for this page holds for the next.
     // A walk's kept result says whether more follow; a keyset page links on when it is full.
-    const more = walk === undefined ? rows.length === endpoint.pageSize : rest !== undefined;
+    const more =
+      walk === undefined ? rows.length === endpoint.paging?.pageSize : rest !== undefined;
     const kept = walk !== undefined && rest ? { walk, place: rest } : undefined;
     return {
       payload: rendition ? rendition.render(payload) : payload,

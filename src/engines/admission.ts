@@ -39,16 +39,14 @@ export interface AdmissionOptions {
   shared?: SharedPlaces;
 }
 
-/** A refusal by the gate itself: the HTTP status, code and Retry-After it is answered with. */
+/** A refusal by the gate itself: the code (whose status the HTTP layer knows) and Retry-After. */
 export class AdmissionError extends Error {
-  readonly status: 429 | 503;
   readonly code: "overloaded" | "rate_limited" | "shutting_down";
   readonly retryAfterSeconds: number;
 
-  constructor(status: 429 | 503, code: AdmissionError["code"], message: string) {
+  constructor(code: AdmissionError["code"], message: string) {
     super(message);
     this.name = "AdmissionError";
-    this.status = status;
     this.code = code;
     this.retryAfterSeconds = 1;
   }
@@ -213,7 +211,6 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     refused.overloaded++;
     evicted.refuse(
       new AdmissionError(
-        503,
         "overloaded",
         "The query engine is at capacity and this credential holds the largest part of it; retry shortly.",
       ),
@@ -229,7 +226,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
     if (draining) {
       return refuse(
         "shutting_down",
-        new AdmissionError(503, "shutting_down", "The service is shutting down; retry shortly."),
+        new AdmissionError("shutting_down", "The service is shutting down; retry shortly."),
       );
     }
     // Across replicas while Redis answers; this process's own count holds either way.
@@ -242,7 +239,6 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
       return refuse(
         "rate_limited",
         new AdmissionError(
-          429,
           "rate_limited",
           `This credential already has ${options.maxPerCredential} queries running or waiting; retry when one has answered.`,
         ),
@@ -255,7 +251,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
       if (lease) lease.release();
       return refuse(
         "overloaded",
-        new AdmissionError(503, "overloaded", "The query engine is at capacity; retry shortly."),
+        new AdmissionError("overloaded", "The query engine is at capacity; retry shortly."),
       );
     }
 
@@ -364,11 +360,7 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
           refused.shutting_down++;
           release(ticket);
           ticket.refuse(
-            new AdmissionError(
-              503,
-              "shutting_down",
-              "The service is shutting down; retry shortly.",
-            ),
+            new AdmissionError("shutting_down", "The service is shutting down; retry shortly."),
           );
         }
       }
@@ -382,7 +374,6 @@ export function admit(engine: QueryEngine, options: AdmissionOptions): AdmittedE
         ticket.controller.abort();
         ticket.refuse(
           new AdmissionError(
-            503,
             "shutting_down",
             "The service shut down before the query finished; retry shortly.",
           ),

@@ -181,7 +181,6 @@ export function createBigQueryEngine(options: BigQueryEngineOptions): BigQueryEn
     const fields = query?.schema?.fields;
     return {
       kind: query?.statementType ?? "OTHER",
-      params,
       ...(fields && { columns: fields.map(resultColumnOf) }),
     };
   }

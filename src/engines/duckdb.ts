@@ -170,23 +170,19 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
 
   /**
    * DuckDB's parser says whether the SQL is one SELECT (statementKind); only a SELECT is then
-   * planned, for its parameters and the planner's objections (an unknown table, a file out of
+   * planned, for its result columns and the planner's objections (an unknown table, a file out of
    * reach).
    */
   async function inspect(sql: string): Promise<StatementShape> {
     const connection = await connect();
     try {
       const kind = await statementKind(connection, sql);
-      if (kind !== "SELECT") return { kind, params: [] };
+      if (kind !== "SELECT") return { kind };
       const prepared = await connection.prepare(sql);
       try {
-        const names = Array.from({ length: prepared.parameterCount }, (_, i) =>
-          prepared.parameterName(i + 1).toLowerCase(),
-        );
         const columns = await resultColumns(connection, prepared, sql, clock());
         return {
           kind: StatementType[prepared.statementType] ?? "OTHER",
-          params: [...new Set(names)].sort(),
           // Rows written whole as JSON have the columns of their keys, known only once written.
           ...(columns &&
             !rowsAsJson(columns) && {

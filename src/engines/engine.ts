@@ -117,8 +117,6 @@ export interface StatementShape {
    * read-only query, SCRIPT for more than one statement, INSERT, DELETE, DROP_TABLE... otherwise.
    */
   kind: string;
-  /** The named parameters the SQL refers to, lower case, sorted. */
-  params: string[];
   /** A SELECT's result columns, in order, when the engine can tell them without running it. */
   columns?: ResultColumn[];
 }

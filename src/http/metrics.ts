@@ -219,8 +219,8 @@ function registerEngineMetrics(
     collect() {
       this.reset();
       // Every series from the start, so a sum over replicas counts those that ran nothing yet.
-      for (const { name, follow } of catalog.entries) {
-        for (const trigger of follow ? TRIGGERS : UNFOLLOWED_TRIGGERS) {
+      for (const { name, paging } of catalog.entries) {
+        for (const trigger of paging?.follow ? TRIGGERS : UNFOLLOWED_TRIGGERS) {
           this.inc({ endpoint: name, trigger }, 0);
         }
       }

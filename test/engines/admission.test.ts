@@ -132,13 +132,13 @@ describe("admission", () => {
     const gate = admit(engine, OPTIONS);
     for (let i = 0; i < 4; i++) void gate.run(query("a")).catch(() => {});
     const share = await gate.run(query("a")).catch((error: AdmissionError) => error);
-    expect(share).toMatchObject({ status: 429, code: "rate_limited", retryAfterSeconds: 1 });
+    expect(share).toMatchObject({ code: "rate_limited", retryAfterSeconds: 1 });
 
     const even = admit(heldEngine().engine, OPTIONS);
     // Two running, three waiting: one place each of five, more than g's equal share of a sixth.
     for (const name of ["b", "c", "d", "e", "f"]) void even.run(query(name)).catch(() => {});
     const full = await even.run(query("g")).catch((error: AdmissionError) => error);
-    expect(full).toMatchObject({ status: 503, code: "overloaded", retryAfterSeconds: 1 });
+    expect(full).toMatchObject({ code: "overloaded", retryAfterSeconds: 1 });
     expect(gate.stats().refused).toMatchObject({ rate_limited: 1 });
     expect(even.stats()).toMatchObject({ queued: 3, refused: { overloaded: 1 } });
   });

@@ -106,7 +106,7 @@ const suffixPathsOf = (endpoint: EndpointDefinition) =>
   );
 
 const followPathsOf = (endpoint: EndpointDefinition) =>
-  endpoint.follow ? pathsOf(endpoint).map((path) => `${path}/follow`) : [];
+  endpoint.paging?.follow ? pathsOf(endpoint).map((path) => `${path}/follow`) : [];
 
 const watchPathsOf = (endpoint: EndpointDefinition) =>
   endpoint.cache ? pathsOf(endpoint).map((path) => `${path}/watch`) : [];
@@ -466,7 +466,7 @@ describe("an operator's endpoint with a default", () => {
 });
 
 describe("GET /openapi.json, beside the endpoints", () => {
-  const followable = catalog.filter((endpoint) => endpoint.follow);
+  const followable = catalog.filter((endpoint) => endpoint.paging?.follow);
 
   it("describes each follow stream at both path forms: parameters, Last-Event-ID, both framings, the end reasons", async () => {
     expect(followable.map((endpoint) => endpoint.name)).toEqual([LOGS]);
@@ -514,7 +514,7 @@ describe("GET /openapi.json, beside the endpoints", () => {
         for (const reason of END_REASONS) expect(end?.description).toContain(`\`${reason}\``);
       }
     }
-    for (const endpoint of catalog.filter((e) => !e.follow)) {
+    for (const endpoint of catalog.filter((e) => !e.paging?.follow)) {
       for (const path of pathsOf(endpoint)) expect(paths).not.toHaveProperty([`${path}/follow`]);
     }
   });

@@ -94,7 +94,7 @@ function declared(endpoint: EndpointDefinition) {
   const unbound = ["cursor", "since"];
   return {
     names,
-    bound: endpoint.pageSize
+    bound: endpoint.paging
       ? [...names.filter((name) => !unbound.includes(name)), ...position]
       : names,
     required: schema.required ?? [],

@@ -8,8 +8,8 @@ import {
   type EndpointSql,
 } from "../../src/endpoints/catalog.ts";
 import { builtInCatalog } from "../../src/endpoints/load-catalog.ts";
-import type { SqlParams } from "../../src/engines/sql-params.ts";
 import type { Dialect, QueryRequest } from "../../src/engines/engine.ts";
+import type { SqlParams } from "../../src/engines/sql-params.ts";
 
 export const builtIn: Catalog = builtInCatalog();
 export const catalog: readonly EndpointDefinition[] = builtIn.entries;

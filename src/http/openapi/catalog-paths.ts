@@ -69,7 +69,8 @@ const kindOf = (path: string): Kind =>
 
 /** Whether an endpoint has the paths of `kind`: a follow stream when followable, a watch when cached. */
 const hasKind = (endpoint: EndpointDefinition, kind: Kind) =>
-  kind === "query" || (kind === "follow" ? endpoint.follow === true : endpoint.cache !== undefined);
+  kind === "query" ||
+  (kind === "follow" ? endpoint.paging?.follow === true : endpoint.cache !== undefined);
 
 interface ParamsJsonSchema {
   properties: Record<string, Json & { description?: string }>;
@@ -115,7 +116,7 @@ const cachedNote = (endpoint: EndpointDefinition) =>
 function okResponse(template: Json, endpoint: EndpointDefinition, format?: Format): Json {
   const headers = Object.entries(template.headers as Json).filter(
     ([name]) =>
-      (endpoint.cache || !CACHE.includes(name as never)) && (endpoint.pageSize || name !== "Link"),
+      (endpoint.cache || !CACHE.includes(name as never)) && (endpoint.paging || name !== "Link"),
   );
   const body = FORMAT_BODIES.get(format ?? json)?.(rowName(endpoint)) ?? "";
   const offered = template.content as Record<string, { schema: Json }>;
