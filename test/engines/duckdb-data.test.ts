@@ -5,11 +5,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadData } from "../src/engines/duckdb/data.ts";
-import { DEMO_FUNCTIONS, DEMO_PROJECTS } from "../src/engines/duckdb/demo-data.ts";
-import { DataFileError } from "../src/engines/duckdb/local-data.ts";
-import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
-import { parseIsoTimestamp } from "../src/time.ts";
+import { loadData } from "../../src/engines/duckdb/data.ts";
+import { DEMO_FUNCTIONS, DEMO_PROJECTS } from "../../src/engines/duckdb/demo-data.ts";
+import { DataFileError } from "../../src/engines/duckdb/local-data.ts";
+import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import { parseIsoTimestamp } from "../../src/time.ts";
 
 const NOW = parseIsoTimestamp("2026-11-21T05:00:00Z") as bigint;
 let engine: DuckDbEngine;

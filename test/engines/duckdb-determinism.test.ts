@@ -3,9 +3,9 @@
 // sum in whatever order the threads met its terms would differ in its last digits from run to run.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadData } from "../src/engines/duckdb/data.ts";
-import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
-import { endpointRequest } from "./support/catalog.ts";
+import { loadData } from "../../src/engines/duckdb/data.ts";
+import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import { endpointRequest } from "../support/catalog.ts";
 
 const NOW = 1_763_900_000_000_000n;
 const RUNS = 20;

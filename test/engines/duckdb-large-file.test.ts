@@ -7,12 +7,12 @@ import { mkdtemp, rm, utimes } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadData } from "../src/engines/duckdb/data.ts";
-import { BATCH_ROWS, createDerivedTables } from "../src/engines/duckdb/derived.ts";
-import { FileChangedError, loadExport, recordedFiles } from "../src/engines/duckdb/local-data.ts";
-import { createTableSql } from "../src/engines/duckdb/tables.ts";
-import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
-import { sourceTables } from "../src/schema.ts";
+import { loadData } from "../../src/engines/duckdb/data.ts";
+import { BATCH_ROWS, createDerivedTables } from "../../src/engines/duckdb/derived.ts";
+import { FileChangedError, loadExport, recordedFiles } from "../../src/engines/duckdb/local-data.ts";
+import { createTableSql } from "../../src/engines/duckdb/tables.ts";
+import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import { sourceTables } from "../../src/schema.ts";
 
 // Records over two days, shuffled, and a few without a timestamp: several slices.
 const RECORDS = BATCH_ROWS + BATCH_ROWS / 4;

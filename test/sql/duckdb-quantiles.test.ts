@@ -3,9 +3,9 @@
 // buckets are small; the DuckDB SQL reaches that rank through quantile_disc for second and minute
 // buckets, and through per-hour value bins for hour and day buckets: both ways are checked here.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
-import { endpointRequest } from "./support/catalog.ts";
-import { replaceTables } from "./support/duckdb-tables.ts";
+import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import { endpointRequest } from "../support/catalog.ts";
+import { replaceTables } from "../support/duckdb-tables.ts";
 import {
   functionCall,
   HOUR,
@@ -15,7 +15,7 @@ import {
   SECOND,
   shift,
   truncate,
-} from "./support/fixtures.ts";
+} from "../support/fixtures.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 const SIZES = Array.from({ length: 300 }, (_, i) => i + 1);

@@ -6,14 +6,14 @@ import {
   type BigQueryEngineOptions,
   createBigQueryEngine,
   type RetryPolicy,
-} from "../src/engines/bigquery.ts";
-import { EngineError, type QueryRequest, ResultGoneError } from "../src/engines/engine.ts";
+} from "../../src/engines/bigquery.ts";
+import { EngineError, type QueryRequest, ResultGoneError } from "../../src/engines/engine.ts";
 import {
   type BigQueryStandIn,
   type StandInFault,
   startBigQueryStandIn,
-} from "./support/bigquery-standin.ts";
-import { endpointNamed } from "./support/catalog.ts";
+} from "../support/bigquery-standin.ts";
+import { endpointNamed } from "../support/catalog.ts";
 import {
   DAY,
   edgeLog,
@@ -28,11 +28,11 @@ import {
   request,
   SECOND,
   shift,
-} from "./support/fixtures.ts";
-import { freePort } from "./support/free-port.ts";
-import type { Row } from "./support/googlesql.ts";
-import { bigQuerySql, windowed } from "./support/queries.ts";
-import { referenceEngine } from "./support/reference-engine.ts";
+} from "../support/fixtures.ts";
+import { freePort } from "../support/free-port.ts";
+import type { Row } from "../support/googlesql.ts";
+import { bigQuerySql, windowed } from "../support/queries.ts";
+import { referenceEngine } from "../support/reference-engine.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 const FAST_RETRY: RetryPolicy = { attempts: 3, initialDelayMs: 1, maxDelayMs: 2 };

@@ -1,9 +1,9 @@
 // The embedded engine itself: wire format of every type the queries return, parameter binding,
 // the pinned clock, row caps and failures.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
-import { EngineError } from "../src/engines/engine.ts";
-import { parseIsoTimestamp } from "../src/time.ts";
+import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import { EngineError } from "../../src/engines/engine.ts";
+import { parseIsoTimestamp } from "../../src/time.ts";
 
 const NOW = parseIsoTimestamp("2026-11-21T05:00:00.123456Z") as bigint;
 let engine: DuckDbEngine;

@@ -4,14 +4,14 @@
 // Read from the plan, not timed: figures are in docs/benchmarks.md (bench/filter-cost.ts).
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
-import { endpointNamed } from "./support/catalog.ts";
-import { replaceTables } from "./support/duckdb-tables.ts";
-import { edgeLog, micros, PROJECT } from "./support/fixtures.ts";
+import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import { endpointNamed } from "../support/catalog.ts";
+import { replaceTables } from "../support/duckdb-tables.ts";
+import { edgeLog, micros, PROJECT } from "../support/fixtures.ts";
 
 const NOW = "2026-11-21T05:00:00Z";
 const sql = (file: string) =>
-  readFileSync(new URL(`../endpoints/logs.all/${file}`, import.meta.url), "utf8");
+  readFileSync(new URL(`../../endpoints/logs.all/${file}`, import.meta.url), "utf8");
 const unbound = {
   project: PROJECT,
   project_tier: "PRO",

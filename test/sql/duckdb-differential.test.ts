@@ -11,15 +11,15 @@
 //   of a page walk, no LIMIT) likewise, every timestamp included.
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EndpointSql } from "../src/endpoints/catalog.ts";
-import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
-import type { Row as WireRow } from "../src/engines/engine.ts";
-import { formatTimestamp } from "../src/time.ts";
-import { endpointRequest } from "./support/catalog.ts";
-import { replaceTables } from "./support/duckdb-tables.ts";
-import type { Row } from "./support/googlesql.ts";
-import { bigQuerySql, windowed } from "./support/queries.ts";
-import { referenceEngine } from "./support/reference-engine.ts";
+import type { EndpointSql } from "../../src/endpoints/catalog.ts";
+import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import type { Row as WireRow } from "../../src/engines/engine.ts";
+import { formatTimestamp } from "../../src/time.ts";
+import { endpointRequest } from "../support/catalog.ts";
+import { replaceTables } from "../support/duckdb-tables.ts";
+import type { Row } from "../support/googlesql.ts";
+import { bigQuerySql, windowed } from "../support/queries.ts";
+import { referenceEngine } from "../support/reference-engine.ts";
 
 const SECOND = 1_000_000n;
 const MINUTE = 60n * SECOND;

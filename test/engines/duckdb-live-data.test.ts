@@ -6,15 +6,15 @@ import { appendFile, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promise
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { buildApp } from "../src/app.ts";
-import { keepLive, loadData } from "../src/engines/duckdb/data.ts";
-import { feedDemoData } from "../src/engines/duckdb/demo-feed.ts";
-import { type ExportWatchOptions, watchExports } from "../src/engines/duckdb/export-watch.ts";
-import { DataFileError } from "../src/engines/duckdb/local-data.ts";
-import { createDuckDbEngine, type DuckDbEngine } from "../src/engines/duckdb.ts";
-import { parseIsoTimestamp } from "../src/time.ts";
-import { configFrom } from "./support/config-from.ts";
-import { API_KEY } from "./support/service.ts";
+import { buildApp } from "../../src/app.ts";
+import { keepLive, loadData } from "../../src/engines/duckdb/data.ts";
+import { feedDemoData } from "../../src/engines/duckdb/demo-feed.ts";
+import { type ExportWatchOptions, watchExports } from "../../src/engines/duckdb/export-watch.ts";
+import { DataFileError } from "../../src/engines/duckdb/local-data.ts";
+import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import { parseIsoTimestamp } from "../../src/time.ts";
+import { configFrom } from "../support/config-from.ts";
+import { API_KEY } from "../support/service.ts";
 
 const NOW = parseIsoTimestamp("2026-11-21T05:00:00Z") as bigint;
 const HOUR = 3_600_000_000n;
