@@ -127,11 +127,6 @@ const POSITION_PARAMS = new Set(["cursor_timestamp", "cursor_id", KEPT_PAGE_PARA
 // A page cursor's body starts with a digit or `-`, never the `^` that tags this one.
 const STREAM_HEAD = /^\^(-?\d{1,18})\^(-?\d{1,18})\^/;
 const KEY_BYTES = 8;
-// Made before stream positions named each record's time: `~<horizon>~<newest>~<record keys>`, then
-// the horizon's `:<id>` or `.`. Its records are taken to be at `newest`, as they then were.
-const KEYS_ONLY_BODY = new RegExp(
-  `^~(-?\\d{1,18})~(-?\\d{1,18})~((?:[\\w-]{11}){0,${MOST_DELIVERED}})(?::([\\s\\S]*)|\\.)$`,
-);
 
 /** A kept page as text (KEPT), or undefined when its place is past the bounds a cursor keeps. */
 export function keptPageText({ walk, place }: KeptPage): string | undefined {
@@ -208,22 +203,11 @@ export function cursorCodec(secret: string | Buffer, deployment = ""): CursorCod
       const body = signed(cursor);
       if (body === undefined) return undefined;
       if (body[0] === STREAM_TAG) return parseStreamBody(body);
-      const [matched, horizonDigits, newestDigits, keys, id] =
-        KEYS_ONLY_BODY.exec(body.toString()) ?? [];
-      if (matched === undefined) {
-        const record = decode(cursor);
-        if (!record) return undefined;
-        const micros = parseIsoTimestamp(record.timestamp) as bigint;
-        const horizon = { micros, ...(record.id !== undefined && { id: record.id }) };
-        return { horizon, newest: micros, delivered: [] };
-      }
-      const [micros, newest] = [BigInt(horizonDigits as string), BigInt(newestDigits as string)];
-      if (!inTimestampRange(micros) || !inTimestampRange(newest)) return undefined;
-      return {
-        horizon: { micros, ...(id !== undefined && { id }) },
-        newest,
-        delivered: ((keys as string).match(/.{11}/g) ?? []).map((key) => ({ key, micros: newest })),
-      };
+      const record = decode(cursor);
+      if (!record) return undefined;
+      const micros = parseIsoTimestamp(record.timestamp) as bigint;
+      const horizon = { micros, ...(record.id !== undefined && { id: record.id }) };
+      return { horizon, newest: micros, delivered: [] };
     },
     after: (row, windowStart, kept) =>
       encode({

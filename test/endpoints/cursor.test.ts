@@ -145,15 +145,13 @@ describe("stream position", () => {
     );
   });
 
-  it("takes an event id that named records by key alone, each record at its newest time", () => {
+  it("refuses the keys-only event id of unreleased versions, even signed under its secret", () => {
+    // `~<horizon>~<newest>~<record keys>`: made by main for an evening (d8cb251 to bb95f4b), under
+    // no release, and replaced by ids that give each record its time.
     const keys = [recordKey({ micros: 7n, id: "a" }), recordKey({ micros: 9n, id: "b" })];
     const body = Buffer.from(`~5~9~${keys.join("")}:h`);
     const tag = createHmac("sha256", SECRET).update(body).digest().subarray(0, 16);
-    expect(cursors.decodeStream(Buffer.concat([tag, body]).toString("base64url"))).toEqual({
-      horizon: { micros: 5n, id: "h" },
-      newest: 9n,
-      delivered: keys.map((key) => ({ key, micros: 9n })),
-    });
+    expect(cursors.decodeStream(Buffer.concat([tag, body]).toString("base64url"))).toBeUndefined();
   });
 
   it("stays about 1 KB naming the most records a lag apart, and refuses one naming more", () => {
