@@ -16,15 +16,15 @@ import type { QueryEngine, Row } from "../engines/engine.ts";
 import type { SqlParams } from "../engines/sql-params.ts";
 import { dateToMicros, formatTimestamp, wireTimestampMicros } from "../time.ts";
 import type { EndpointDefinition, EndpointSql, PagingContract } from "./catalog.ts";
+import type { CursorCodec } from "./cursor.ts";
 import {
-  type CursorCodec,
   type DeliveredRecord,
   MOST_DELIVERED,
   type Point,
   recordKey,
   type StreamPosition,
   startingAt,
-} from "./cursor.ts";
+} from "./stream-position.ts";
 import { type ReadCost, readWindow } from "./window-read.ts";
 
 export interface FollowOptions {

@@ -4,10 +4,11 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { RawQuery } from "../credentials/scope-rule.ts";
 import type { PagingContract } from "../endpoints/catalog.ts";
-import { type CursorCodec, type StreamPosition, startingAt } from "../endpoints/cursor.ts";
+import type { CursorCodec } from "../endpoints/cursor.ts";
 import type { FollowHub } from "../endpoints/follow.ts";
 import { InvalidParamsError } from "../endpoints/params.ts";
 import { retentionDays } from "../endpoints/retention.ts";
+import { type StreamPosition, startingAt } from "../endpoints/stream-position.ts";
 import type { SqlParams } from "../engines/sql-params.ts";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import { type EndpointRequests, EVENT_STREAM, FOLLOW } from "./endpoint-request.ts";

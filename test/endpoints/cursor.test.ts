@@ -3,7 +3,8 @@
 import { createHmac } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { cursorCodec, MOST_DELIVERED, recordKey } from "../../src/endpoints/cursor.ts";
+import { cursorCodec } from "../../src/endpoints/cursor.ts";
+import { MOST_DELIVERED, recordKey } from "../../src/endpoints/stream-position.ts";
 import { formatTimestamp } from "../../src/time.ts";
 import { unkeyedCursor } from "../support/unkeyed-cursor.ts";
 

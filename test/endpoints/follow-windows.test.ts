@@ -5,8 +5,9 @@
 // on DuckDB one query, its streamed chunks pulled the same way.
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
-import { cursorCodec, type StreamPosition, startingAt } from "../../src/endpoints/cursor.ts";
+import { cursorCodec } from "../../src/endpoints/cursor.ts";
 import { type Follower, FollowHub } from "../../src/endpoints/follow.ts";
+import { type StreamPosition, startingAt } from "../../src/endpoints/stream-position.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine, QueryRequest, Row } from "../../src/engines/engine.ts";
 import { catalog } from "../support/catalog.ts";

@@ -9,7 +9,11 @@ import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadData } from "../../src/engines/duckdb/data.ts";
 import { BATCH_ROWS, createDerivedTables } from "../../src/engines/duckdb/derived.ts";
-import { FileChangedError, loadExport, recordedFiles } from "../../src/engines/duckdb/local-data.ts";
+import {
+  FileChangedError,
+  loadExport,
+  recordedFiles,
+} from "../../src/engines/duckdb/local-data.ts";
 import { createTableSql } from "../../src/engines/duckdb/tables.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import { sourceTables } from "../../src/schema.ts";
