@@ -15,7 +15,7 @@ import { granted, HttpError } from "./errors.ts";
 import type { Format, MediaFormat } from "./formats/format.ts";
 import { json } from "./formats/json.ts";
 import { negotiation, splitFormatSuffix } from "./formats/negotiate.ts";
-import { entryRouteOf, type RouteKind } from "./route-kinds.ts";
+import { entryRouteOf, listedPaths, type RouteKind } from "./route-kinds.ts";
 
 /** A listing (GET /api/endpoints): JSON, and no parameters. */
 export const LISTING: RouteKind<Format> & { params: ParamsSchema } = {
@@ -140,7 +140,7 @@ function target<E extends EndpointDefinition>(
   if (kind.has && !kind.has(endpoint)) {
     throw new HttpError(
       "endpoint_not_found",
-      `${endpoint.name} has no ${kind.path} path; its paths are ${endpoint.paths.join(", ")}.`,
+      `${endpoint.name} has no ${kind.path} path; its paths are ${listedPaths(endpoint).join(", ")}.`,
     );
   }
   return { endpoint: endpoint as E, format };

@@ -10,7 +10,7 @@ import { type EndpointRequests, LISTING } from "./endpoint-request.ts";
 import { QUERY_SCHEMA } from "./openapi/endpoint-schemas.ts";
 import { LISTING_SCHEMA } from "./openapi/service-schemas.ts";
 import { sendAnswer } from "./reply.ts";
-import { genericPaths, ROUTE_KINDS } from "./route-kinds.ts";
+import { genericPaths, listedPaths, ROUTE_KINDS } from "./route-kinds.ts";
 
 export async function endpointRoutes(
   app: FastifyInstance,
@@ -146,7 +146,7 @@ function describeEndpoint(endpoint: EndpointDefinition) {
     cache: endpoint.cache
       ? { ttl_seconds: endpoint.cache.ttlSeconds, warming_seconds: endpoint.cache.warmingSeconds }
       : null,
-    paths: endpoint.paths,
+    paths: listedPaths(endpoint),
     example: `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`,
     ...(endpoint.paging && {
       paging: {

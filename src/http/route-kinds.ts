@@ -162,6 +162,20 @@ function routesOf(endpoint: EndpointDefinition): EntryRoute[] {
 }
 
 /**
+ * Where `endpoint` answers, as the listing and a 404 name it: each kind's path by name, and the
+ * answer's by id and by name under /query too (the format suffixes and the other kinds' paths under
+ * /query are there as well, but not listed).
+ */
+export const listedPaths = (endpoint: EndpointDefinition): string[] =>
+  routesOf(endpoint)
+    .filter(
+      ({ row, naming, format }) =>
+        !format &&
+        (row === ROUTE_KINDS.query || (naming.under === ENDPOINTS && naming.by === "name")),
+    )
+    .map(({ url }) => url);
+
+/**
  * Each kind's entries by the segment a path names them with: a name, a name with a suffix, an id.
  * Either prefix takes any of them (as catalog.find does); a name wins over another's suffixed name.
  */
