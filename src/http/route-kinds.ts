@@ -135,14 +135,15 @@ const made = new WeakMap<
 function madeFor(entries: readonly EndpointDefinition[]) {
   let found = made.get(entries);
   if (found === undefined) {
-    const routes = entries.flatMap(routesOf);
+    const routes = entries.flatMap(routesOfEndpoint);
     found = { routes, index: indexOf(routes) };
     made.set(entries, found);
   }
   return found;
 }
 
-function routesOf(endpoint: EndpointDefinition): EntryRoute[] {
+/** Every path of `endpoint`, its kinds in table order. */
+export function routesOfEndpoint(endpoint: EndpointDefinition): EntryRoute[] {
   return KIND_ROWS.filter((row) => row.kind.has?.(endpoint) ?? true).flatMap((row) =>
     NAMINGS.flatMap((naming) => {
       const named = `${naming.under}/${endpoint[naming.by]}`;
@@ -167,7 +168,7 @@ function routesOf(endpoint: EndpointDefinition): EntryRoute[] {
  * /query are there as well, but not listed).
  */
 export const listedPaths = (endpoint: EndpointDefinition): string[] =>
-  routesOf(endpoint)
+  routesOfEndpoint(endpoint)
     .filter(
       ({ row, naming, format }) =>
         !format &&
