@@ -1,27 +1,11 @@
-// The HTTP service: plugins and routes over an injected engine. Data flows one way:
-// route → credential/scope → params → cache → engine → rows → JSON.
-import { randomBytes } from "node:crypto";
+// The HTTP app: plugins and routes over the service's long-lived parts (service.ts). Data flows
+// one way: route → credential/scope → params → cache → engine → rows → JSON.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type { Registry } from "prom-client";
-import { AlertStates } from "./alerts/alert-states.ts";
-import { Alerts } from "./alerts/alerts.ts";
-import type { AlertRulesFile } from "./alerts/rules-source.ts";
-import type { DeliveryOptions } from "./alerts/webhooks.ts";
-import { servesKey } from "./cache/cache-key.ts";
-import { RefreshBudget } from "./cache/refresh-budget.ts";
-import { ResultCache } from "./cache/result-cache.ts";
-import { SharedResults } from "./cache/shared-results.ts";
 import type { Config } from "./config.ts";
 import { createAuthenticator } from "./credentials/authenticate.ts";
 import type { KeysFile } from "./credentials/keys-file.ts";
 import type { TokenVerifier } from "./credentials/tokens.ts";
-import { type Catalog, LiveCatalog } from "./endpoints/catalog.ts";
-import { cursorCodec } from "./endpoints/cursor.ts";
-import { FollowHub, type FollowOptions } from "./endpoints/follow.ts";
-import { loadCatalog } from "./endpoints/load-catalog.ts";
-import { createRunner } from "./endpoints/runner.ts";
-import { admit } from "./engines/admission.ts";
-import type { QueryEngine } from "./engines/engine.ts";
 import { alertRoutes } from "./http/alert-routes.ts";
 import { anonymousLimit } from "./http/anonymous-limit.ts";
 import { requireCredential } from "./http/auth.ts";
@@ -32,7 +16,6 @@ import { endpointRoutes } from "./http/endpoint-routes.ts";
 import { clientError, errorEnvelope, frameworkError, newRequestId } from "./http/errors.ts";
 import { explorerPage } from "./http/explorer/routes.ts";
 import { followRoutes } from "./http/follow-routes.ts";
-import { isSerializedResult, serializeResult } from "./http/formats/json.ts";
 import { healthRoutes } from "./http/health-routes.ts";
 import { loadShedding, type PressureLimits } from "./http/load-shedding.ts";
 import { methodNotAllowed } from "./http/methods.ts";
@@ -48,10 +31,8 @@ import type { StreamEnds, StreamLimits } from "./http/streams/outbound-stream.ts
 import { StreamCaps } from "./http/streams/stream-caps.ts";
 import { streamPlaces } from "./http/streams/stream-places.ts";
 import { type WatchStats, watchRoutes } from "./http/watch-routes.ts";
-import type { RedisLink } from "./redis/link.ts";
-import { SharedBudgets } from "./redis/shared-budgets.ts";
+import { createService, type ServiceDeps } from "./service.ts";
 import type { ReloadCounts } from "./settings-reload.ts";
-import { observeEngine } from "./telemetry/observed-engine.ts";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -64,40 +45,17 @@ declare module "fastify" {
  * What the service is built from besides its settings: the engine, the files and connections main.ts
  * opened from them, and the clocks and knobs tests set.
  */
-export interface AppDeps {
-  engine: QueryEngine;
+export interface AppDeps extends ServiceDeps {
   /** Named, scoped keys (API_KEYS_FILE). */
   keysFile?: KeysFile;
   /** Signed access tokens (JWT_SECRET, JWT_PUBLIC_KEYS_FILE). */
   tokens?: TokenVerifier;
-  /**
-   * Results are cached, within the config's bounds, on this clock in ms (default Date.now); absent,
-   * every request queries (tests that count queries).
-   */
-  cache?: { now?: () => number };
-  /** Shares the cache and the rate limit with other replicas (REDIS_URL); its owner closes it. */
-  redis?: RedisLink;
-  /** Names the data the engine serves: replicas share cached values only when theirs agree. */
-  dataIdentity?: string;
-  /**
-   * Where the engine's data lives (BigQuery: project and dataset): a page cursor reads a kept
-   * result only in a service of the same deployment. Default: the empty name.
-   */
-  deployment?: string;
-  /** The endpoints served; default: the built-in ones (endpoints/). */
-  catalog?: Catalog;
   /** Shed load past these limits (main.ts: always); absent: never (tests with fake timers). */
   pressure?: PressureLimits;
-  /** Follow streams' clock and window size, for tests. */
-  follow?: Pick<FollowOptions, "clock" | "windowPageRows">;
   /** Buffering and timing of streams; default below. */
   streams?: Partial<StreamLimits>;
-  /** Alert rules (ALERT_RULES_FILE), run while the service is, and again as the file changes. */
-  alertRules?: AlertRulesFile;
   /** Reloads of the settings by part and outcome (main.ts's SettingsReload), for /metrics. */
   reloads?: ReloadCounts;
-  /** Webhook attempts, backoff, timeout and lease; default 6 attempts, 1 s doubling, 10 s each, 30 s. */
-  alertDelivery?: Partial<DeliveryOptions>;
   /** Absent: no logging (tests). */
   logger?: FastifyBaseLogger;
 }
@@ -108,13 +66,6 @@ const DEFAULT_STREAM_LIMITS: StreamLimits = {
   endGraceMs: 5_000,
   heartbeatMs: 15_000,
 };
-const DEFAULT_DELIVERY: DeliveryOptions = {
-  attempts: 6,
-  firstRetryMs: 1_000,
-  timeoutMs: 10_000,
-  leaseMs: 30_000,
-};
-
 const REQUEST_ID = /^[\w.-]{1,64}$/;
 
 /** The service of `config` (every setting, see config.ts) over `deps`. */
@@ -154,63 +105,15 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     },
   });
 
-  // Every per-credential limit is counted once across replicas while Redis answers.
-  const budgets = deps.redis && new SharedBudgets(deps.redis);
-  app.addHook("onClose", async () => budgets?.close());
-  const limits = config.admission;
-  const observed = observeEngine(deps.engine);
-  const engine = admit(observed, {
-    maxPerCredential: Math.ceil((limits.maxConcurrency + limits.maxQueue) / 2),
-    ...limits,
-    shared: budgets?.places("engine-share"),
+  const service = createService(config, deps, app.log);
+  const { engine, cache, catalog, cursors, run, watch, followHub, follow, budgets, alerts } =
+    service;
+  app.addHook("onReady", async () => service.start());
+  app.addHook("preClose", (done) => {
+    service.stop();
+    done();
   });
-
-  // A replica waits for another's query at most as long as for its own.
-  const shared =
-    deps.redis &&
-    new SharedResults(deps.redis, {
-      waitMs: limits.timeoutMs,
-      dataIdentity: deps.dataIdentity,
-      isPayload: isSerializedResult,
-      now: deps.cache?.now,
-      logger: app.log,
-    });
-  const cache =
-    deps.cache && new ResultCache({ logger: app.log, shared, ...config.cache, ...deps.cache });
-  app.addHook("onClose", async () => cache?.close());
-  const catalog = deps.catalog ?? loadCatalog();
-  if (cache && catalog instanceof LiveCatalog) {
-    // Values of an endpoint a reload removed or changed are dropped, their warming with them.
-    const stop = catalog.onReplace((next) => cache.retain((key) => servesKey(next, key)));
-    app.addHook("onClose", async () => stop());
-  }
-  // Without one (an app a test builds), this instance's cursors are good in this instance only.
-  const cursors = cursorCodec(config.cursorSecret ?? randomBytes(32), deps.deployment);
-  const { run, watch } = createRunner({
-    engine,
-    cache,
-    serialize: serializeResult,
-    log: app.log,
-    cursors,
-  });
-  const follow = { ...config.follow, ...deps.follow };
-  const followHub = new FollowHub(engine, {
-    ...follow,
-    log: app.log,
-    cursors,
-    heldBy: (credential) => engine.held(credential),
-  });
-
-  const delivery = { ...DEFAULT_DELIVERY, ...deps.alertDelivery };
-  const alerts =
-    deps.alertRules &&
-    runAlerts(app, deps.alertRules, {
-      watch,
-      hub: followHub,
-      states: new AlertStates(deps.redis, delivery.leaseMs),
-      delivery,
-      log: app.log,
-    });
+  app.addHook("onClose", async () => service.close());
 
   await app.register(connectionCap, { max: config.http.maxConnections });
   const streamCaps = new StreamCaps({
@@ -228,7 +131,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     catalog,
     cache,
     engine,
-    usage: observed.usage,
+    usage: service.usage,
     connections: app.connections,
     follow: followHub,
     streamEnds,
@@ -248,7 +151,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(shutdown, { engine, graceMs: config.shutdownGraceMs });
   await app.register(openCors);
   await app.register(refuseBadlyEncodedQuery);
-  await app.register(healthRoutes, { engine: deps.engine });
+  await app.register(healthRoutes, { engine: service.source });
   const limit = anonymousLimit({
     perMinute: config.anonymousRateLimitPerMinute,
     redis: deps.redis,
@@ -272,7 +175,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     await api.register(endpointRoutes, {
       catalog,
       run,
-      refreshBudget: new RefreshBudget(config.forcedRefreshPerMinute, budgets),
+      refreshBudget: service.refreshBudget,
       requests,
     });
     // One set of caps for every stream kind: a credential's follows and watches share its budget.
@@ -287,7 +190,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       hub: followHub,
       requests,
       reserve,
-      loadedThrough: deps.engine.loadedThrough?.bind(deps.engine),
+      loadedThrough: service.source.loadedThrough?.bind(service.source),
     });
     if (cache) {
       await api.register(watchRoutes, { run, watch, requests, reserve, stats: watchStats });
@@ -296,24 +199,4 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     await api.register(openApiRoute, { limit });
   });
   return app;
-}
-
-/** The rules of the file at work from when the service is ready until it closes, following the file. */
-function runAlerts(
-  app: FastifyInstance,
-  rules: AlertRulesFile,
-  deps: ConstructorParameters<typeof Alerts>[0],
-): Alerts {
-  const alerts = new Alerts(deps);
-  let unsubscribe = () => {};
-  app.addHook("onReady", async () => {
-    alerts.apply(rules.value);
-    unsubscribe = rules.onChange(() => alerts.apply(rules.value));
-  });
-  app.addHook("preClose", (done) => {
-    unsubscribe();
-    alerts.close();
-    done();
-  });
-  return alerts;
 }

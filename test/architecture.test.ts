@@ -91,8 +91,8 @@ function upwardArrows(graph: Map<string, string[]>): string[] {
 describe("the modules under src/", () => {
   it("import one another without a circle", () => {
     const graph = importGraph();
-    // The walk sees the imports at all: the app's entry reaches the result cache.
-    expect(graph.get(join(SRC, "app.ts"))).toContain(join(SRC, "cache/result-cache.ts"));
+    // The walk sees the imports at all: the service's module reaches the result cache.
+    expect(graph.get(join(SRC, "service.ts"))).toContain(join(SRC, "cache/result-cache.ts"));
     expect(circles(graph)).toEqual([]);
   });
 

@@ -75,8 +75,6 @@ export interface EndpointDefinition {
   window: WindowBinding;
   /** Its SQL per engine; an engine it has none for does not serve it. */
   sql: Partial<Record<Dialect, EndpointSql>>;
-  /** Where it answers: by name, by id, by name under query/, and follow and watch where it has them. */
-  paths: readonly string[];
   /** The folder it was read from, as problem lines name it. */
   folder?: string;
 }

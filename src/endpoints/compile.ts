@@ -116,13 +116,6 @@ export function compileEndpoint(
       }),
       window: window.binding,
       sql,
-      paths: [
-        `/api/endpoints/${name}`,
-        `/api/endpoints/query/${id.toLowerCase()}`,
-        `/api/endpoints/query/${name}`,
-        ...(paging?.follow ? [`/api/endpoints/${name}/follow`] : []),
-        ...(definition.cache ? [`/api/endpoints/${name}/watch`] : []),
-      ],
     },
   };
 }

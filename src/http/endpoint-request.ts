@@ -5,9 +5,8 @@
 // checked before any route ran (auth.ts).
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
-import type { CachePolicy } from "../cache/result-cache.ts";
 import { authorize, fixedFor, type RawQuery } from "../credentials/scope-rule.ts";
-import type { Catalog, EndpointDefinition, PagingContract } from "../endpoints/catalog.ts";
+import type { Catalog, EndpointDefinition } from "../endpoints/catalog.ts";
 import type { CursorCodec } from "../endpoints/cursor.ts";
 import { NO_PARAMS, type ParamsSchema, parseParams, withWindowStart } from "../endpoints/params.ts";
 import type { SqlParams } from "../engines/sql-params.ts";
@@ -15,60 +14,13 @@ import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { granted, HttpError } from "./errors.ts";
 import type { Format, MediaFormat } from "./formats/format.ts";
 import { json } from "./formats/json.ts";
-import {
-  ANSWER_FORMATS,
-  type Negotiation,
-  negotiation,
-  splitFormatSuffix,
-} from "./formats/negotiate.ts";
-
-/** A kind of route: which endpoints have it, what it answers in, whose parameters it takes. */
-export interface RouteKind<
-  F extends MediaFormat,
-  E extends EndpointDefinition = EndpointDefinition,
-> {
-  /** After the endpoint's path (`/watch`); absent for a route not under it (the alerts listing). */
-  readonly path?: string;
-  /** Whether an endpoint has this kind of route; absent when every endpoint does. */
-  has?(endpoint: EndpointDefinition): endpoint is E;
-  readonly negotiation: Negotiation<F>;
-  /** The route's own parameters, where they are not the endpoint's: the scope then judges the endpoint alone. */
-  readonly params?: ParamsSchema;
-  /** Its answer comes in pages: a `cursor` is opened with the service's codec (streams take none). */
-  readonly pages?: true;
-}
-
-export type CachedEndpoint = EndpointDefinition & { cache: CachePolicy };
-export type FollowedEndpoint = EndpointDefinition & { paging: PagingContract };
-
-/** Server-Sent Events: what a watch gives, and a follow stream by default. */
-export const EVENT_STREAM: MediaFormat = { contentType: "text/event-stream" };
-
-/** GET /api/endpoints/<name>: the endpoint's answer, in JSON, NDJSON or CSV. */
-export const ANSWER: RouteKind<Format> = {
-  path: "",
-  negotiation: negotiation(ANSWER_FORMATS),
-  pages: true,
-};
+import { negotiation, splitFormatSuffix } from "./formats/negotiate.ts";
+import { entryRouteOf, listedPaths, type RouteKind } from "./route-kinds.ts";
 
 /** A listing (GET /api/endpoints): JSON, and no parameters. */
 export const LISTING: RouteKind<Format> & { params: ParamsSchema } = {
   negotiation: negotiation([json]),
   params: NO_PARAMS,
-};
-
-/** GET …/<name>/follow: a followable endpoint's records as they arrive. */
-export const FOLLOW: RouteKind<MediaFormat, FollowedEndpoint> = {
-  path: "/follow",
-  has: (endpoint): endpoint is FollowedEndpoint => endpoint.paging?.follow === true,
-  negotiation: negotiation([EVENT_STREAM, { contentType: "application/x-ndjson" }]),
-};
-
-/** GET …/<name>/watch: each new value a cached endpoint's answer takes. */
-export const WATCH: RouteKind<MediaFormat, CachedEndpoint> = {
-  path: "/watch",
-  has: (endpoint): endpoint is CachedEndpoint => endpoint.cache !== undefined,
-  negotiation: negotiation([EVENT_STREAM]),
 };
 
 /** A request let in: the endpoint, the query string the scope granted, its parameters, its format. */
@@ -121,7 +73,10 @@ export function endpointRequests({
   return {
     // Not async, as nothing in it waits: a cached hit is answered in the turn it arrived in.
     enter(kind, request, reply, { nameOrId = pathName(request), narrow } = {}) {
-      const { endpoint, format: suffixed } = target(catalog, kind, nameOrId);
+      // The entry route its path names, found at once; else looked up again, to refuse or to
+      // take an id in capitals.
+      const route = entryRouteOf(catalog.entries, kind, nameOrId);
+      const { endpoint, format: suffixed } = route ?? target(catalog, kind, nameOrId);
       // A route under the endpoint's path is a request of that endpoint, refused or not.
       if (kind.path !== undefined) {
         request.queryLog.endpoint = endpoint.name;
@@ -185,7 +140,7 @@ function target<E extends EndpointDefinition>(
   if (kind.has && !kind.has(endpoint)) {
     throw new HttpError(
       "endpoint_not_found",
-      `${endpoint.name} has no ${kind.path} path; its paths are ${endpoint.paths.join(", ")}.`,
+      `${endpoint.name} has no ${kind.path} path; its paths are ${listedPaths(endpoint).join(", ")}.`,
     );
   }
   return { endpoint: endpoint as E, format };

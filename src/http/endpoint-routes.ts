@@ -6,10 +6,11 @@ import type { Credential } from "../credentials/credential.ts";
 import { grantedParams } from "../credentials/scope-rule.ts";
 import type { Catalog, EndpointDefinition } from "../endpoints/catalog.ts";
 import type { Answer, RunEndpoint } from "../endpoints/runner.ts";
-import { ANSWER, type EndpointRequests, LISTING } from "./endpoint-request.ts";
+import { type EndpointRequests, LISTING } from "./endpoint-request.ts";
 import { QUERY_SCHEMA } from "./openapi/endpoint-schemas.ts";
 import { LISTING_SCHEMA } from "./openapi/service-schemas.ts";
 import { sendAnswer } from "./reply.ts";
+import { genericPaths, listedPaths, ROUTE_KINDS } from "./route-kinds.ts";
 
 export async function endpointRoutes(
   app: FastifyInstance,
@@ -51,11 +52,11 @@ export async function endpointRoutes(
     return reply.type(format.contentType).send(listingFor(request.credential));
   });
 
-  // By name, by UUID, and by either under /query (the path Logflare and Supabase Studio call).
-  for (const path of ["/api/endpoints/:nameOrId", "/api/endpoints/query/:nameOrId"]) {
+  const { query } = ROUTE_KINDS;
+  for (const path of genericPaths(query)) {
     // Not async: a cached hit is answered in the turn it arrived in (see runner.ts).
     app.get<{ Params: { nameOrId: string } }>(path, { schema: QUERY_SCHEMA }, (request, reply) => {
-      const { endpoint, params, format } = requests.enter(ANSWER, request, reply);
+      const { endpoint, params, format } = requests.enter(query.kind, request, reply);
       const { credential } = request;
       const answer = run(
         endpoint,
@@ -145,7 +146,7 @@ function describeEndpoint(endpoint: EndpointDefinition) {
     cache: endpoint.cache
       ? { ttl_seconds: endpoint.cache.ttlSeconds, warming_seconds: endpoint.cache.warmingSeconds }
       : null,
-    paths: endpoint.paths,
+    paths: listedPaths(endpoint),
     example: `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`,
     ...(endpoint.paging && {
       paging: {

@@ -11,9 +11,10 @@ import { retentionDays } from "../endpoints/retention.ts";
 import { type StreamPosition, startingAt } from "../endpoints/stream-position.ts";
 import type { SqlParams } from "../engines/sql-params.ts";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
-import { type EndpointRequests, EVENT_STREAM, FOLLOW } from "./endpoint-request.ts";
+import type { EndpointRequests } from "./endpoint-request.ts";
 import { HttpError } from "./errors.ts";
 import { FOLLOW_SCHEMA } from "./openapi/endpoint-schemas.ts";
+import { EVENT_STREAM, genericPaths, ROUTE_KINDS } from "./route-kinds.ts";
 import { type ReservePlace, sendStream, sendStreamHead } from "./streams/stream-places.ts";
 
 export interface FollowRouteOptions {
@@ -35,7 +36,7 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
     done();
   });
 
-  for (const path of ["/api/endpoints/:nameOrId/follow", "/api/endpoints/query/:nameOrId/follow"]) {
+  for (const path of genericPaths(ROUTE_KINDS.follow)) {
     app.get<{ Params: { nameOrId: string } }>(
       path,
       { schema: FOLLOW_SCHEMA },
@@ -43,17 +44,22 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
         let resume: StreamPosition | undefined;
         let settled = false;
         // The stream's own parameters are not the endpoint's: taken out before the scope sees them.
-        const { endpoint, query, params, format } = requests.enter(FOLLOW, request, reply, {
-          narrow: ({ after, until, ...raw }, { paging }) => {
-            refuseNotFollowed(paging, raw);
-            resume = resumption(request, after, hub.options.cursors);
-            settled = settledMode(until);
-            // A resume goes on where the stream was, whatever start the URL gives (EventSource
-            // reconnects to the URL it opened, `since` and all); only a start the key's scope fixes
-            // still bounds it.
-            return resume ? withoutStart(paging, raw) : raw;
+        const { endpoint, query, params, format } = requests.enter(
+          ROUTE_KINDS.follow.kind,
+          request,
+          reply,
+          {
+            narrow: ({ after, until, ...raw }, { paging }) => {
+              refuseNotFollowed(paging, raw);
+              resume = resumption(request, after, hub.options.cursors);
+              settled = settledMode(until);
+              // A resume goes on where the stream was, whatever start the URL gives (EventSource
+              // reconnects to the URL it opened, `since` and all); only a start the key's scope fixes
+              // still bounds it.
+              return resume ? withoutStart(paging, raw) : raw;
+            },
           },
-        });
+        );
         const { paging } = endpoint;
         refusePinnedEnd(paging, query);
         const now = hub.now();

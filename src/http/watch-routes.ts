@@ -5,9 +5,10 @@
 import type { FastifyInstance } from "fastify";
 import type { CacheAnswer, CachePolicy } from "../cache/result-cache.ts";
 import type { RunEndpoint, WatchEndpoint } from "../endpoints/runner.ts";
-import { type EndpointRequests, WATCH } from "./endpoint-request.ts";
+import type { EndpointRequests } from "./endpoint-request.ts";
 import { WATCH_SCHEMA } from "./openapi/endpoint-schemas.ts";
 import { cacheStatus } from "./reply.ts";
+import { genericPaths, ROUTE_KINDS } from "./route-kinds.ts";
 import { type ReservePlace, sendStream, sendStreamHead } from "./streams/stream-places.ts";
 
 export interface WatchStats {
@@ -26,12 +27,12 @@ export interface WatchRouteOptions {
 
 export async function watchRoutes(app: FastifyInstance, options: WatchRouteOptions) {
   const { run, watch, requests, reserve, stats } = options;
-  for (const path of ["/api/endpoints/:nameOrId/watch", "/api/endpoints/query/:nameOrId/watch"]) {
+  for (const path of genericPaths(ROUTE_KINDS.watch)) {
     app.get<{ Params: { nameOrId: string } }>(
       path,
       { schema: WATCH_SCHEMA },
       async (request, reply) => {
-        const { endpoint, params, format } = requests.enter(WATCH, request, reply);
+        const { endpoint, params, format } = requests.enter(ROUTE_KINDS.watch.kind, request, reply);
         const { credential } = request;
         const place = await reserve(request);
         // Told from before the first answer, so that no value stored meanwhile is missed.

@@ -1,17 +1,22 @@
 // Each endpoint as its own paths in the document. The endpoint routes are generic
 // (`/api/endpoints/:nameOrId`…) and the catalog can change while the service runs, so routes per
 // endpoint cannot be (Fastify takes no route after it starts): the document @fastify/swagger
-// generates from the routes holds each generic route once, and this makes it each endpoint's own
-// paths from the catalog of the moment, with that endpoint's parameters, row, cache and paging.
+// generates from the routes holds each generic route once, and this describes each entry route of
+// the catalog of the moment (route-kinds.ts: the paths requests find their endpoint at) from its
+// kind's generic route, with that endpoint's parameters, row, cache and paging.
 // Not in swagger's own transformObject: it keeps the first document it makes for good, and this one
 // must follow the catalog (routes.ts makes it again when the catalog is another).
 import { z } from "zod";
 import type { EndpointDefinition } from "../../endpoints/catalog.ts";
 import { notFollowed } from "../follow-routes.ts";
-import { csv } from "../formats/csv.ts";
 import type { Format } from "../formats/format.ts";
 import { json } from "../formats/json.ts";
-import { ndjson } from "../formats/ndjson.ts";
+import {
+  DOCUMENTED_GENERIC_PATHS,
+  documentedGenericPath,
+  type EntryRoute,
+  entryRoutes,
+} from "../route-kinds.ts";
 import { CACHE, FORMAT_BODIES, mediaType } from "./endpoint-schemas.ts";
 import type { Json } from "./responses.ts";
 import { SERVICE_TAG } from "./service-schemas.ts";
@@ -40,38 +45,6 @@ export interface OpenApiDocument {
   };
 }
 
-/** Where the generic routes name the endpoint. */
-const NAME_OR_ID = "{nameOrId}";
-
-/** How one generic path names an endpoint; each way is a path of its own in the document. */
-interface Naming {
-  by: "name" | "id";
-  /** After the operation id of the endpoint, as the path's operations are called. */
-  operation: string;
-  summary: string;
-}
-
-const BY_NAME: Naming = { by: "name", operation: "", summary: "by name" };
-const BY_ID: Naming = { by: "id", operation: "_by_id", summary: "by id" };
-const QUERY_PATH: Naming = {
-  by: "name",
-  operation: "_query_path",
-  summary: "by name, at the path Logflare and Supabase Studio call",
-};
-
-/** The formats a suffix on a name names, `.json` first. */
-const SUFFIXED: readonly Format[] = [json, ndjson, csv];
-
-type Kind = "query" | "follow" | "watch";
-
-const kindOf = (path: string): Kind =>
-  path.endsWith("/follow") ? "follow" : path.endsWith("/watch") ? "watch" : "query";
-
-/** Whether an endpoint has the paths of `kind`: a follow stream when followable, a watch when cached. */
-const hasKind = (endpoint: EndpointDefinition, kind: Kind) =>
-  kind === "query" ||
-  (kind === "follow" ? endpoint.paging?.follow === true : endpoint.cache !== undefined);
-
 interface ParamsJsonSchema {
   properties: Record<string, Json & { description?: string }>;
   required?: string[];
@@ -95,14 +68,22 @@ function parametersOf(endpoint: EndpointDefinition): Operation["parameters"] {
 
 const rowName = (endpoint: EndpointDefinition) => `${endpoint.name}.row`;
 
-/** `template` with the row it names made `endpoint`'s. */
-const withRow = <T>(template: T, endpoint: EndpointDefinition): T =>
-  JSON.parse(
-    JSON.stringify(template).replaceAll(
-      '"#/components/schemas/endpoint.row"',
-      JSON.stringify(`#/components/schemas/${rowName(endpoint)}`),
-    ),
-  );
+/** Where the generic routes' schemas refer to the row (endpoint-schemas.ts's placeholder). */
+const ROW_PLACEHOLDER_REF = "#/components/schemas/endpoint.row";
+
+/** A copy of `template` with each reference to the placeholder row made one to `endpoint`'s. */
+function withRow<T>(template: T, endpoint: EndpointDefinition): T {
+  if (Array.isArray(template)) return template.map((item) => withRow(item, endpoint)) as T;
+  if (template === null || typeof template !== "object") return template;
+  return Object.fromEntries(
+    Object.entries(template).map(([key, value]) => [
+      key,
+      key === "$ref" && value === ROW_PLACEHOLDER_REF
+        ? `#/components/schemas/${rowName(endpoint)}`
+        : withRow(value, endpoint),
+    ]),
+  ) as T;
+}
 
 const cachedNote = (endpoint: EndpointDefinition) =>
   endpoint.cache
@@ -133,14 +114,10 @@ function okResponse(template: Json, endpoint: EndpointDefinition, format?: Forma
   };
 }
 
-/** The operation of `template` (a generic route's) for `endpoint`, named as `naming` says. */
-function operationFor(
-  template: Operation,
-  endpoint: EndpointDefinition,
-  kind: Kind,
-  naming: Naming,
-  format?: Format,
-): Operation {
+/** The operation of `template` (its kind's generic route's) at the entry route `route`. */
+function operationFor(template: Operation, route: EntryRoute): Operation {
+  const { endpoint, naming, format } = route;
+  const kind = route.row.name;
   const own = withRow(template, endpoint);
   const unfollowed = endpoint.paging ? notFollowed(endpoint.paging) : [];
   const endpointParams = parametersOf(endpoint).filter(
@@ -180,36 +157,21 @@ function operationFor(
   return operation;
 }
 
-/** `endpoint`'s paths of the generic route at `path`, each name path's format suffixes after it. */
-function pathsOf(
-  path: string,
-  template: Operation,
-  endpoint: EndpointDefinition,
-): [string, { get: Operation }][] {
-  const kind = kindOf(path);
-  if (!hasKind(endpoint, kind)) return [];
-  // By name, by UUID, and by either under /query (the path Logflare and Supabase Studio call).
-  const namings = path.startsWith("/api/endpoints/query/") ? [BY_ID, QUERY_PATH] : [BY_NAME];
-  return namings.flatMap((naming) => {
-    const own = path.replace(NAME_OR_ID, endpoint[naming.by]);
-    const suffixed = kind === "query" && naming.by === "name" ? SUFFIXED : [];
-    return [
-      [own, { get: operationFor(template, endpoint, kind, naming) }],
-      ...suffixed.map((format): [string, { get: Operation }] => [
-        `${own}.${format.suffix}`,
-        { get: operationFor(template, endpoint, kind, naming, format) },
-      ]),
-    ];
-  });
-}
-
-/** The generated document with each generic endpoint route made the paths of every endpoint. */
+/**
+ * The generated document with each generic endpoint route made the entry routes of `endpoints`. A
+ * kind whose generic route is not registered (watch, without a cache) has no paths.
+ */
 export function withCatalogPaths(
   generated: OpenApiDocument,
   endpoints: readonly EndpointDefinition[],
 ): OpenApiDocument {
-  const generic = Object.entries(generated.paths).filter(([path]) => path.includes(NAME_OR_ID));
-  const others = Object.entries(generated.paths).filter(([path]) => !path.includes(NAME_OR_ID));
+  const own = entryRoutes(endpoints).flatMap((route): [string, { get: Operation }][] => {
+    const template = generated.paths[documentedGenericPath(route.row, route.naming)]?.get;
+    return template ? [[route.url, { get: operationFor(template, route) }]] : [];
+  });
+  const others = Object.entries(generated.paths).filter(
+    ([path]) => !DOCUMENTED_GENERIC_PATHS.has(path),
+  );
   const { "endpoint.row": _placeholder, ...schemas } = generated.components.schemas ?? {};
   return {
     ...generated,
@@ -218,12 +180,7 @@ export function withCatalogPaths(
       ...endpoints.map(({ name, description }) => ({ name, description })),
       ...generated.tags.filter(({ name }) => name === SERVICE_TAG.name),
     ],
-    paths: Object.fromEntries([
-      ...endpoints.flatMap((endpoint) =>
-        generic.flatMap(([path, { get }]) => pathsOf(path, get, endpoint)),
-      ),
-      ...others,
-    ]),
+    paths: Object.fromEntries([...own, ...others]),
     components: {
       ...generated.components,
       schemas: {

@@ -2,6 +2,7 @@
 // stream its scope would refuse and /metrics without full access; with each value its scopes fix
 // shown as the only one taken.
 import type { EndpointDefinition } from "../../endpoints/catalog.ts";
+import { ROUTE_KINDS, routesOfEndpoint } from "../route-kinds.ts";
 import type { OpenApiDocument, Operation } from "./catalog-paths.ts";
 import { pruned } from "./components.ts";
 import { CATALOG_TAG, SERVICE_TAG } from "./service-schemas.ts";
@@ -44,7 +45,12 @@ export function credentialView(
   document: OpenApiDocument,
   { callable, metrics }: Grant,
 ): OpenApiDocument {
-  const granted = new Map(callable.map((entry) => [entry.endpoint.name, entry]));
+  // Each path of what it may call, by the entry route the document describes there.
+  const granted = new Map(
+    callable.flatMap((entry) =>
+      routesOfEndpoint(entry.endpoint).map(({ url, row }) => [url, { entry, row }] as const),
+    ),
+  );
   const paths: [string, { get: Operation }][] = [];
   for (const [path, { get }] of Object.entries(document.paths)) {
     const tag = get.tags[0] as string;
@@ -52,9 +58,9 @@ export function credentialView(
       if (path !== "/metrics" || metrics) paths.push([path, { get }]);
       continue;
     }
-    const entry = granted.get(tag);
-    if (!entry || (path.endsWith("/follow") && fixesEnd(entry))) continue;
-    paths.push([path, { get: withFixed(get, entry.fixed) }]);
+    const route = granted.get(path);
+    if (!route || (route.row === ROUTE_KINDS.follow && fixesEnd(route.entry))) continue;
+    paths.push([path, { get: withFixed(get, route.entry.fixed) }]);
   }
   const tags = new Set(paths.map(([, { get }]) => get.tags[0]));
   return pruned({

@@ -1,0 +1,211 @@
+// The kinds of route an endpoint has, in one table, and every path each entry of a catalog answers
+// at, made from it. The routes register their generic paths from the table, a request finds its
+// entry among the entry routes, and the document describes those same entry routes: a new kind is
+// one row, and a URL shape is written here only. (The routes stay generic, `:nameOrId`, because
+// Fastify takes no route once it listens and a reload replaces the catalog: the entry routes are
+// made anew per catalog instead.)
+import type { CachePolicy } from "../cache/result-cache.ts";
+import type { EndpointDefinition, PagingContract } from "../endpoints/catalog.ts";
+import type { ParamsSchema } from "../endpoints/params.ts";
+import type { Format, MediaFormat } from "./formats/format.ts";
+import { ANSWER_FORMATS, type Negotiation, negotiation } from "./formats/negotiate.ts";
+
+/** A kind of route: which endpoints have it, what it answers in, whose parameters it takes. */
+export interface RouteKind<
+  F extends MediaFormat,
+  E extends EndpointDefinition = EndpointDefinition,
+> {
+  /** After the endpoint's path (`/watch`); absent for a route not under it (the alerts listing). */
+  readonly path?: string;
+  /** Whether an endpoint has this kind of route; absent when every endpoint does. */
+  has?(endpoint: EndpointDefinition): endpoint is E;
+  readonly negotiation: Negotiation<F>;
+  /** The route's own parameters, where they are not the endpoint's: the scope then judges the endpoint alone. */
+  readonly params?: ParamsSchema;
+  /** Its answer comes in pages: a `cursor` is opened with the service's codec (streams take none). */
+  readonly pages?: true;
+}
+
+export type CachedEndpoint = EndpointDefinition & { cache: CachePolicy };
+export type FollowedEndpoint = EndpointDefinition & { paging: PagingContract };
+
+/** Server-Sent Events: what a watch gives, and a follow stream by default. */
+export const EVENT_STREAM: MediaFormat = { contentType: "text/event-stream" };
+
+/** GET /api/endpoints/<name>: the endpoint's answer, in JSON, NDJSON or CSV. */
+export const ANSWER: RouteKind<Format> = {
+  path: "",
+  negotiation: negotiation(ANSWER_FORMATS),
+  pages: true,
+};
+
+/** GET …/<name>/follow: a followable endpoint's records as they arrive. */
+export const FOLLOW: RouteKind<MediaFormat, FollowedEndpoint> = {
+  path: "/follow",
+  has: (endpoint): endpoint is FollowedEndpoint => endpoint.paging?.follow === true,
+  negotiation: negotiation([EVENT_STREAM, { contentType: "application/x-ndjson" }]),
+};
+
+/** GET …/<name>/watch: each new value a cached endpoint's answer takes. */
+export const WATCH: RouteKind<MediaFormat, CachedEndpoint> = {
+  path: "/watch",
+  has: (endpoint): endpoint is CachedEndpoint => endpoint.cache !== undefined,
+  negotiation: negotiation([EVENT_STREAM]),
+};
+
+/** A kind of route an endpoint may have. */
+export interface KindRow {
+  /** As its operation ids and summaries name it. */
+  readonly name: "query" | "follow" | "watch";
+  readonly kind: RouteKind<MediaFormat>;
+  /** The formats a suffix on the endpoint's name asks for, at its name path. */
+  readonly suffixes: readonly Format[];
+}
+
+export const ROUTE_KINDS = {
+  /** GET …/<name>: the endpoint's answer; `.json`, `.ndjson`, `.csv` after the name pick its format. */
+  query: { name: "query", kind: ANSWER, suffixes: ANSWER_FORMATS },
+  /** GET …/<name>/follow: a followable endpoint's records as they arrive. */
+  follow: { name: "follow", kind: FOLLOW, suffixes: [] },
+  /** GET …/<name>/watch: each new value a cached endpoint's answer takes. */
+  watch: { name: "watch", kind: WATCH, suffixes: [] },
+} as const satisfies Record<string, KindRow>;
+
+const KIND_ROWS: readonly KindRow[] = Object.values(ROUTE_KINDS);
+
+/** One way a path names an endpoint; each is a path of its own. */
+export interface Naming {
+  /** The path before the endpoint's name or id. */
+  readonly under: string;
+  readonly by: "name" | "id";
+  /** After the endpoint's operation id, as the path's operations are called. */
+  readonly operation: string;
+  readonly summary: string;
+}
+
+const ENDPOINTS = "/api/endpoints";
+const QUERY = `${ENDPOINTS}/query`;
+
+/** By name, by UUID, and by name under /query (the path Logflare and Supabase Studio call). */
+const NAMINGS: readonly Naming[] = [
+  { under: ENDPOINTS, by: "name", operation: "", summary: "by name" },
+  { under: QUERY, by: "id", operation: "_by_id", summary: "by id" },
+  {
+    under: QUERY,
+    by: "name",
+    operation: "_query_path",
+    summary: "by name, at the path Logflare and Supabase Studio call",
+  },
+];
+
+/** The Fastify paths that serve `row` for every endpoint, each prefix once. */
+export const genericPaths = (row: KindRow): string[] =>
+  [...new Set(NAMINGS.map(({ under }) => under))].map(
+    (under) => `${under}/:nameOrId${row.kind.path}`,
+  );
+
+/** How the document (OpenAPI) names the generic path of `row` that `naming` takes. */
+export const documentedGenericPath = (row: KindRow, naming: Naming): string =>
+  `${naming.under}/{nameOrId}${row.kind.path}`;
+
+/** Every generic path as the document names it: none is a path of its own there. */
+export const DOCUMENTED_GENERIC_PATHS: ReadonlySet<string> = new Set(
+  KIND_ROWS.flatMap((row) => NAMINGS.map((naming) => documentedGenericPath(row, naming))),
+);
+
+/** One path of one endpoint: the endpoint, its kind of route, how it is named, the suffix's format. */
+export interface EntryRoute {
+  readonly url: string;
+  readonly endpoint: EndpointDefinition;
+  readonly row: KindRow;
+  readonly naming: Naming;
+  /** The format its suffix names; absent on a path without one. */
+  readonly format?: Format;
+}
+
+/** Where a request of a kind finds its entry by the name or id in its path. */
+type EntryIndex = Map<RouteKind<MediaFormat>, Map<string, EntryRoute>>;
+
+const made = new WeakMap<
+  readonly EndpointDefinition[],
+  { routes: readonly EntryRoute[]; index: EntryIndex }
+>();
+
+/** Every path of every endpoint of `entries`, made once per catalog (a reload gives another). */
+function madeFor(entries: readonly EndpointDefinition[]) {
+  let found = made.get(entries);
+  if (found === undefined) {
+    const routes = entries.flatMap(routesOfEndpoint);
+    found = { routes, index: indexOf(routes) };
+    made.set(entries, found);
+  }
+  return found;
+}
+
+/** Every path of `endpoint`, its kinds in table order. */
+export function routesOfEndpoint(endpoint: EndpointDefinition): EntryRoute[] {
+  return KIND_ROWS.filter((row) => row.kind.has?.(endpoint) ?? true).flatMap((row) =>
+    NAMINGS.flatMap((naming) => {
+      const named = `${naming.under}/${endpoint[naming.by]}`;
+      const suffixes = naming.by === "name" ? row.suffixes : [];
+      return [
+        { url: `${named}${row.kind.path}`, endpoint, row, naming },
+        ...suffixes.map((format) => ({
+          url: `${named}.${format.suffix}${row.kind.path}`,
+          endpoint,
+          row,
+          naming,
+          format,
+        })),
+      ];
+    }),
+  );
+}
+
+/**
+ * Where `endpoint` answers, as the listing and a 404 name it: each kind's path by name, and the
+ * answer's by id and by name under /query too (the format suffixes and the other kinds' paths under
+ * /query are there as well, but not listed).
+ */
+export const listedPaths = (endpoint: EndpointDefinition): string[] =>
+  routesOfEndpoint(endpoint)
+    .filter(
+      ({ row, naming, format }) =>
+        !format &&
+        (row === ROUTE_KINDS.query || (naming.under === ENDPOINTS && naming.by === "name")),
+    )
+    .map(({ url }) => url);
+
+/**
+ * Each kind's entries by the segment a path names them with: a name, a name with a suffix, an id.
+ * Either prefix takes any of them (as catalog.find does); a name wins over another's suffixed name.
+ */
+function indexOf(routes: readonly EntryRoute[]): EntryIndex {
+  const index: EntryIndex = new Map();
+  for (const route of [...routes].sort((a, b) => Number(!!a.format) - Number(!!b.format))) {
+    let ofKind = index.get(route.row.kind);
+    if (ofKind === undefined) {
+      ofKind = new Map();
+      index.set(route.row.kind, ofKind);
+    }
+    const segment = `${route.endpoint[route.naming.by]}${route.format ? `.${route.format.suffix}` : ""}`;
+    if (!ofKind.has(segment)) ofKind.set(segment, route);
+  }
+  return index;
+}
+
+/** Every path of every endpoint of `entries`, in catalog order, each endpoint's kinds in table order. */
+export const entryRoutes = (entries: readonly EndpointDefinition[]): readonly EntryRoute[] =>
+  madeFor(entries).routes;
+
+/**
+ * The entry route of `kind` a path's `segment` names among `entries`; undefined for a segment no
+ * path of that kind names as written (an id in capitals, an unknown name: the caller looks again).
+ */
+export const entryRouteOf = <E extends EndpointDefinition>(
+  entries: readonly EndpointDefinition[],
+  kind: RouteKind<MediaFormat, E>,
+  segment: string,
+): (EntryRoute & { endpoint: E }) | undefined =>
+  // Only endpoints `kind` has are indexed under it.
+  madeFor(entries).index.get(kind)?.get(segment) as (EntryRoute & { endpoint: E }) | undefined;

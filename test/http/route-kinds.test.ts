@@ -1,0 +1,60 @@
+// One table of route kinds: the paths the document lists are the catalog's entry routes, each one
+// answered by its endpoint, kind and format, and a reload's catalog brings its own.
+import { describe, expect, it } from "vitest";
+import { catalogOf, LiveCatalog } from "../../src/endpoints/catalog.ts";
+import { loadCatalog } from "../../src/endpoints/load-catalog.ts";
+import { entryRoutes } from "../../src/http/route-kinds.ts";
+import { startService } from "../support/service.ts";
+
+const NOW = "2026-11-21T05:17:42.123456Z";
+const ENDPOINT_PATH = /^\/api\/endpoints\/./;
+
+async function service(catalog = new LiveCatalog(loadCatalog())) {
+  const started = await startService({
+    now: NOW,
+    catalog,
+    cache: { now: () => 0 },
+    config: { cache: { maxEntries: 100, maxBytes: 1_000_000 } },
+  });
+  const documentedPaths = async () =>
+    Object.keys((await started.get("/openapi.json")).json().paths).filter((path) =>
+      ENDPOINT_PATH.test(path),
+    );
+  return { ...started, catalog, documentedPaths };
+}
+
+describe("the table of route kinds", () => {
+  it("documents exactly the catalog's entry routes, and answers each with its endpoint, kind and format", async () => {
+    const { app, catalog, documentedPaths } = await service();
+    const routes = entryRoutes(catalog.entries);
+    expect(await documentedPaths()).toEqual(routes.map(({ url }) => url));
+    for (const { url, endpoint, row, format } of routes) {
+      const answer = await app.inject({
+        method: "HEAD",
+        url: `${url}?${new URLSearchParams(endpoint.example)}`,
+        headers: { "x-api-key": "test-key-0123456789abcdef" },
+      });
+      expect(answer.statusCode, url).toBe(200);
+      const expected =
+        row.name === "query" ? (format?.contentType ?? "application/json") : "text/event-stream";
+      expect(answer.headers["content-type"], url).toContain(expected.split(";")[0]);
+    }
+  });
+
+  it("takes a reload's catalog: a path it adds answers and is documented, a path it removes is 404", async () => {
+    const full = loadCatalog();
+    const withoutLogs = catalogOf(full.entries.filter(({ name }) => name !== "logs.all"));
+    const { get, catalog, documentedPaths } = await service(new LiveCatalog(withoutLogs));
+    const logs = full.find("logs.all");
+    const query = new URLSearchParams(logs?.example);
+    expect((await get(`/api/endpoints/logs.all.csv?${query}`)).statusCode).toBe(404);
+    expect(await documentedPaths()).not.toContain("/api/endpoints/logs.all/follow");
+
+    catalog.replace(full);
+    expect((await get(`/api/endpoints/logs.all.csv?${query}`)).statusCode).toBe(200);
+    expect(await documentedPaths()).toContain("/api/endpoints/logs.all/follow");
+
+    catalog.replace(withoutLogs);
+    expect((await get(`/api/endpoints/logs.all/follow?${query}`)).statusCode).toBe(404);
+  });
+});
