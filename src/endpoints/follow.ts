@@ -13,6 +13,7 @@ import { BurstWarning } from "../burst-warning.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import { AdmissionError } from "../engines/admission.ts";
 import type { QueryEngine, Row } from "../engines/engine.ts";
+import { MinHeap } from "../min-heap.ts";
 import { dateToMicros, formatTimestamp, wireTimestampMicros } from "../time.ts";
 import type { EndpointDefinition, EndpointSql, PagingContract } from "./catalog.ts";
 import {
@@ -564,21 +565,20 @@ class Subscription {
    * This stream's place, at `horizon`, as the function that makes its event id. It names at most
    * MOST_DELIVERED records as delivered, the newest; past them its horizon moves up to the newest
    * left out, so that a resume repeats nothing (a record arriving later than that many newer ones
-   * reaches the open stream, not one resumed from this id).
+   * reaches the open stream, not one resumed from this id). Taken for every record sent, so it
+   * costs what forgetting the records at or before `horizon` costs and a copy of the few newest.
    */
   private place(horizon: Point): () => string {
-    let after = this.sent.prune(horizon);
-    let bound = horizon;
-    if (after.length > MOST_DELIVERED) {
-      after = after.sort((a, b) => compare(a.point, b.point));
-      bound = (after[after.length - MOST_DELIVERED - 1] as Sighting).point;
-      after = after.slice(-MOST_DELIVERED);
-    }
-    const { newest } = this.sent;
+    this.sent.prune(horizon);
+    const newest = this.sent.newestFew();
+    const past = newest.length > MOST_DELIVERED;
+    const bound = past ? (newest[0] as Sighting).point : horizon;
+    const after = past ? newest.slice(1) : newest;
+    const newestMicros = this.sent.newest;
     return () =>
       this.hub.options.cursors.encodeStream({
         horizon: bound,
-        newest,
+        newest: newestMicros,
         delivered: after.map((sighting) => ({
           key: keyOf(sighting),
           micros: sighting.point.micros,
@@ -599,11 +599,14 @@ function keyOf(sighting: Sighting): string {
   return sighting.key;
 }
 
+const bySighting = (a: Sighting, b: Sighting) => compare(a.point, b.point);
+
 /**
  * Records seen after a horizon: the only ones a later read can return again. A record read is
  * known by its time and id, the text its key hashes; the key is made only for the few a stream
  * position names, since hashing every record a catch-up sends (a SHA-256 each) was a tenth of a
- * settled run's time.
+ * settled run's time. Each record costs O(log n) in the records held: seeing it, forgetting it once
+ * a horizon passes it (the oldest go first), and keeping the newest few a stream position names.
  */
 class Seen {
   /** The time of the newest record seen (at first, where seeing started). */
@@ -615,10 +618,19 @@ class Seen {
    * the last at its time.
    */
   private readonly named = new Map<string, Sighting>();
+  /** Every sighting held, the oldest first out: what a prune forgets. */
+  private readonly byAge = new MinHeap(bySighting);
+  /** The MOST_DELIVERED + 1 newest sightings held (all of them, when fewer), the oldest first out. */
+  private readonly newestOnes = new MinHeap(bySighting);
 
   constructor(newest: bigint, before: readonly DeliveredRecord[] = []) {
     this.newest = newest;
-    for (const { key, micros } of before) this.named.set(key, { point: { micros }, key });
+    for (const { key, micros } of before) {
+      if (this.named.has(key)) continue;
+      const sighting = { point: { micros }, key };
+      this.named.set(key, sighting);
+      this.hold(sighting);
+    }
   }
 
   has(position: Position): boolean {
@@ -631,21 +643,38 @@ class Seen {
   /** Records a sighting; false when the record was seen before. */
   add(position: Position): boolean {
     if (this.has(position)) return false;
-    this.read.set(identity(position), { point: position });
+    const sighting = { point: position };
+    this.read.set(identity(position), sighting);
+    this.hold(sighting);
     if (position.micros > this.newest) this.newest = position.micros;
     return true;
   }
 
-  /** Forgets what is at or before `horizon`, which no read returns again; the rest, unordered. */
-  prune(horizon: Point): Sighting[] {
-    const kept: Sighting[] = [];
-    for (const sightings of [this.named, this.read]) {
-      for (const [known, sighting] of sightings) {
-        if (compare(sighting.point, horizon) <= 0) sightings.delete(known);
-        else kept.push(sighting);
-      }
+  /** Forgets what is at or before `horizon`, which no read returns again. */
+  prune(horizon: Point): void {
+    const passed = (sighting: Sighting | undefined): sighting is Sighting =>
+      sighting !== undefined && compare(sighting.point, horizon) <= 0;
+    for (let oldest = this.byAge.peek(); passed(oldest); oldest = this.byAge.peek()) {
+      this.byAge.pop();
+      if (oldest.point.id === undefined) this.named.delete(oldest.key as string);
+      else this.read.delete(identity(oldest.point as Position));
     }
-    return kept;
+    // What the heap of every sighting let go of, this one does too: its oldest.
+    while (passed(this.newestOnes.peek())) this.newestOnes.pop();
+  }
+
+  /**
+   * The MOST_DELIVERED + 1 newest records held, or all of them when fewer: the oldest of them first,
+   * the rest in no order.
+   */
+  newestFew(): Sighting[] {
+    return this.newestOnes.toArray();
+  }
+
+  private hold(sighting: Sighting): void {
+    this.byAge.push(sighting);
+    this.newestOnes.push(sighting);
+    if (this.newestOnes.size > MOST_DELIVERED + 1) this.newestOnes.pop();
   }
 }
 
