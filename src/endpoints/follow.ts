@@ -9,6 +9,7 @@
 // every poll counts in some credential's share of the engine and its bound, and one key's costly
 // feeds wait their turn behind other tenants' instead of sharing one line with every feed, or
 // holding a feed it shares with them in its own.
+import { setImmediate } from "node:timers/promises";
 import { BurstWarning } from "../burst-warning.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import { AdmissionError } from "../engines/admission.ts";
@@ -94,13 +95,16 @@ function compare(a: Point, b: Point): number {
 
 const later = (a: Point, b: Point) => (compare(a, b) >= 0 ? a : b);
 
-const ascending = (rows: Row[]) =>
+const ascending = (rows: Row[]): Entry[] =>
   rows
     .map((row) => ({ row, position: positionOf(row) }))
     .sort((a, b) => compare(a.position, b.position));
 
 // A catch-up's result is read this many rows at a time: a few MB held, a page read per chunk.
 const WINDOW_PAGE_ROWS = 5000;
+// Records a stream is written before other work waiting on the event loop (a request, another
+// stream) gets its turn: a burst of 100 000 goes out between them, not in one block.
+const RECORDS_PER_TURN = 500;
 // Failed polls after this long without one start a new burst, which gets its own log line.
 const POLL_FAILURE_GAP_MS = 10_000;
 
@@ -149,9 +153,9 @@ export class FollowHub {
   ): () => void {
     const live = { ...params, [windowOf(endpoint).start]: null };
     const start = from ?? startingAt(this.clock());
-    const subscription = new Subscription(follower, start, this);
-    const key = cacheKey(endpoint, live);
     const stopped = new AbortController();
+    const subscription = new Subscription(follower, start, this, stopped.signal);
+    const key = cacheKey(endpoint, live);
     const streamed = follower.unstreamed !== true;
     if (streamed) this.counts.open++;
     const join = (caughtUp = false) => {
@@ -333,7 +337,7 @@ export class FollowHub {
       let found = false;
       for await (const chunk of rows) {
         found = true;
-        await subscription.offerPaced(chunk, signal);
+        await subscription.offerPaced(chunk);
         if (signal.aborted) return;
       }
       if (settled || !found || this.clock() - end < this.lag) return;
@@ -485,6 +489,12 @@ class Feed {
   }
 }
 
+/** A record read, and its place in record order. */
+interface Entry {
+  row: Row;
+  position: Position;
+}
+
 /** One follower: what it has been sent, so that overlapping reads deliver each record once. */
 class Subscription {
   private readonly sent: Seen;
@@ -492,12 +502,18 @@ class Subscription {
   private horizon: Point;
   /** Whether a record was written to the follower. */
   private sentAny = false;
+  /** What the feed's polls read that is still to be written, a poll's records at a time. */
+  private readonly waiting: Entry[][] = [];
+  private writing = false;
   private readonly follower: Follower;
   private readonly hub: FollowHub;
+  /** Aborted when the follower goes: nothing more is written to it. */
+  private readonly stopped: AbortSignal;
 
-  constructor(follower: Follower, from: StreamPosition, hub: FollowHub) {
+  constructor(follower: Follower, from: StreamPosition, hub: FollowHub, stopped: AbortSignal) {
     this.follower = follower;
     this.hub = hub;
+    this.stopped = stopped;
     this.horizon = from.horizon;
     this.sent = new Seen(from.newest, from.delivered);
   }
@@ -506,28 +522,50 @@ class Subscription {
     return this.follower.credential;
   }
 
-  /** Delivers what the follower has not had yet, oldest first, all at once (a feed's poll). */
+  /**
+   * Takes what a feed's poll read: what the follower has not had yet goes out oldest first, after
+   * what earlier polls found, as fast as its stream takes it (then the follower hears its feed
+   * polled). A poll that finds a burst never writes more at once than the stream holds.
+   */
   offer(rows: Row[]): void {
-    for (const { row, position } of this.unsent(rows)) this.deliver(row, position, false);
-    this.follower.polled?.();
+    this.waiting.push(ascending(rows));
+    if (!this.writing) void this.writeWaiting();
   }
 
-  /**
-   * As offer, waiting whenever the follower's stream is full (a catch-up, which can wait). What a
-   * catch-up reads comes in time order.
-   */
-  async offerPaced(rows: Row[], signal: AbortSignal): Promise<void> {
-    for (const { row, position } of this.unsent(rows)) {
-      if (signal.aborted) return;
-      this.deliver(row, position, true);
-      await this.follower.ready();
+  /** As offer, for a catch-up, which waits: what it reads comes in time order. */
+  async offerPaced(rows: Row[]): Promise<void> {
+    await this.send(ascending(rows), true);
+  }
+
+  private async writeWaiting(): Promise<void> {
+    this.writing = true;
+    try {
+      for (let poll = this.waiting.shift(); poll; poll = this.waiting.shift()) {
+        await this.send(poll, false);
+        if (this.stopped.aborted) return;
+        this.follower.polled?.();
+      }
+    } finally {
+      this.writing = false;
     }
   }
 
-  /** The rows after the horizon not sent before, oldest first, each taken as sent. */
-  private *unsent(rows: Row[]) {
-    for (const entry of ascending(rows)) {
-      if (compare(entry.position, this.horizon) > 0 && this.sent.add(entry.position)) yield entry;
+  /**
+   * Writes the entries after the horizon not sent before, each taken as sent, waiting whenever the
+   * stream is full, and letting the event loop's other work in every so many records.
+   */
+  private async send(entries: Entry[], inOrder: boolean): Promise<void> {
+    let sinceTurn = 0;
+    for (const { row, position } of entries) {
+      if (this.stopped.aborted) return;
+      if (compare(position, this.horizon) <= 0 || !this.sent.add(position)) continue;
+      // A stream that took nothing has ended: the rest would go nowhere.
+      if (!this.deliver(row, position, inOrder)) return;
+      await this.follower.ready();
+      if (++sinceTurn === RECORDS_PER_TURN) {
+        sinceTurn = 0;
+        await setImmediate();
+      }
     }
   }
 
@@ -545,9 +583,10 @@ class Subscription {
   /**
    * Moves the horizon up to what can no longer change: below the lag before the newest record
    * sent, no record arrives any more; and while catching up (`inOrder`), every record up to this
-   * one was sent, where it is older than the lag. Then sends the record with its place.
+   * one was sent, where it is older than the lag. Then sends the record with its place: false
+   * when the follower took nothing (its stream has ended).
    */
-  private deliver(row: Row, position: Position, inOrder: boolean): void {
+  private deliver(row: Row, position: Position, inOrder: boolean): boolean {
     const { lag } = this.hub;
     this.horizon = later(this.horizon, { micros: this.sent.newest - lag });
     if (inOrder) {
@@ -555,10 +594,10 @@ class Subscription {
       this.horizon = later(this.horizon, compare(position, settled) < 0 ? position : settled);
     }
     // Counted only when written: a stream that has gone takes nothing.
-    if (this.follower.deliver(row, this.place(this.horizon))) {
-      if (this.follower.unstreamed !== true) this.hub.countSent();
-      this.sentAny = true;
-    }
+    if (!this.follower.deliver(row, this.place(this.horizon))) return false;
+    if (this.follower.unstreamed !== true) this.hub.countSent();
+    this.sentAny = true;
+    return true;
   }
 
   /**
