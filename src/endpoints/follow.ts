@@ -95,16 +95,24 @@ function compare(a: Point, b: Point): number {
 
 const later = (a: Point, b: Point) => (compare(a, b) >= 0 ? a : b);
 
-const ascending = (rows: Row[]): Entry[] =>
-  rows
-    .map((row) => ({ row, position: positionOf(row) }))
-    .sort((a, b) => compare(a.position, b.position));
+/**
+ * The rows with their places, oldest first, letting the event loop's other work in every
+ * RECORDS_PER_TURN rows. A poll reads newest first: one run, which the sort turns around in a pass.
+ */
+async function ascending(rows: Row[]): Promise<Entry[]> {
+  const entries: Entry[] = [];
+  for (const row of rows) {
+    entries.push({ row, position: positionOf(row) });
+    if (entries.length % RECORDS_PER_TURN === 0) await setImmediate();
+  }
+  return entries.sort((a, b) => compare(a.position, b.position));
+}
 
 // A catch-up's result is read this many rows at a time: a few MB held, a page read per chunk.
 const WINDOW_PAGE_ROWS = 5000;
 // Records a stream is written before other work waiting on the event loop (a request, another
 // stream) gets its turn: a burst of 100 000 goes out between them, not in one block.
-const RECORDS_PER_TURN = 500;
+const RECORDS_PER_TURN = 200;
 // Failed polls after this long without one start a new burst, which gets its own log line.
 const POLL_FAILURE_GAP_MS = 10_000;
 
@@ -447,10 +455,15 @@ class Feed {
     const payers = new Set([...this.subscribers].map((subscription) => subscription.credential));
     try {
       const rows = await this.readAs(payers, sweep ? undefined : (page) => page.some(unseen));
-      for (const row of rows) this.seen.add(positionOf(row));
+      // Placed once for every follower, a turn's worth at a time: a burst holds up no request.
+      const entries = await ascending(rows);
+      for (const [index, { position }] of entries.entries()) {
+        this.seen.add(position);
+        if ((index + 1) % RECORDS_PER_TURN === 0) await setImmediate();
+      }
       this.seen.prune({ micros: this.seen.newest - this.hub.lag });
       for (const subscription of this.subscribers) {
-        if (!this.awaitingSweep.has(subscription)) subscription.offer(rows);
+        if (!this.awaitingSweep.has(subscription)) subscription.offer(entries);
       }
     } catch (error) {
       this.hub.pollFailed(this.endpoint, error);
@@ -503,7 +516,7 @@ class Subscription {
   /** Whether a record was written to the follower. */
   private sentAny = false;
   /** What the feed's polls read that is still to be written, a poll's records at a time. */
-  private readonly waiting: Entry[][] = [];
+  private readonly waiting: (readonly Entry[])[] = [];
   private writing = false;
   private readonly follower: Follower;
   private readonly hub: FollowHub;
@@ -527,14 +540,14 @@ class Subscription {
    * what earlier polls found, as fast as its stream takes it (then the follower hears its feed
    * polled). A poll that finds a burst never writes more at once than the stream holds.
    */
-  offer(rows: Row[]): void {
-    this.waiting.push(ascending(rows));
+  offer(entries: readonly Entry[]): void {
+    this.waiting.push(entries);
     if (!this.writing) void this.writeWaiting();
   }
 
   /** As offer, for a catch-up, which waits: what it reads comes in time order. */
   async offerPaced(rows: Row[]): Promise<void> {
-    await this.send(ascending(rows), true);
+    await this.send(await ascending(rows), true);
   }
 
   private async writeWaiting(): Promise<void> {
@@ -554,7 +567,7 @@ class Subscription {
    * Writes the entries after the horizon not sent before, each taken as sent, waiting whenever the
    * stream is full, and letting the event loop's other work in every so many records.
    */
-  private async send(entries: Entry[], inOrder: boolean): Promise<void> {
+  private async send(entries: readonly Entry[], inOrder: boolean): Promise<void> {
     let sinceTurn = 0;
     for (const { row, position } of entries) {
       if (this.stopped.aborted) return;

@@ -290,9 +290,20 @@ describe("a follow stream whose client does not read", () => {
     const client = stalledClient(base, `/api/endpoints/logs.all/follow?${QUERY}`);
     await expect.poll(() => metric("query_service_follow_streams_open")).toBe(1);
     await add(bulky(3000, 4096));
-    // Written until its connection's buffers are full, the rest waiting for room.
-    await expect.poll(() => metric("query_service_follow_records_sent_total")).toBeGreaterThan(0);
-    await sleep(100);
+    // Written until its connection's buffers are full, the rest waiting for room: then the count
+    // stands still.
+    let written = -1;
+    await expect
+      .poll(
+        async () => {
+          const now = await metric("query_service_follow_records_sent_total");
+          const still = now > 0 && now === written;
+          written = now;
+          return still;
+        },
+        { interval: 200 },
+      )
+      .toBe(true);
     await app.close();
     expect(await client.readToEnd()).not.toContain("event: end");
   }, 15_000);
