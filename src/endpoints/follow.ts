@@ -97,7 +97,8 @@ const later = (a: Point, b: Point) => (compare(a, b) >= 0 ? a : b);
 
 /**
  * The rows with their places, oldest first, letting the event loop's other work in every
- * RECORDS_PER_TURN rows. A poll reads newest first: one run, which the sort turns around in a pass.
+ * RECORDS_PER_TURN rows. A poll reads newest first and a catch-up oldest first: one run either way,
+ * which the sort takes in one pass.
  */
 async function ascending(rows: Row[]): Promise<Entry[]> {
   const entries: Entry[] = [];
@@ -166,8 +167,9 @@ export class FollowHub {
     const key = cacheKey(endpoint, live);
     const streamed = follower.unstreamed !== true;
     if (streamed) this.counts.open++;
+    // Once the follower has gone or its stream ended, what its catch-up did no longer matters.
     const join = (caughtUp = false) => {
-      if (stopped.signal.aborted) return;
+      if (subscription.over.aborted) return;
       let feed = this.feeds.get(key);
       if (!feed) {
         feed = new Feed(endpoint, live, this);
@@ -178,22 +180,22 @@ export class FollowHub {
       if (caughtUp) feed.sweepNext(subscription);
     };
     const failed = (error: unknown) => {
-      if (!stopped.signal.aborted) follower.fail(error);
+      if (!subscription.over.aborted) follower.fail(error);
     };
     if (settledUntil !== undefined) {
       const cost: ReadCost = { bytesProcessed: 0 };
       const settle = () => {
-        if (stopped.signal.aborted) return;
+        if (subscription.over.aborted) return;
         follower.settled?.(subscription.checkpoint(settledUntil), {
           ...(this.engine.dialect === "bigquery" && { bytesProcessed: cost.bytesProcessed }),
         });
       };
-      this.catchUp(endpoint, live, subscription, start.horizon, stopped.signal, {
+      this.catchUp(endpoint, live, subscription, start.horizon, subscription.over, {
         until: settledUntil,
         cost,
       }).then(settle, failed);
     } else if (from) {
-      this.catchUp(endpoint, live, subscription, from.horizon, stopped.signal).then(
+      this.catchUp(endpoint, live, subscription, from.horizon, subscription.over).then(
         () => join(true),
         failed,
       );
@@ -520,13 +522,18 @@ class Subscription {
   private writing = false;
   private readonly follower: Follower;
   private readonly hub: FollowHub;
-  /** Aborted when the follower goes: nothing more is written to it. */
-  private readonly stopped: AbortSignal;
+  /** Aborted when the follower took nothing: its stream has ended, and goes once its client does. */
+  private readonly ended = new AbortController();
+  /**
+   * Aborted when the follower goes (`stopped`) or its stream has ended: nothing more is read or
+   * written for it, its catch-up's query included.
+   */
+  readonly over: AbortSignal;
 
   constructor(follower: Follower, from: StreamPosition, hub: FollowHub, stopped: AbortSignal) {
     this.follower = follower;
     this.hub = hub;
-    this.stopped = stopped;
+    this.over = AbortSignal.any([stopped, this.ended.signal]);
     this.horizon = from.horizon;
     this.sent = new Seen(from.newest, from.delivered);
   }
@@ -555,7 +562,7 @@ class Subscription {
     try {
       for (let poll = this.waiting.shift(); poll; poll = this.waiting.shift()) {
         await this.send(poll, false);
-        if (this.stopped.aborted) return;
+        if (this.over.aborted) return;
         this.follower.polled?.();
       }
     } finally {
@@ -570,10 +577,10 @@ class Subscription {
   private async send(entries: readonly Entry[], inOrder: boolean): Promise<void> {
     let sinceTurn = 0;
     for (const { row, position } of entries) {
-      if (this.stopped.aborted) return;
+      if (this.over.aborted) return;
       if (compare(position, this.horizon) <= 0 || !this.sent.add(position)) continue;
-      // A stream that took nothing has ended: the rest would go nowhere.
-      if (!this.deliver(row, position, inOrder)) return;
+      // A stream that took nothing has ended: the rest would go nowhere, and is not read.
+      if (!this.deliver(row, position, inOrder)) return this.ended.abort();
       await this.follower.ready();
       if (++sinceTurn === RECORDS_PER_TURN) {
         sinceTurn = 0;

@@ -267,6 +267,8 @@ describe("a follow stream whose client does not read", () => {
     await expect.poll(() => metric("query_service_follow_streams_open")).toBe(0);
     await expect.poll(() => catchUp.released).toBeGreaterThan(0);
     expect(await metric("query_service_follow_records_sent_total")).toBeLessThan(rows.length / 2);
+    // Its end stopped the reading too: of the window's ten chunks, those read before it.
+    expect(catchUp.chunksPulled).toBeLessThan(5);
   });
 
   it("loses its connection when it still has not read a grace period after its end", async () => {
