@@ -324,7 +324,9 @@ export class FollowHub {
       const window = windowOf(endpoint);
       const windowParams = (point: Point | undefined): SqlParams => ({
         ...params,
-        [window.start]: formatTimestamp(start),
+        // Read on from a point, the window starts just before it: a later page's query skips what
+        // came before, where the engine can (DuckDB's row groups, BigQuery's partitions).
+        [window.start]: formatTimestamp(point ? point.micros - 1n : start),
         [window.end]: formatTimestamp(end),
         after_timestamp: point ? formatTimestamp(point.micros) : null,
         after_id: point?.id ?? null,
