@@ -9,11 +9,13 @@
 // every poll counts in some credential's share of the engine and its bound, and one key's costly
 // feeds wait their turn behind other tenants' instead of sharing one line with every feed, or
 // holding a feed it shares with them in its own.
+import { setImmediate } from "node:timers/promises";
 import { BurstWarning } from "../burst-warning.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import { AdmissionError } from "../engines/admission.ts";
 import type { QueryEngine, Row } from "../engines/engine.ts";
 import type { SqlParams } from "../engines/sql-params.ts";
+import { MinHeap } from "../min-heap.ts";
 import { dateToMicros, formatTimestamp, wireTimestampMicros } from "../time.ts";
 import type { EndpointDefinition, EndpointSql, PagingContract } from "./catalog.ts";
 import type { CursorCodec } from "./cursor.ts";
@@ -93,13 +95,25 @@ function compare(a: Point, b: Point): number {
 
 const later = (a: Point, b: Point) => (compare(a, b) >= 0 ? a : b);
 
-const ascending = (rows: Row[]) =>
-  rows
-    .map((row) => ({ row, position: positionOf(row) }))
-    .sort((a, b) => compare(a.position, b.position));
+/**
+ * The rows with their places, oldest first, letting the event loop's other work in every
+ * RECORDS_PER_TURN rows. A poll reads newest first and a catch-up oldest first: one run either way,
+ * which the sort takes in one pass.
+ */
+async function ascending(rows: Row[]): Promise<Entry[]> {
+  const entries: Entry[] = [];
+  for (const row of rows) {
+    entries.push({ row, position: positionOf(row) });
+    if (entries.length % RECORDS_PER_TURN === 0) await setImmediate();
+  }
+  return entries.sort((a, b) => compare(a.position, b.position));
+}
 
 // A catch-up's result is read this many rows at a time: a few MB held, a page read per chunk.
 const WINDOW_PAGE_ROWS = 5000;
+// Records a stream is written before other work waiting on the event loop (a request, another
+// stream) gets its turn: a burst of 100 000 goes out between them, not in one block.
+const RECORDS_PER_TURN = 200;
 // Failed polls after this long without one start a new burst, which gets its own log line.
 const POLL_FAILURE_GAP_MS = 10_000;
 
@@ -148,13 +162,14 @@ export class FollowHub {
   ): () => void {
     const live = { ...params, [windowOf(endpoint).start]: null };
     const start = from ?? startingAt(this.clock());
-    const subscription = new Subscription(follower, start, this);
-    const key = cacheKey(endpoint, live);
     const stopped = new AbortController();
+    const subscription = new Subscription(follower, start, this, stopped.signal);
+    const key = cacheKey(endpoint, live);
     const streamed = follower.unstreamed !== true;
     if (streamed) this.counts.open++;
+    // Once the follower has gone or its stream ended, what its catch-up did no longer matters.
     const join = (caughtUp = false) => {
-      if (stopped.signal.aborted) return;
+      if (subscription.over.aborted) return;
       let feed = this.feeds.get(key);
       if (!feed) {
         feed = new Feed(endpoint, live, this);
@@ -165,22 +180,22 @@ export class FollowHub {
       if (caughtUp) feed.sweepNext(subscription);
     };
     const failed = (error: unknown) => {
-      if (!stopped.signal.aborted) follower.fail(error);
+      if (!subscription.over.aborted) follower.fail(error);
     };
     if (settledUntil !== undefined) {
       const cost: ReadCost = { bytesProcessed: 0 };
       const settle = () => {
-        if (stopped.signal.aborted) return;
+        if (subscription.over.aborted) return;
         follower.settled?.(subscription.checkpoint(settledUntil), {
           ...(this.engine.dialect === "bigquery" && { bytesProcessed: cost.bytesProcessed }),
         });
       };
-      this.catchUp(endpoint, live, subscription, start.horizon, stopped.signal, {
+      this.catchUp(endpoint, live, subscription, start.horizon, subscription.over, {
         until: settledUntil,
         cost,
       }).then(settle, failed);
     } else if (from) {
-      this.catchUp(endpoint, live, subscription, from.horizon, stopped.signal).then(
+      this.catchUp(endpoint, live, subscription, from.horizon, subscription.over).then(
         () => join(true),
         failed,
       );
@@ -312,7 +327,9 @@ export class FollowHub {
       const window = windowOf(endpoint);
       const windowParams = (point: Point | undefined): SqlParams => ({
         ...params,
-        [window.start]: formatTimestamp(start),
+        // Read on from a point, the window starts just before it: a later page's query skips what
+        // came before, where the engine can (DuckDB's row groups, BigQuery's partitions).
+        [window.start]: formatTimestamp(point ? point.micros - 1n : start),
         [window.end]: formatTimestamp(end),
         after_timestamp: point ? formatTimestamp(point.micros) : null,
         after_id: point?.id ?? null,
@@ -335,7 +352,7 @@ export class FollowHub {
       let found = false;
       for await (const chunk of rows) {
         found = true;
-        await subscription.offerPaced(chunk, signal);
+        await subscription.offerPaced(chunk);
         if (signal.aborted) return;
       }
       if (settled || !found || this.clock() - end < this.lag) return;
@@ -445,10 +462,15 @@ class Feed {
     const payers = new Set([...this.subscribers].map((subscription) => subscription.credential));
     try {
       const rows = await this.readAs(payers, sweep ? undefined : (page) => page.some(unseen));
-      for (const row of rows) this.seen.add(positionOf(row));
+      // Placed once for every follower, a turn's worth at a time: a burst holds up no request.
+      const entries = await ascending(rows);
+      for (const [index, { position }] of entries.entries()) {
+        this.seen.add(position);
+        if ((index + 1) % RECORDS_PER_TURN === 0) await setImmediate();
+      }
       this.seen.prune({ micros: this.seen.newest - this.hub.lag });
       for (const subscription of this.subscribers) {
-        if (!this.awaitingSweep.has(subscription)) subscription.offer(rows);
+        if (!this.awaitingSweep.has(subscription)) subscription.offer(entries);
       }
     } catch (error) {
       this.hub.pollFailed(this.endpoint, error);
@@ -487,6 +509,12 @@ class Feed {
   }
 }
 
+/** A record read, and its place in record order. */
+interface Entry {
+  row: Row;
+  position: Position;
+}
+
 /** One follower: what it has been sent, so that overlapping reads deliver each record once. */
 class Subscription {
   private readonly sent: Seen;
@@ -494,12 +522,23 @@ class Subscription {
   private horizon: Point;
   /** Whether a record was written to the follower. */
   private sentAny = false;
+  /** What the feed's polls read that is still to be written, a poll's records at a time. */
+  private readonly waiting: (readonly Entry[])[] = [];
+  private writing = false;
   private readonly follower: Follower;
   private readonly hub: FollowHub;
+  /** Aborted when the follower took nothing: its stream has ended, and goes once its client does. */
+  private readonly ended = new AbortController();
+  /**
+   * Aborted when the follower goes (`stopped`) or its stream has ended: nothing more is read or
+   * written for it, its catch-up's query included.
+   */
+  readonly over: AbortSignal;
 
-  constructor(follower: Follower, from: StreamPosition, hub: FollowHub) {
+  constructor(follower: Follower, from: StreamPosition, hub: FollowHub, stopped: AbortSignal) {
     this.follower = follower;
     this.hub = hub;
+    this.over = AbortSignal.any([stopped, this.ended.signal]);
     this.horizon = from.horizon;
     this.sent = new Seen(from.newest, from.delivered);
   }
@@ -508,28 +547,50 @@ class Subscription {
     return this.follower.credential;
   }
 
-  /** Delivers what the follower has not had yet, oldest first, all at once (a feed's poll). */
-  offer(rows: Row[]): void {
-    for (const { row, position } of this.unsent(rows)) this.deliver(row, position, false);
-    this.follower.polled?.();
+  /**
+   * Takes what a feed's poll read: what the follower has not had yet goes out oldest first, after
+   * what earlier polls found, as fast as its stream takes it (then the follower hears its feed
+   * polled). A poll that finds a burst never writes more at once than the stream holds.
+   */
+  offer(entries: readonly Entry[]): void {
+    this.waiting.push(entries);
+    if (!this.writing) void this.writeWaiting();
   }
 
-  /**
-   * As offer, waiting whenever the follower's stream is full (a catch-up, which can wait). What a
-   * catch-up reads comes in time order.
-   */
-  async offerPaced(rows: Row[], signal: AbortSignal): Promise<void> {
-    for (const { row, position } of this.unsent(rows)) {
-      if (signal.aborted) return;
-      this.deliver(row, position, true);
-      await this.follower.ready();
+  /** As offer, for a catch-up, which waits: what it reads comes in time order. */
+  async offerPaced(rows: Row[]): Promise<void> {
+    await this.send(await ascending(rows), true);
+  }
+
+  private async writeWaiting(): Promise<void> {
+    this.writing = true;
+    try {
+      for (let poll = this.waiting.shift(); poll; poll = this.waiting.shift()) {
+        await this.send(poll, false);
+        if (this.over.aborted) return;
+        this.follower.polled?.();
+      }
+    } finally {
+      this.writing = false;
     }
   }
 
-  /** The rows after the horizon not sent before, oldest first, each taken as sent. */
-  private *unsent(rows: Row[]) {
-    for (const entry of ascending(rows)) {
-      if (compare(entry.position, this.horizon) > 0 && this.sent.add(entry.position)) yield entry;
+  /**
+   * Writes the entries after the horizon not sent before, each taken as sent, waiting whenever the
+   * stream is full, and letting the event loop's other work in every so many records.
+   */
+  private async send(entries: readonly Entry[], inOrder: boolean): Promise<void> {
+    let sinceTurn = 0;
+    for (const { row, position } of entries) {
+      if (this.over.aborted) return;
+      if (compare(position, this.horizon) <= 0 || !this.sent.add(position)) continue;
+      // A stream that took nothing has ended: the rest would go nowhere, and is not read.
+      if (!this.deliver(row, position, inOrder)) return this.ended.abort();
+      await this.follower.ready();
+      if (++sinceTurn === RECORDS_PER_TURN) {
+        sinceTurn = 0;
+        await setImmediate();
+      }
     }
   }
 
@@ -547,9 +608,10 @@ class Subscription {
   /**
    * Moves the horizon up to what can no longer change: below the lag before the newest record
    * sent, no record arrives any more; and while catching up (`inOrder`), every record up to this
-   * one was sent, where it is older than the lag. Then sends the record with its place.
+   * one was sent, where it is older than the lag. Then sends the record with its place: false
+   * when the follower took nothing (its stream has ended).
    */
-  private deliver(row: Row, position: Position, inOrder: boolean): void {
+  private deliver(row: Row, position: Position, inOrder: boolean): boolean {
     const { lag } = this.hub;
     this.horizon = later(this.horizon, { micros: this.sent.newest - lag });
     if (inOrder) {
@@ -557,31 +619,30 @@ class Subscription {
       this.horizon = later(this.horizon, compare(position, settled) < 0 ? position : settled);
     }
     // Counted only when written: a stream that has gone takes nothing.
-    if (this.follower.deliver(row, this.place(this.horizon))) {
-      if (this.follower.unstreamed !== true) this.hub.countSent();
-      this.sentAny = true;
-    }
+    if (!this.follower.deliver(row, this.place(this.horizon))) return false;
+    if (this.follower.unstreamed !== true) this.hub.countSent();
+    this.sentAny = true;
+    return true;
   }
 
   /**
    * This stream's place, at `horizon`, as the function that makes its event id. It names at most
    * MOST_DELIVERED records as delivered, the newest; past them its horizon moves up to the newest
    * left out, so that a resume repeats nothing (a record arriving later than that many newer ones
-   * reaches the open stream, not one resumed from this id).
+   * reaches the open stream, not one resumed from this id). Taken for every record sent, so it
+   * costs what forgetting the records at or before `horizon` costs and a copy of the few newest.
    */
   private place(horizon: Point): () => string {
-    let after = this.sent.prune(horizon);
-    let bound = horizon;
-    if (after.length > MOST_DELIVERED) {
-      after = after.sort((a, b) => compare(a.point, b.point));
-      bound = (after[after.length - MOST_DELIVERED - 1] as Sighting).point;
-      after = after.slice(-MOST_DELIVERED);
-    }
-    const { newest } = this.sent;
+    this.sent.prune(horizon);
+    const newest = this.sent.newestFew();
+    const past = newest.length > MOST_DELIVERED;
+    const bound = past ? (newest[0] as Sighting).point : horizon;
+    const after = past ? newest.slice(1) : newest;
+    const newestMicros = this.sent.newest;
     return () =>
       this.hub.options.cursors.encodeStream({
         horizon: bound,
-        newest,
+        newest: newestMicros,
         delivered: after.map((sighting) => ({
           key: keyOf(sighting),
           micros: sighting.point.micros,
@@ -602,11 +663,14 @@ function keyOf(sighting: Sighting): string {
   return sighting.key;
 }
 
+const bySighting = (a: Sighting, b: Sighting) => compare(a.point, b.point);
+
 /**
  * Records seen after a horizon: the only ones a later read can return again. A record read is
  * known by its time and id, the text its key hashes; the key is made only for the few a stream
  * position names, since hashing every record a catch-up sends (a SHA-256 each) was a tenth of a
- * settled run's time.
+ * settled run's time. Each record costs O(log n) in the records held: seeing it, forgetting it once
+ * a horizon passes it (the oldest go first), and keeping the newest few a stream position names.
  */
 class Seen {
   /** The time of the newest record seen (at first, where seeing started). */
@@ -618,10 +682,19 @@ class Seen {
    * the last at its time.
    */
   private readonly named = new Map<string, Sighting>();
+  /** Every sighting held, the oldest first out: what a prune forgets. */
+  private readonly byAge = new MinHeap(bySighting);
+  /** The MOST_DELIVERED + 1 newest sightings held (all of them, when fewer), the oldest first out. */
+  private readonly newestOnes = new MinHeap(bySighting);
 
   constructor(newest: bigint, before: readonly DeliveredRecord[] = []) {
     this.newest = newest;
-    for (const { key, micros } of before) this.named.set(key, { point: { micros }, key });
+    for (const { key, micros } of before) {
+      if (this.named.has(key)) continue;
+      const sighting = { point: { micros }, key };
+      this.named.set(key, sighting);
+      this.hold(sighting);
+    }
   }
 
   has(position: Position): boolean {
@@ -634,21 +707,38 @@ class Seen {
   /** Records a sighting; false when the record was seen before. */
   add(position: Position): boolean {
     if (this.has(position)) return false;
-    this.read.set(identity(position), { point: position });
+    const sighting = { point: position };
+    this.read.set(identity(position), sighting);
+    this.hold(sighting);
     if (position.micros > this.newest) this.newest = position.micros;
     return true;
   }
 
-  /** Forgets what is at or before `horizon`, which no read returns again; the rest, unordered. */
-  prune(horizon: Point): Sighting[] {
-    const kept: Sighting[] = [];
-    for (const sightings of [this.named, this.read]) {
-      for (const [known, sighting] of sightings) {
-        if (compare(sighting.point, horizon) <= 0) sightings.delete(known);
-        else kept.push(sighting);
-      }
+  /** Forgets what is at or before `horizon`, which no read returns again. */
+  prune(horizon: Point): void {
+    const passed = (sighting: Sighting | undefined): sighting is Sighting =>
+      sighting !== undefined && compare(sighting.point, horizon) <= 0;
+    for (let oldest = this.byAge.peek(); passed(oldest); oldest = this.byAge.peek()) {
+      this.byAge.pop();
+      if (oldest.point.id === undefined) this.named.delete(oldest.key as string);
+      else this.read.delete(identity(oldest.point as Position));
     }
-    return kept;
+    // What the heap of every sighting let go of, this one does too: its oldest.
+    while (passed(this.newestOnes.peek())) this.newestOnes.pop();
+  }
+
+  /**
+   * The MOST_DELIVERED + 1 newest records held, or all of them when fewer: the oldest of them first,
+   * the rest in no order.
+   */
+  newestFew(): Sighting[] {
+    return this.newestOnes.toArray();
+  }
+
+  private hold(sighting: Sighting): void {
+    this.byAge.push(sighting);
+    this.newestOnes.push(sighting);
+    if (this.newestOnes.size > MOST_DELIVERED + 1) this.newestOnes.pop();
   }
 }
 

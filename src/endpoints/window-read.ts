@@ -1,8 +1,10 @@
-// One window of history read with one query, however many records it holds: the SQL has no LIMIT,
-// and its result is read a chunk at a time as the reader pulls — BigQuery's result pages of the job
-// (which run no query and bill no bytes), DuckDB's streamed result. On BigQuery a reader that pulls
-// slowly holds one page, never the window; on DuckDB the open result holds a connection, its
-// transaction and the sorted window, so the engine closes one nobody pulls from for a few seconds.
+// One window of history read with one query on BigQuery, however many records it holds: the SQL
+// has no LIMIT, and its result is read a chunk at a time as the reader pulls — BigQuery's result
+// pages of the job (which run no query and bill no bytes), DuckDB's streamed result, a page of the
+// window a query (DuckDB sorts what it answers and holds the sort while the result is open). A
+// reader that pulls slowly holds one page, never the window; on DuckDB the open result holds a
+// connection, its transaction and its sorted page, so the engine closes one nobody pulls from for
+// a few seconds.
 // Should the result be gone before the reader is done (BigQuery keeps one about a day, DuckDB closed
 // an idle one), the query runs again from after the last row handed out, or from the start.
 import {
@@ -43,6 +45,8 @@ export async function* readWindow(
           last = rows.at(-1);
           yield rows;
         }
+        // A page of the window (DuckDB's): the next query reads on from after its last row.
+        if (first.more.truncated) continue;
         return;
       }
       for (let place = first.rest; place && engine.readPage; ) {

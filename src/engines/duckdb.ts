@@ -53,15 +53,31 @@ export interface DuckDbEngineOptions {
    * only its own temp folder: no other file, no extension, no setting (duckdb/sandbox.ts).
    */
   dataFolders?: readonly string[];
+  /**
+   * Rows one streamed query of a follow stream's catch-up answers at most (default STREAMED_ROWS):
+   * what its sort holds while the result is open; the reader reads on from after the last row.
+   */
+  streamedRows?: number;
 }
 
 /**
  * How long a streamed result may wait for its reader. An open one holds a connection, a
- * transaction (CHECKPOINT fails, the WAL grows) and the sorted window in memory, outside the
+ * transaction (CHECKPOINT fails, the WAL grows) and its sort in memory, outside the
  * admission gate's count: a client that keeps its socket open but stops reading must not hold them
  * for longer. The reader that comes back queries again from after its last row.
  */
 export const STREAM_IDLE_MS = 5_000;
+
+/**
+ * The most rows one streamed query of a follow stream's catch-up answers: a page of its window.
+ * DuckDB sorts what a query answers before its first row and holds the sort while the result is
+ * open; under a LIMIT of at most 5 000 it keeps only the first rows (top-N), above it sorts the
+ * whole window all the same. So a follower that stops reading holds a page (a few MB), not a
+ * window of any length (a week of 200 000 records sorted whole held 78 MiB), and the window is
+ * read in a query per page, each from after the last row of the one before. A settled run (an
+ * export, whose script reads) keeps its one query.
+ */
+export const STREAMED_ROWS = 5_000;
 
 export interface DuckDbEngine extends QueryEngine {
   readonly dialect: "duckdb";
@@ -125,7 +141,14 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
     let streaming = false;
     try {
       request.signal?.throwIfAborted();
-      prepared = await connection.prepare(request.sql);
+      const page =
+        request.streamResult && request.trigger === "follow"
+          ? (options.streamedRows ?? STREAMED_ROWS)
+          : Number.POSITIVE_INFINITY;
+      prepared = await connection.prepare(
+        // The query's own order kept, its rows cut at a page (a sort that keeps the first rows only).
+        Number.isFinite(page) ? `SELECT * FROM (\n${request.sql}\n) LIMIT ${page}` : request.sql,
+      );
       // One reading of now for the query: `$now`, and the window it reads (as on BigQuery).
       const now = clock();
       bindParams(prepared, request.window?.(request.params, now) ?? request.params, now);
@@ -140,6 +163,7 @@ export async function createDuckDbEngine(options: DuckDbEngineOptions = {}): Pro
           prepared,
           options.streamIdleMs ?? STREAM_IDLE_MS,
           streams,
+          { read: first.done ? 0 : first.value.length, page },
         );
         prepared = undefined;
         streaming = true;
@@ -313,7 +337,8 @@ async function* wireChunks(result: DuckDBResult): AsyncGenerator<Row[], void, un
 /**
  * A streamed result's chunks after the first. Its connection closes when they end, fail or are
  * returned, even unread (a generator's own cleanup would not run then), or when nobody pulls the
- * next chunk within `idleMs`: that pull then throws ResultGoneError.
+ * next chunk within `idleMs`: that pull then throws ResultGoneError. Drained, it says whether it
+ * ended at its page's last row (`rows.read` of `rows.page`), so that more may follow.
  */
 function restOf(
   chunks: AsyncIterator<Row[], void, undefined>,
@@ -321,6 +346,7 @@ function restOf(
   prepared: DuckDBPreparedStatement,
   idleMs: number,
   streams: { open: number },
+  rows: { read: number; page: number },
 ): StreamedRows {
   let open = true;
   streams.open++;
@@ -344,16 +370,21 @@ function restOf(
     idle.unref();
   };
   awaitPull();
-  return {
-    async next() {
+  const rest = {
+    truncated: false,
+    async next(): Promise<IteratorResult<Row[], undefined>> {
       clearTimeout(idle);
       if (closedIdle) {
         throw new ResultGoneError(`The streamed result waited ${idleMs} ms unread and was closed.`);
       }
       try {
         for (let chunk = await chunks.next(); open; chunk = await chunks.next()) {
-          if (chunk.done) return close();
+          if (chunk.done) {
+            rest.truncated = rows.read >= rows.page;
+            return close();
+          }
           if (chunk.value.length > 0) {
+            rows.read += chunk.value.length;
             awaitPull();
             return chunk;
           }
@@ -369,6 +400,7 @@ function restOf(
       return this;
     },
   };
+  return rest;
 }
 
 /** Binds each `$name` the SQL uses: `$now` from the clock, the rest as VARCHAR (NULL when absent). */

@@ -61,7 +61,8 @@ export interface QueryRequest {
   keepResult?: boolean;
   /**
    * The SQL has no LIMIT: answer its first rows and stream the rest through `more`, computed as it
-   * is pulled (DuckDB). The caller drains `more` or returns it: it holds the query's connection.
+   * is pulled (DuckDB), up to the engine's page (`more.truncated` then says so). The caller drains
+   * `more` or returns it: it holds the query's connection.
    */
   streamResult?: boolean;
 }
@@ -93,6 +94,11 @@ export interface QueryResult {
 /** A streamed result's rows, a chunk at a time; `return()` ends it early and frees its connection. */
 export interface StreamedRows extends AsyncIterableIterator<Row[]> {
   return(): Promise<IteratorReturnResult<undefined>>;
+  /**
+   * Once drained: the engine stopped at the most rows one query answers, and the rows after the
+   * last one are read by another query.
+   */
+  readonly truncated?: boolean;
 }
 
 /** What a page read shares with the query it continues: its label, size, cause and deadline. */

@@ -8,11 +8,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { cursorCodec } from "../../src/endpoints/cursor.ts";
 import { type Follower, FollowHub } from "../../src/endpoints/follow.ts";
 import { type StreamPosition, startingAt } from "../../src/endpoints/stream-position.ts";
-import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
+import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine, QueryRequest, Row } from "../../src/engines/engine.ts";
 import { catalog } from "../support/catalog.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
-import { DAY, edgeLog, HOUR, MINUTE, micros, PROJECT, shift } from "../support/fixtures.ts";
+import { DAY, edgeLog, HOUR, MINUTE, micros, PROJECT, SECOND, shift } from "../support/fixtures.ts";
 import { inOrder } from "../support/follow-client.ts";
 import type { Row as TableRow } from "../support/googlesql.ts";
 import { recordingInto } from "../support/recording-engine.ts";
@@ -310,5 +310,58 @@ describe("a settled run on DuckDB whose follower stops pulling", () => {
     const lastOfSecondChunk = reader.delivered[2 * 2048 - 1];
     expect(runs.map((run) => run.params.after_id)).toContain(lastOfSecondChunk?.id);
     expect(duck.openStreams()).toBe(0);
+  });
+});
+
+/** Bytes DuckDB holds for sorts now (the sorted windows of the results open). */
+async function sortedBytes(duck: DuckDbEngine): Promise<number> {
+  const connection = await duck.connect();
+  try {
+    const reader = await connection.runAndReadAll(
+      "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag = 'ORDER_BY'",
+    );
+    return Number(reader.getRows()[0]?.[0]);
+  } finally {
+    connection.closeSync();
+  }
+}
+
+describe("catch-ups on DuckDB whose followers do not read", () => {
+  it("hold what a streamed page of their window sorts, not the whole window; read, every record comes once, in order", async () => {
+    // Four days and a half, a record every 20 s: four of a catch-up's 5 000-record pages.
+    const rows = Array.from({ length: 20_000 }, (_, i) =>
+      edgeLog(shift(NOW, -BigInt(i + 1) * 20n * SECOND), { id: `every-20s-${i}` }),
+    );
+    // Open while the test looks: the followers' results are not closed for being left unread.
+    const duck = await createDuckDbEngine({ now: () => micros(NOW), streamIdleMs: 60_000 });
+    closers.push(() => duck.close());
+    await replaceTables(duck, { edge_logs: rows });
+    const hub = hubOn(duck);
+    const readers = Array.from({ length: 4 }, () => pacedFollower());
+    for (const reader of readers) {
+      hub.follow(LOGS, PARAMS, startingAt(micros(NOW) - 6n * DAY), reader.follower);
+    }
+    await expect.poll(() => readers.every((reader) => reader.delivered.length === 1)).toBe(true);
+    const held = await sortedBytes(duck);
+
+    // What one result of the whole window holds sorted (as a settled run reads), for comparison.
+    const whole = await createDuckDbEngine({
+      now: () => micros(NOW),
+      streamIdleMs: 60_000,
+      streamedRows: Number.POSITIVE_INFINITY,
+    });
+    closers.push(() => whole.close());
+    await replaceTables(whole, { edge_logs: rows });
+    const alone = pacedFollower();
+    hubOn(whole).follow(LOGS, PARAMS, startingAt(micros(NOW) - 6n * DAY), alone.follower);
+    await expect.poll(() => alone.delivered.length).toBe(1);
+    const wholeWindow = await sortedBytes(whole);
+    expect(held).toBeLessThan(wholeWindow / 2);
+
+    for (const reader of readers) reader.allow(Number.POSITIVE_INFINITY);
+    await expect
+      .poll(() => readers.every((reader) => reader.delivered.length === rows.length))
+      .toBe(true);
+    for (const reader of readers) expect(ids(reader.delivered)).toEqual(ids(inOrder(rows)));
   });
 });

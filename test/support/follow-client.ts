@@ -122,11 +122,16 @@ export const records = (stream: Stream) =>
   stream.events.filter((e) => e.event === undefined).map((e) => JSON.parse(e.data) as Row);
 
 /** A client that sends its request and then reads nothing: what it was sent waits in buffers. */
-export function stalledClient(base: string, path: string, key = API_KEY) {
+export function stalledClient(
+  base: string,
+  path: string,
+  key = API_KEY,
+  accept = "text/event-stream",
+) {
   const { hostname, port } = new URL(base);
   const socket: Socket = connect(Number(port), hostname);
   socket.write(
-    `GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nX-API-KEY: ${key}\r\nAccept: text/event-stream\r\n\r\n`,
+    `GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nX-API-KEY: ${key}\r\nAccept: ${accept}\r\n\r\n`,
   );
   socket.pause();
   let received = "";

@@ -23,7 +23,10 @@ export interface StreamLimits {
   maxUnsentBytes: number;
   /** How long an ended stream's last bytes may take to go out before its connection is cut. */
   endGraceMs: number;
-  /** A comment line this often keeps proxies from closing an idle event stream. */
+  /**
+   * A comment line this often keeps proxies from closing an idle event stream; a client that takes
+   * nothing for this long while more waits to be written is too slow.
+   */
   heartbeatMs: number;
 }
 
@@ -83,14 +86,21 @@ export class OutboundStream {
   /**
    * Resolves once what was written has gone out to the client (or the stream has ended). Either
    * buffer may be the full one: the body's, or the connection's behind it, whose drain the body
-   * never reports (its own buffer was empty), so both are listened to.
+   * never reports (its own buffer was empty), so both are listened to. A client that takes nothing
+   * for a heartbeat interval while the stream waits to write is too slow: the stream ends, so that
+   * one that stopped reading holds the little it was written and no more, and not for ever.
    */
   ready(): Promise<void> {
     if (this.ended || !this.backedUp()) return Promise.resolve();
     const raw = this.reply.raw;
     return new Promise((resolve) => {
+      const stalled = setTimeout(() => {
+        this.end("too_slow");
+        check();
+      }, this.limits.heartbeatMs);
       const check = () => {
         if (!this.ended && this.backedUp()) return;
+        clearTimeout(stalled);
         this.body.off("drain", check).off("close", check);
         raw.off("drain", check).off("close", check);
         resolve();
