@@ -17,7 +17,7 @@ import {
 } from "../engines/engine.ts";
 import type { SqlParams } from "../engines/sql-params.ts";
 import { inSpan, isTracing } from "../telemetry/tracing.ts";
-import type { EndpointDefinition } from "./catalog.ts";
+import type { EndpointDefinition, PagingContract } from "./catalog.ts";
 import { type CursorCodec, KEPT_PAGE_PARAM, keptPageOf } from "./cursor.ts";
 
 /** What the engine did for this request, for the request log; absent when the cache answered. */
@@ -132,7 +132,7 @@ export function createRunner(deps: {
    * position, whose first page answers and whose rest is kept for the pages after.
    */
   async function walkOn(
-    endpoint: EndpointDefinition & { pageSize: number },
+    endpoint: EndpointDefinition & { paging: PagingContract },
     params: SqlParams,
     keptText: string | null | undefined,
     cause: Pick<QueryRequest, "trigger" | "credential" | "signal">,
@@ -142,7 +142,7 @@ export function createRunner(deps: {
     const request = {
       endpoint: endpoint.name,
       window: endpoint.window,
-      maxRows: endpoint.pageSize,
+      maxRows: endpoint.paging.pageSize,
       ...cause,
     };
     // A walk's page is whole, not cut at the row cap: the rows after it are the next page's.
@@ -200,13 +200,14 @@ export function createRunner(deps: {
     if (demand?.onlyIfCached) throw new NotCachedError("this endpoint's answers are never held");
     const { [KEPT_PAGE_PARAM]: keptText, ...bound } = params;
     const cause = { trigger: "request", credential, signal: callerLeft?.() } as const;
+    const { paging } = endpoint;
     const walking =
-      endpoint.paging !== undefined &&
+      paging !== undefined &&
       bound.cursor_timestamp != null &&
       engine.readPage !== undefined &&
       sqlOf(endpoint).rest !== undefined;
     const { found, walk } = walking
-      ? await walkOn(endpoint as EndpointDefinition & { pageSize: number }, bound, keptText, cause)
+      ? await walkOn({ ...endpoint, paging }, bound, keptText, cause)
       : { found: await query(endpoint, bound, cause), walk: undefined };
     const [payload, execution, { rows, rest }] = found;
     const last = rows.at(-1);
