@@ -27,7 +27,8 @@ COPY scripts ./scripts
 # every `docker run`, so it would keep nothing across a deploy.
 RUN mkdir -p /data/db /data/exports /data/state && chown node:node /data/db /data/exports /data/state \
   && chmod 700 /data/state
-ENV CURSOR_SECRET_FILE=/data/state/cursor-secret PID_FILE=/data/state/service.pid
+ENV CURSOR_SECRET_FILE=/data/state/cursor-secret
+ENV PID_FILE=/data/state/service.pid
 USER node
 EXPOSE 3000 9464
 HEALTHCHECK --interval=30s --timeout=3s --start-period=20s \
