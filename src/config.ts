@@ -7,7 +7,6 @@ import { z } from "zod";
 import type { TokenOptions } from "./credentials/tokens.ts";
 import type { AdmissionOptions } from "./engines/admission.ts";
 import type { BigQueryEngineOptions } from "./engines/bigquery.ts";
-import { defaultMaxStreams } from "./http/streams/stream-caps.ts";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
@@ -377,6 +376,10 @@ export function endpointsDirsOf(value: string | undefined): string[] {
     .filter((dir) => dir.trim() !== "")
     .map((dir) => resolve(dir));
 }
+
+/** Half the connection cap, at most 1 000: the rest stay for /health and ordinary queries. */
+const defaultMaxStreams = (maxConnections: number) =>
+  Math.max(1, Math.min(1000, Math.floor(maxConnections / 2)));
 
 /** Streams stay below the connection cap: /health and ordinary queries keep connections of their own. */
 function streamSettings(e: z.infer<typeof environment>): StreamSettings {

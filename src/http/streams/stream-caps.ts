@@ -13,10 +13,6 @@ export interface StreamCapOptions {
   shared?: { perAddress: SharedPlaces; perCredential: SharedPlaces };
 }
 
-/** Half the connection cap, at most 1 000: the rest stay for /health and ordinary queries. */
-export const defaultMaxStreams = (maxConnections: number) =>
-  Math.max(1, Math.min(1000, Math.floor(maxConnections / 2)));
-
 export class StreamCaps {
   private open = 0;
   private readonly maxOpen: number;
