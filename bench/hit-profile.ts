@@ -4,12 +4,15 @@
 // tree at --before (extracted from git, see tree-at.ts), beside a bare Fastify route replaying the
 // same answer in a process of its own (bare-route.ts). One warm-up request each, then rounds of 20
 // connections from this process, the three taking turns, so that both trees meet the same machine.
+// Besides req/s, each process's own CPU time in its rounds (Linux's /proc): on a shared machine a
+// process that loses the scheduler for a round loses req/s, not CPU per request, so the CPU ratio
+// reads the code where the req/s ratio reads the code and the machine's load.
 // Each sample in a service's load windows is charged to the deepest frame of its stack that belongs
 // to a stage (library internals go to the stage that called them); µs of server CPU per request.
 // Run: node bench/hit-profile.ts [--before <commit>] [--rounds N] [--round-seconds S]. Prints
 // markdown for docs/benchmarks.md.
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, platform, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -137,6 +140,8 @@ interface Target {
   windows: [number, number][];
   requests: number;
   perRound: number[];
+  /** CPU seconds the process spent in its rounds (user and system), when /proc tells. */
+  cpuSeconds: number;
   /** Where a service's CPU profile is written when it exits. */
   profileDir?: string;
 }
@@ -173,7 +178,16 @@ async function startService(name: string, tree: string): Promise<Target> {
   await untilAnswered(`http://127.0.0.1:${port}/ready`);
   const url = `http://127.0.0.1:${port}${KEY_PATH}`;
   await untilAnswered(url, { "x-api-key": API_KEY });
-  return { name, url, process: child, windows: [], requests: 0, perRound: [], profileDir };
+  return {
+    name,
+    url,
+    process: child,
+    windows: [],
+    requests: 0,
+    perRound: [],
+    cpuSeconds: 0,
+    profileDir,
+  };
 }
 
 /** The bare route, replaying the cached hit `service` answers (its body and headers). */
@@ -204,10 +218,25 @@ async function startBareRoute(service: Target): Promise<Target> {
     windows: [],
     requests: 0,
     perRound: [],
+    cpuSeconds: 0,
   };
 }
 
+const TICKS_PER_SECOND = existsSync("/proc/self/stat")
+  ? Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }))
+  : undefined;
+
+/** A process's CPU seconds so far (utime + stime, /proc/<pid>/stat fields 14 and 15); 0 without /proc. */
+function cpuSecondsOf(target: Target): number {
+  if (TICKS_PER_SECOND === undefined) return 0;
+  const stat = readFileSync(`/proc/${target.process.pid}/stat`, "utf8");
+  // Fields after the command's closing parenthesis, the first of them the state (field 3).
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
 async function loadRound(target: Target): Promise<void> {
+  const cpuFrom = cpuSecondsOf(target);
   const from = nowUs();
   const result = await autocannon({
     url: target.url,
@@ -216,6 +245,7 @@ async function loadRound(target: Target): Promise<void> {
     duration: ROUND_SECONDS,
   });
   target.windows.push([from, nowUs()]);
+  target.cpuSeconds += cpuSecondsOf(target) - cpuFrom;
   target.requests += result.requests.total;
   target.perRound.push(result.requests.total / ROUND_SECONDS);
 }
@@ -287,10 +317,17 @@ console.log(
   `| **total busy CPU per request** | **${cells(totals).replaceAll(" | ", "** | **")}** |`,
 );
 const rate = (target: Target) => target.requests / (ROUNDS * ROUND_SECONDS);
-console.log("\n| route | req/s | req/s per round | ÷ bare route |\n| --- | ---: | ---: | ---: |");
+const cpuPerRequest = (target: Target) => (target.cpuSeconds * 1e6) / target.requests;
+console.log(
+  "\n| route | req/s | req/s per round | ÷ bare route | CPU µs per request | ÷ bare route, by CPU |\n| --- | ---: | ---: | ---: | ---: | ---: |",
+);
 for (const target of targets) {
   const rounds = `${Math.min(...target.perRound).toFixed(0)}–${Math.max(...target.perRound).toFixed(0)}`;
+  const byCpu =
+    TICKS_PER_SECOND === undefined
+      ? "– | –"
+      : `${cpuPerRequest(target).toFixed(1)} | ${(cpuPerRequest(bare) / cpuPerRequest(target)).toFixed(3)}`;
   console.log(
-    `| ${target.name} | ${rate(target).toFixed(0)} | ${rounds} | ${(rate(target) / rate(bare)).toFixed(3)} |`,
+    `| ${target.name} | ${rate(target).toFixed(0)} | ${rounds} | ${(rate(target) / rate(bare)).toFixed(3)} | ${byCpu} |`,
   );
 }
