@@ -9,7 +9,10 @@
 // reads the code where the req/s ratio reads the code and the machine's load.
 // Each sample in a service's load windows is charged to the deepest frame of its stack that belongs
 // to a stage (library internals go to the stage that called them); µs of server CPU per request.
-// Run: node bench/hit-profile.ts [--before <commit>] [--rounds N] [--round-seconds S]. Prints
+// The profiler costs the services CPU the bare route does not pay (1–3 µs of a hit's 19–22 here):
+// --without-profiler runs them without it, for the ratios alone.
+// Run: node bench/hit-profile.ts [--before <commit>] [--rounds N] [--round-seconds S]
+// [--without-profiler]. Prints
 // markdown for docs/benchmarks.md.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -127,10 +130,12 @@ const { values } = parseArgs({
     before: { type: "string", default: LAST_BEFORE_ISSUE_36 },
     rounds: { type: "string", default: "5" },
     "round-seconds": { type: "string", default: "3" },
+    "without-profiler": { type: "boolean", default: false },
   },
 });
 const ROUNDS = Number(values.rounds);
 const ROUND_SECONDS = Number(values["round-seconds"]);
+const PROFILED = !values["without-profiler"];
 
 /** What is loaded in turns: its URL, its load windows, its requests and req/s per round. */
 interface Target {
@@ -156,13 +161,13 @@ async function untilAnswered(url: string, headers: Record<string, string> = {}):
   }
 }
 
-/** The service of `tree` as `npm start` runs it, under the CPU profiler, warmed with one request. */
+/** The service of `tree` as `npm start` runs it, under the CPU profiler unless told, warmed with one request. */
 async function startService(name: string, tree: string): Promise<Target> {
-  const profileDir = mkdtempSync(join(tmpdir(), "hit-profile-"));
+  const profileDir = PROFILED ? mkdtempSync(join(tmpdir(), "hit-profile-")) : undefined;
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, "src/main.ts"],
+    [...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "src/main.ts"],
     {
       cwd: tree,
       env: {
@@ -186,7 +191,7 @@ async function startService(name: string, tree: string): Promise<Target> {
     requests: 0,
     perRound: [],
     cpuSeconds: 0,
-    profileDir,
+    ...(profileDir && { profileDir }),
   };
 }
 
@@ -290,6 +295,10 @@ try {
 const services = [before, after];
 const charged: { stages: Map<string, number>; requests: number }[] = [];
 for (const service of services) {
+  if (!PROFILED) {
+    service.process.kill("SIGTERM");
+    continue;
+  }
   charged.push({
     stages: chargeStages(await profileOf(service), service.windows),
     requests: service.requests,
@@ -303,19 +312,21 @@ const perRequest = (name: string) =>
 console.log(
   `${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, ${platform()}, Node ${process.versions.node}, load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)}; ${ROUNDS} rounds of ${ROUND_SECONDS} s, ${CONNECTIONS} connections\n`,
 );
-console.log(`| stage | µs per request, ${services.map((s) => s.name).join(" | ")} |`);
-console.log(`| --- |${services.map(() => " ---: |").join("")}`);
-const cells = (values: number[]) => values.map((value) => value.toFixed(1)).join(" | ");
-for (const name of [...new Set(names)]) {
-  if (perRequest(name).some((value) => value >= 0.05))
-    console.log(`| ${name} | ${cells(perRequest(name))} |`);
+if (PROFILED) {
+  console.log(`| stage | µs per request, ${services.map((s) => s.name).join(" | ")} |`);
+  console.log(`| --- |${services.map(() => " ---: |").join("")}`);
+  const cells = (values: number[]) => values.map((value) => value.toFixed(1)).join(" | ");
+  for (const name of [...new Set(names)]) {
+    if (perRequest(name).some((value) => value >= 0.05))
+      console.log(`| ${name} | ${cells(perRequest(name))} |`);
+  }
+  const totals = charged.map(
+    ({ stages, requests }) => [...stages.values()].reduce((a, b) => a + b, 0) / requests,
+  );
+  console.log(
+    `| **total busy CPU per request** | **${cells(totals).replaceAll(" | ", "** | **")}** |`,
+  );
 }
-const totals = charged.map(
-  ({ stages, requests }) => [...stages.values()].reduce((a, b) => a + b, 0) / requests,
-);
-console.log(
-  `| **total busy CPU per request** | **${cells(totals).replaceAll(" | ", "** | **")}** |`,
-);
 const rate = (target: Target) => target.requests / (ROUNDS * ROUND_SECONDS);
 const cpuPerRequest = (target: Target) => (target.cpuSeconds * 1e6) / target.requests;
 console.log(
