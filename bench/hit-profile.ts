@@ -4,12 +4,18 @@
 // tree at --before (extracted from git, see tree-at.ts), beside a bare Fastify route replaying the
 // same answer in a process of its own (bare-route.ts). One warm-up request each, then rounds of 20
 // connections from this process, the three taking turns, so that both trees meet the same machine.
+// Besides req/s, each process's own CPU time in its rounds (Linux's /proc): on a shared machine a
+// process that loses the scheduler for a round loses req/s, not CPU per request, so the CPU ratio
+// reads the code where the req/s ratio reads the code and the machine's load.
 // Each sample in a service's load windows is charged to the deepest frame of its stack that belongs
 // to a stage (library internals go to the stage that called them); µs of server CPU per request.
-// Run: node bench/hit-profile.ts [--before <commit>] [--rounds N] [--round-seconds S]. Prints
+// The profiler costs the services CPU the bare route does not pay (1–3 µs of a hit's 19–22 here):
+// --without-profiler runs them without it, for the ratios alone.
+// Run: node bench/hit-profile.ts [--before <commit>] [--rounds N] [--round-seconds S]
+// [--without-profiler]. Prints
 // markdown for docs/benchmarks.md.
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, platform, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -124,10 +130,12 @@ const { values } = parseArgs({
     before: { type: "string", default: LAST_BEFORE_ISSUE_36 },
     rounds: { type: "string", default: "5" },
     "round-seconds": { type: "string", default: "3" },
+    "without-profiler": { type: "boolean", default: false },
   },
 });
 const ROUNDS = Number(values.rounds);
 const ROUND_SECONDS = Number(values["round-seconds"]);
+const PROFILED = !values["without-profiler"];
 
 /** What is loaded in turns: its URL, its load windows, its requests and req/s per round. */
 interface Target {
@@ -137,6 +145,8 @@ interface Target {
   windows: [number, number][];
   requests: number;
   perRound: number[];
+  /** CPU seconds the process spent in its rounds (user and system), when /proc tells. */
+  cpuSeconds: number;
   /** Where a service's CPU profile is written when it exits. */
   profileDir?: string;
 }
@@ -151,13 +161,13 @@ async function untilAnswered(url: string, headers: Record<string, string> = {}):
   }
 }
 
-/** The service of `tree` as `npm start` runs it, under the CPU profiler, warmed with one request. */
+/** The service of `tree` as `npm start` runs it, under the CPU profiler unless told, warmed with one request. */
 async function startService(name: string, tree: string): Promise<Target> {
-  const profileDir = mkdtempSync(join(tmpdir(), "hit-profile-"));
+  const profileDir = PROFILED ? mkdtempSync(join(tmpdir(), "hit-profile-")) : undefined;
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, "src/main.ts"],
+    [...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "src/main.ts"],
     {
       cwd: tree,
       env: {
@@ -173,7 +183,16 @@ async function startService(name: string, tree: string): Promise<Target> {
   await untilAnswered(`http://127.0.0.1:${port}/ready`);
   const url = `http://127.0.0.1:${port}${KEY_PATH}`;
   await untilAnswered(url, { "x-api-key": API_KEY });
-  return { name, url, process: child, windows: [], requests: 0, perRound: [], profileDir };
+  return {
+    name,
+    url,
+    process: child,
+    windows: [],
+    requests: 0,
+    perRound: [],
+    cpuSeconds: 0,
+    ...(profileDir && { profileDir }),
+  };
 }
 
 /** The bare route, replaying the cached hit `service` answers (its body and headers). */
@@ -204,10 +223,25 @@ async function startBareRoute(service: Target): Promise<Target> {
     windows: [],
     requests: 0,
     perRound: [],
+    cpuSeconds: 0,
   };
 }
 
+const TICKS_PER_SECOND = existsSync("/proc/self/stat")
+  ? Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }))
+  : undefined;
+
+/** A process's CPU seconds so far (utime + stime, /proc/<pid>/stat fields 14 and 15); 0 without /proc. */
+function cpuSecondsOf(target: Target): number {
+  if (TICKS_PER_SECOND === undefined) return 0;
+  const stat = readFileSync(`/proc/${target.process.pid}/stat`, "utf8");
+  // Fields after the command's closing parenthesis, the first of them the state (field 3).
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
 async function loadRound(target: Target): Promise<void> {
+  const cpuFrom = cpuSecondsOf(target);
   const from = nowUs();
   const result = await autocannon({
     url: target.url,
@@ -216,6 +250,7 @@ async function loadRound(target: Target): Promise<void> {
     duration: ROUND_SECONDS,
   });
   target.windows.push([from, nowUs()]);
+  target.cpuSeconds += cpuSecondsOf(target) - cpuFrom;
   target.requests += result.requests.total;
   target.perRound.push(result.requests.total / ROUND_SECONDS);
 }
@@ -260,6 +295,10 @@ try {
 const services = [before, after];
 const charged: { stages: Map<string, number>; requests: number }[] = [];
 for (const service of services) {
+  if (!PROFILED) {
+    service.process.kill("SIGTERM");
+    continue;
+  }
   charged.push({
     stages: chargeStages(await profileOf(service), service.windows),
     requests: service.requests,
@@ -273,24 +312,33 @@ const perRequest = (name: string) =>
 console.log(
   `${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, ${platform()}, Node ${process.versions.node}, load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)}; ${ROUNDS} rounds of ${ROUND_SECONDS} s, ${CONNECTIONS} connections\n`,
 );
-console.log(`| stage | µs per request, ${services.map((s) => s.name).join(" | ")} |`);
-console.log(`| --- |${services.map(() => " ---: |").join("")}`);
-const cells = (values: number[]) => values.map((value) => value.toFixed(1)).join(" | ");
-for (const name of [...new Set(names)]) {
-  if (perRequest(name).some((value) => value >= 0.05))
-    console.log(`| ${name} | ${cells(perRequest(name))} |`);
+if (PROFILED) {
+  console.log(`| stage | µs per request, ${services.map((s) => s.name).join(" | ")} |`);
+  console.log(`| --- |${services.map(() => " ---: |").join("")}`);
+  const cells = (values: number[]) => values.map((value) => value.toFixed(1)).join(" | ");
+  for (const name of [...new Set(names)]) {
+    if (perRequest(name).some((value) => value >= 0.05))
+      console.log(`| ${name} | ${cells(perRequest(name))} |`);
+  }
+  const totals = charged.map(
+    ({ stages, requests }) => [...stages.values()].reduce((a, b) => a + b, 0) / requests,
+  );
+  console.log(
+    `| **total busy CPU per request** | **${cells(totals).replaceAll(" | ", "** | **")}** |`,
+  );
 }
-const totals = charged.map(
-  ({ stages, requests }) => [...stages.values()].reduce((a, b) => a + b, 0) / requests,
-);
-console.log(
-  `| **total busy CPU per request** | **${cells(totals).replaceAll(" | ", "** | **")}** |`,
-);
 const rate = (target: Target) => target.requests / (ROUNDS * ROUND_SECONDS);
-console.log("\n| route | req/s | req/s per round | ÷ bare route |\n| --- | ---: | ---: | ---: |");
+const cpuPerRequest = (target: Target) => (target.cpuSeconds * 1e6) / target.requests;
+console.log(
+  "\n| route | req/s | req/s per round | ÷ bare route | CPU µs per request | ÷ bare route, by CPU |\n| --- | ---: | ---: | ---: | ---: | ---: |",
+);
 for (const target of targets) {
   const rounds = `${Math.min(...target.perRound).toFixed(0)}–${Math.max(...target.perRound).toFixed(0)}`;
+  const byCpu =
+    TICKS_PER_SECOND === undefined
+      ? "– | –"
+      : `${cpuPerRequest(target).toFixed(1)} | ${(cpuPerRequest(bare) / cpuPerRequest(target)).toFixed(3)}`;
   console.log(
-    `| ${target.name} | ${rate(target).toFixed(0)} | ${rounds} | ${(rate(target) / rate(bare)).toFixed(3)} |`,
+    `| ${target.name} | ${rate(target).toFixed(0)} | ${rounds} | ${(rate(target) / rate(bare)).toFixed(3)} | ${byCpu} |`,
   );
 }

@@ -106,3 +106,21 @@ describe("the modules under src/", () => {
     expect(upwardArrows(graph)).toEqual([]);
   });
 });
+
+describe("the service's long-lived parts (src/service.ts)", () => {
+  it("reach no module of the HTTP app, directly or through another", () => {
+    const graph = importGraph();
+    const reached = new Set<string>();
+    const visit = (module: string) => {
+      for (const target of graph.get(module) ?? []) {
+        if (reached.has(target)) continue;
+        reached.add(target);
+        visit(target);
+      }
+    };
+    visit(join(SRC, "service.ts"));
+    expect(reached).toContain(join(SRC, "cache/serialized-result.ts"));
+    const http = [...reached].filter((module) => module.startsWith(`${join(SRC, "http")}/`));
+    expect(http.map((module) => relative(SRC, module))).toEqual([]);
+  });
+});

@@ -5,6 +5,7 @@
 // told once, across replicas, to its webhook, which is delivered in the background and never holds
 // a request or a refresh up.
 import type { CachePolicy } from "../cache/result-cache.ts";
+import { resultRows } from "../cache/serialized-result.ts";
 import type { Credential } from "../credentials/credential.ts";
 import { authorize, type RawQuery } from "../credentials/scope-rule.ts";
 import type { EndpointDefinition } from "../endpoints/catalog.ts";
@@ -12,7 +13,6 @@ import type { FollowHub } from "../endpoints/follow.ts";
 import type { WatchEndpoint } from "../endpoints/runner.ts";
 import { startingAt } from "../endpoints/stream-position.ts";
 import type { Row } from "../engines/engine.ts";
-import { resultRows } from "../http/formats/json.ts";
 import type { AlertStates, Claim, Delivery, Handed, RuleState } from "./alert-states.ts";
 import { matchingRows, RecordWindow } from "./conditions.ts";
 import type { AlertRule } from "./rules-file.ts";

@@ -1,8 +1,8 @@
 // How a format other than JSON is made from the JSON payload the runner and the cache hold.
 import type { Payload, Rendition } from "../../cache/payload.ts";
+import { resultRows } from "../../cache/serialized-result.ts";
 import type { Row } from "../../engines/engine.ts";
 import type { Format } from "./format.ts";
-import { resultRows } from "./json.ts";
 
 /**
  * A format whose body is made from the result's rows and the endpoint's declared columns (a CSV
