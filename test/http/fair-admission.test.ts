@@ -130,9 +130,9 @@ function hammer(keys: string[]) {
   return { statuses, stop };
 }
 
-/** The caller's light query every 500 ms while `seconds` pass: each answer's status. */
-async function askEvery500Ms(seconds: number): Promise<number[]> {
-  const answers: Promise<number>[] = [];
+/** The caller's light query every 500 ms while `seconds` pass: 200, or a refusal's status and body. */
+async function askEvery500Ms(seconds: number): Promise<(200 | string)[]> {
+  const answers: Promise<200 | string>[] = [];
   for (let i = 0; i < seconds * 2; i++) {
     // A new end each time: logs.all is never cached, so each is a query of its own.
     const end = new Date(Date.now() - i * 1000).toISOString();
@@ -143,8 +143,9 @@ async function askEvery500Ms(seconds: number): Promise<number[]> {
           headers: { "x-api-key": CALLER_KEY },
         },
       ).then(async (response) => {
-        await response.arrayBuffer();
-        return response.status;
+        const body = await response.text();
+        // A refusal shows its code, so that a failure says which rule refused it.
+        return response.status === 200 ? 200 : `${response.status} ${body}`;
       }),
     );
     await new Promise((resolve) => setTimeout(resolve, 500));

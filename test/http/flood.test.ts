@@ -35,16 +35,17 @@ describe("a flood of costly patterns from one credential", () => {
         return response;
       }),
     );
-    // How many of the flood's queries had run when each light query was answered: in turn with the
-    // flood, each light query waits for a slot (2 run at once), never for the flood's queue.
-    const floodAnsweredBefore: number[] = [];
+    // How many of the flood's queries were answered while each light query was out: in turn with
+    // the flood, a light query waits for a slot (2 run at once), never for the flood's queue.
+    const floodAnsweredDuring: number[] = [];
     for (let i = 0; i < 7; i++) {
+      const sent = floodAnswered;
       const response = await get(
         `/api/endpoints/logs.all?project=default&project_tier=PRO&iso_timestamp_end=${new Date(Date.now() - i * 1000).toISOString()}`,
         DASHBOARD_KEY,
       );
       expect(response.statusCode).toBe(200);
-      floodAnsweredBefore.push(floodAnswered);
+      floodAnsweredDuring.push(floodAnswered - sent);
     }
     const statuses = (await flood).map((response) => response.statusCode);
     // The flood was real: its share let most of it queue, and what was refused was refused at once.
@@ -52,11 +53,10 @@ describe("a flood of costly patterns from one credential", () => {
     expect(queued).toBeGreaterThan(40);
     expect(statuses.every((status) => status === 200 || status === 429)).toBe(true);
     // A few of the flood's queries per light query (the slot the light one waits for, and what the
-    // other slot ran meanwhile), far from the 40 and more a queue in arrival order puts first.
-    floodAnsweredBefore.forEach((answered, i) => {
-      expect(answered, `flood queries answered before light query ${i}`).toBeLessThanOrEqual(
-        4 * (i + 1) + 2,
-      );
+    // other slot ran meanwhile: more when a loaded machine slows the light one), far from the 40
+    // and more a queue in arrival order puts first.
+    floodAnsweredDuring.forEach((answered, i) => {
+      expect(answered, `flood queries answered during light query ${i}`).toBeLessThanOrEqual(10);
     });
   }, 120_000);
 });
