@@ -1,6 +1,6 @@
 // Prometheus metrics at GET /metrics (behind a full-access credential, or on the management
 // listener): requests by endpoint and status, the result cache's counters, the engine's queries,
-// the engine gate's, the connections' and whether Redis is shared.
+// the engine gate's, the connections', whether Redis is shared and LOCAL_DATA's watermark.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
@@ -48,6 +48,8 @@ interface MetricSources {
   /** Reloads of the settings (SIGHUP, a file changed), by part and outcome. */
   reloads?: ReloadCounts;
   redis?: RedisLink;
+  /** The engine's QueryEngine.loadedThrough, when its data is loaded from files (LOCAL_DATA). */
+  loadedThrough?: () => bigint | undefined;
 }
 
 /** The service's registry: process, cache, engine, connection, follow and Redis figures, read when scraped. */
@@ -85,7 +87,22 @@ export function serviceRegistry(sources: MetricSources): Registry {
     });
   }
   if (sources.redis) registerRedisMetrics(registry, sources.redis);
+  if (sources.loadedThrough) registerWatermarkMetric(registry, sources.loadedThrough);
   return registry;
+}
+
+function registerWatermarkMetric(
+  registry: Registry,
+  loadedThrough: () => bigint | undefined,
+): void {
+  new Gauge({
+    name: "query_service_data_watermark_seconds",
+    help: "LOCAL_DATA's watermark, Unix seconds: every export file that had arrived by then is loaded, and settled runs end a lag before it (0 while a file there at startup is still to load).",
+    registers: [registry],
+    collect() {
+      this.set(Number(loadedThrough() ?? 0n) / 1e6);
+    },
+  });
 }
 
 /** A counter that reads, when scraped, counts kept by its first label and then its second. */
