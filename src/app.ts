@@ -139,6 +139,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     alerts,
     reloads: deps.reloads,
     redis: deps.redis,
+    loadedThrough: service.source.loadedThrough?.bind(service.source),
   });
   app.decorate("metricsRegistry", registry);
   await app.register(errorEnvelope);

@@ -29,7 +29,7 @@ export const MAX_ENDPOINT_FILE_BYTES = 1024 * 1024;
  * The most alias expansions a definition may make: a few anchors shared between parameters need
  * far fewer, and an alias bomb (anchors of anchors) would need millions.
  */
-const MAX_ALIAS_COUNT = 100;
+export const MAX_ALIAS_COUNT = 100;
 const SQL_FILE = /^(?:(?:window|rest)\.)?(?:bigquery|duckdb)\.sql$/;
 
 /** The definitions that could not be compiled: one line per problem. */
@@ -154,10 +154,13 @@ function loadEndpoint(
 /**
  * The text of an endpoint file, or the one line why it is not read: it is not a regular file (a
  * folder, a FIFO, a link to a device such as /dev/zero) or holds more than MAX_ENDPOINT_FILE_BYTES.
- * Checked on the file opened (without waiting for a FIFO's writer), not on its name.
+ * Checked on the file opened (without waiting for a FIFO's writer), not on its name. `file` is the
+ * name the problem gives.
  */
-function readEndpointFile(path: string): { text: string } | { problem: string } {
-  const file = shown(path);
+export function readEndpointFile(
+  path: string,
+  file = shown(path),
+): { text: string } | { problem: string } {
   let descriptor: number;
   try {
     descriptor = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);

@@ -59,7 +59,7 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 
 /** The status of a request whose client left before its answer (nginx's). */
-const CLIENT_LEFT = 499;
+export const CLIENT_LEFT = 499;
 
 export class HttpError extends Error {
   readonly statusCode: number;

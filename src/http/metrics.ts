@@ -1,7 +1,7 @@
 // Prometheus metrics at GET /metrics (behind a full-access credential, or on the management
 // listener): requests by endpoint and status, the result cache's counters, the engine's queries,
-// the engine gate's, the connections' and whether Redis is shared.
-import type { FastifyInstance } from "fastify";
+// the engine gate's, the connections', whether Redis is shared and LOCAL_DATA's watermark.
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import type { AlertCounts, Alerts } from "../alerts/alerts.ts";
@@ -16,7 +16,7 @@ import type { ReloadCounts } from "../settings-reload.ts";
 import type { EngineUsage } from "../telemetry/observed-engine.ts";
 import type { ConnectionStats } from "./connection-cap.ts";
 import { DurationHistogram } from "./duration-histogram.ts";
-import { HttpError } from "./errors.ts";
+import { CLIENT_LEFT, HttpError } from "./errors.ts";
 import { METRICS_SCHEMA } from "./openapi/service-schemas.ts";
 import type { StreamEnds } from "./streams/outbound-stream.ts";
 import type { WatchStats } from "./watch-routes.ts";
@@ -48,6 +48,8 @@ interface MetricSources {
   /** Reloads of the settings (SIGHUP, a file changed), by part and outcome. */
   reloads?: ReloadCounts;
   redis?: RedisLink;
+  /** The engine's QueryEngine.loadedThrough, when its data is loaded from files (LOCAL_DATA). */
+  loadedThrough?: () => bigint | undefined;
 }
 
 /** The service's registry: process, cache, engine, connection, follow and Redis figures, read when scraped. */
@@ -85,7 +87,22 @@ export function serviceRegistry(sources: MetricSources): Registry {
     });
   }
   if (sources.redis) registerRedisMetrics(registry, sources.redis);
+  if (sources.loadedThrough) registerWatermarkMetric(registry, sources.loadedThrough);
   return registry;
+}
+
+function registerWatermarkMetric(
+  registry: Registry,
+  loadedThrough: () => bigint | undefined,
+): void {
+  new Gauge({
+    name: "query_service_data_watermark_seconds",
+    help: "LOCAL_DATA's watermark, Unix seconds: every export file that had arrived by then is loaded, and settled runs end a lag before it (0 while a file there at startup is still to load).",
+    registers: [registry],
+    collect() {
+      this.set(Number(loadedThrough() ?? 0n) / 1e6);
+    },
+  });
 }
 
 /** A counter that reads, when scraped, counts kept by its first label and then its second. */
@@ -115,7 +132,7 @@ export const metrics = fp(
     const answered = new Map<string, Map<number, number>>();
     twoLabelCounter(registry, answered, {
       name: "query_service_requests_total",
-      help: "Endpoint requests answered, by endpoint (unknown: no such endpoint) and HTTP status.",
+      help: "Endpoint requests answered, by endpoint (unknown: no such endpoint) and HTTP status (499: the client left first).",
       labelNames: ["endpoint", "status"],
     });
     const duration = new DurationHistogram({
@@ -127,19 +144,28 @@ export const metrics = fp(
 
     // Every answer of an endpoint route counts, refusals (401, 429) and unknown names (404) included.
     // Only catalog names become label values: a caller cannot grow the series by inventing names.
+    /** The request's endpoint, counted once more under `status`; undefined off endpoint routes. */
+    const count = (request: FastifyRequest, status: number): string | undefined => {
+      const { nameOrId } = request.params as { nameOrId?: string };
+      if (nameOrId === undefined) return undefined;
+      const endpoint = request.queryLog.endpoint ?? catalog.find(nameOrId)?.name ?? "unknown";
+      let byStatus = answered.get(endpoint);
+      if (byStatus === undefined) {
+        byStatus = new Map();
+        answered.set(endpoint, byStatus);
+      }
+      byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
+      return endpoint;
+    };
     // Callback-style: an async hook costs a promise and a microtask turn per request.
     app.addHook("onResponse", (request, reply, done) => {
-      const { nameOrId } = request.params as { nameOrId?: string };
-      if (nameOrId !== undefined) {
-        const endpoint = request.queryLog.endpoint ?? catalog.find(nameOrId)?.name ?? "unknown";
-        let byStatus = answered.get(endpoint);
-        if (byStatus === undefined) {
-          byStatus = new Map();
-          answered.set(endpoint, byStatus);
-        }
-        byStatus.set(reply.statusCode, (byStatus.get(reply.statusCode) ?? 0) + 1);
-        duration.observe(endpoint, reply.elapsedTime / 1000);
-      }
+      const endpoint = count(request, reply.statusCode);
+      if (endpoint !== undefined) duration.observe(endpoint, reply.elapsedTime / 1000);
+      done();
+    });
+    // A client that left before its answer gets no response, so no onResponse: counted as 499, untimed.
+    app.addHook("onRequestAbort", (request, done) => {
+      count(request, CLIENT_LEFT);
       done();
     });
 

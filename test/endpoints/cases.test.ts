@@ -3,6 +3,7 @@
 // its name and what differs, and fails the command; so does a bad cases file, one line per problem
 // naming the file and the field. endpoints/cases.schema.json is the format's zod schema: this file
 // writes it (`npx vitest run test/endpoints/cases.test.ts -u`), and fails in CI when it is stale.
+import { execFileSync } from "node:child_process";
 import {
   cpSync,
   existsSync,
@@ -10,6 +11,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  rmSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,6 +21,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { caseFileSchema, readCaseFile } from "../../src/endpoints/cases/case-file.ts";
 import { rowsDiff } from "../../src/endpoints/cases/rows-diff.ts";
+import { MAX_ENDPOINT_FILE_BYTES } from "../../src/endpoints/load-catalog.ts";
 import { codeBlocks, runShell, shellCommands } from "../support/doc-commands.ts";
 import { writeEndpoint } from "../support/operator-endpoint.ts";
 
@@ -363,6 +366,35 @@ describe("the cases format", () => {
         `${file}: case 4 "d": follow: Invalid input: expected "catch-up"`,
       ],
     });
+  });
+
+  it("reads a cases.yaml with the endpoint files' bounds: one line naming the file", () => {
+    const folder = folderOf({});
+    const file = join(folder, "cases.yaml");
+    mkdirSync(file);
+    expect(readCaseFile(file)).toEqual({ problems: [`${file}: is not a regular file`] });
+    rmSync(file, { recursive: true });
+    execFileSync("mkfifo", [file]);
+    expect(readCaseFile(file)).toEqual({ problems: [`${file}: is not a regular file`] });
+    rmSync(file);
+    writeFileSync(file, `# ${"x".repeat(MAX_ENDPOINT_FILE_BYTES)}\n`);
+    expect(readCaseFile(file)).toEqual({
+      problems: [
+        `${file}: holds more than ${MAX_ENDPOINT_FILE_BYTES} bytes, the most an endpoint file may`,
+      ],
+    });
+    // Anchors of anchors: nine levels of ten would expand to a billion names.
+    const levels = Array.from({ length: 9 }, (_, level) =>
+      level === 0
+        ? "- &a0 [x, x, x, x, x, x, x, x, x, x]"
+        : `- &a${level} [${Array(10)
+            .fill(`*a${level - 1}`)
+            .join(", ")}]`,
+    );
+    writeFileSync(file, `${levels.join("\n")}\n`);
+    const read = readCaseFile(file);
+    expect(read).toEqual({ problems: [expect.stringMatching(/^\S+: .*alias/i)] });
+    expect((read as { problems: string[] }).problems[0]?.startsWith(`${file}: `)).toBe(true);
   });
 
   it("reads the example docs/endpoints.md shows", () => {

@@ -269,11 +269,22 @@ describe("LOCAL_DATA's watch", () => {
     const ready = await app.inject("/ready");
     expect(ready.statusCode).toBe(503);
     expect(ready.json().error.code).toBe("not_ready");
+    // /metrics shows the watermark: nothing is known loaded while startup's file waits.
+    const watermark = async () => {
+      const { body } = await app.inject({ url: "/metrics", headers: { "x-api-key": API_KEY } });
+      return Number(/^query_service_data_watermark_seconds (\S+)$/m.exec(body)?.[1]);
+    };
+    expect(await watermark()).toBe(0);
+    const loadedAfter = Date.now() / 1000;
     // Loaded at the watch's second look, the file unchanged since its first.
     await vi.waitFor(async () => expect((await app.inject("/ready")).statusCode).toBe(200), {
       timeout: 10_000,
     });
     expect(await count("function_edge_logs")).toBe(5);
+    // The instant of the look that found every file loaded, in Unix seconds.
+    const loadedThrough = await watermark();
+    expect(loadedThrough).toBeGreaterThan(loadedAfter);
+    expect(loadedThrough).toBeLessThanOrEqual(Date.now() / 1000);
   });
 
   it("still stops startup on a bad file, as before the watch", async () => {

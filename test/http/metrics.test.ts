@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { SignJWT } from "jose";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
-import { edgeLog, PROJECT, SECOND, shift } from "../support/fixtures.ts";
+import { edgeLog, micros, PROJECT, SECOND, shift } from "../support/fixtures.ts";
 import { startBigQueryService, startService } from "../support/service.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
@@ -95,6 +95,11 @@ describe("GET /metrics", () => {
     expect(text).not.toContain("no.such-endpoint");
   });
 
+  it("has no data watermark when the engine's data is current when queried (not LOCAL_DATA)", async () => {
+    const { get } = await startService({ now: NOW });
+    expect((await get("/metrics")).body).not.toContain("query_service_data_watermark_seconds");
+  });
+
   it("does not spend the caller's query budget", async () => {
     const { get } = await startService({ now: NOW, config: { rateLimitPerMinute: 2 } });
     for (let scrape = 0; scrape < 5; scrape++) expect((await get("/metrics")).statusCode).toBe(200);
@@ -158,6 +163,8 @@ describe("GET /metrics, read by Prometheus's own linter", () => {
       tables: { edge_logs: [edgeLog(shift(NOW, -5n * SECOND))] },
       config: { cache: { maxEntries: 10, maxBytes: 1e6 } },
       cache: {},
+      // As LOCAL_DATA's engine: its data watermark is a family too.
+      wrapEngine: (engine) => ({ ...engine, loadedThrough: () => micros(NOW) }),
     });
     await get(USAGE);
     await get(USAGE);
@@ -167,6 +174,9 @@ describe("GET /metrics, read by Prometheus's own linter", () => {
     });
     const scraped = await get("/metrics");
     expect(scraped.statusCode).toBe(200);
+    expect(sample(scraped.body, "query_service_data_watermark_seconds")).toBe(
+      Number(micros(NOW)) / 1e6,
+    );
     const exposition = everyFamilySampled(scraped.body);
     const promtool = spawnSync("promtool", ["check", "metrics"], {
       input: exposition,

@@ -5,6 +5,7 @@ import { afterAll, beforeAll } from "vitest";
 import { type AppDeps, buildApp } from "../../src/app.ts";
 import { loadData } from "../../src/engines/duckdb/data.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
+import type { QueryEngine } from "../../src/engines/engine.ts";
 import { type ConfigOverrides, configFrom } from "./config-from.ts";
 
 export interface DemoApp {
@@ -12,13 +13,20 @@ export interface DemoApp {
   engine: DuckDbEngine;
 }
 
-/** Registers the file's beforeAll/afterAll; the returned object is filled in before the tests run. */
-export function demoApp(config: ConfigOverrides, deps: Omit<AppDeps, "engine"> = {}): DemoApp {
+/**
+ * Registers the file's beforeAll/afterAll; the returned object is filled in before the tests run.
+ * `over` gives the engine the app runs on, made of the embedded one (a test's slow query).
+ */
+export function demoApp(
+  config: ConfigOverrides,
+  deps: Omit<AppDeps, "engine"> = {},
+  over: (engine: DuckDbEngine) => QueryEngine = (engine) => engine,
+): DemoApp {
   const demo = {} as DemoApp;
   beforeAll(async () => {
     demo.engine = await createDuckDbEngine();
     await loadData(demo.engine, { demoData: true });
-    demo.app = await buildApp(configFrom(config), { engine: demo.engine, ...deps });
+    demo.app = await buildApp(configFrom(config), { engine: over(demo.engine), ...deps });
   }, 60_000);
   afterAll(async () => {
     await demo.app?.close();

@@ -1,11 +1,11 @@
 // The format of an endpoint's test cases (`cases.yaml` beside its definition): each case pins "now",
 // names the fixture rows the embedded engine serves, gives a query string and what the answer must
 // be. Reading a file gives its cases, or its problems, one line each naming the file and the field.
-import { readFileSync } from "node:fs";
 import { parseDocument } from "yaml";
 import { z } from "zod";
 import { sourceTables } from "../../schema.ts";
 import { parseIsoTimestamp } from "../../time.ts";
+import { MAX_ALIAS_COUNT, readEndpointFile } from "../load-catalog.ts";
 
 /** A query-string value: YAML reads 404 or true as a number or a boolean, the URL holds text. */
 const queryValue = z.union([z.string(), z.number(), z.boolean()]).transform(String);
@@ -118,15 +118,14 @@ export const caseFileSchema = z
 
 export type EndpointCase = z.output<typeof caseFileSchema>[number];
 
-/** The cases of `file`, or what is wrong with it: one line per problem, naming the file and the field. */
+/**
+ * The cases of `file`, or what is wrong with it: one line per problem, naming the file and the field.
+ * The file is an operator's, read with the bounds of the endpoint files beside it.
+ */
 export function readCaseFile(file: string): { cases: EndpointCase[] } | { problems: string[] } {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    return { problems: [`${file}: cannot be read (${(error as NodeJS.ErrnoException).code})`] };
-  }
-  const document = parseDocument(text, { prettyErrors: false });
+  const read = readEndpointFile(file, file);
+  if ("problem" in read) return { problems: [read.problem] };
+  const document = parseDocument(read.text, { prettyErrors: false });
   if (document.errors.length > 0) {
     return {
       problems: document.errors.map((error) => {
@@ -135,7 +134,13 @@ export function readCaseFile(file: string): { cases: EndpointCase[] } | { proble
       }),
     };
   }
-  const content: unknown = document.toJS();
+  let content: unknown;
+  try {
+    content = document.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (error) {
+    // yaml's ReferenceError for an alias bomb, or an alias to no anchor.
+    return { problems: [`${file}: ${(error as Error).message}`] };
+  }
   const parsed = caseFileSchema.safeParse(content);
   if (parsed.success) return { cases: parsed.data };
   return {
