@@ -101,8 +101,11 @@ describe("watchers across replicas", () => {
     await anHour(watchClock, watched.setCalls, watched.queries);
 
     // No more than the poller; and warmed all along: the first answer, then one a warming interval.
+    // The next refresh is due a warming interval after a value was computed, on the caches' clock:
+    // a refresh that a loaded machine finishes a step late moves the rest 10 s on, and the hour's
+    // last one, due at its very end, past it (12 seen in a fresh clone's run).
     expect(watched.queries.runs).toBeLessThanOrEqual(polled.queries.runs);
-    expect(watched.queries.runs).toBeGreaterThanOrEqual(1 + 3600 / 300);
+    expect(watched.queries.runs).toBeGreaterThanOrEqual(3600 / 300);
     // The first value and one per change, each refreshed within the warming interval after it.
     const seen = results(watchers[0] as Stream).map((event) => event.id);
     expect(seen).toHaveLength(1 + CHANGES.size);
