@@ -154,7 +154,9 @@ describe("recomputations a caller asks for, across replicas", () => {
     // The second caller asks a moment after the recomputation began.
     clock.ms += 5;
     const second = b?.cache.get("k", DASHBOARD, queries.loaderFor("k"), undefined, noCache);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Time for b to reach Redis and find the recomputation running: 50 ms was too little once
+    // with the suite's files beside each other (b arrived after it ended, and queried again).
+    await new Promise((resolve) => setTimeout(resolve, 500));
     queries.state.hold = false;
     queries.release();
     const [one, two] = await Promise.all([first, second]);
