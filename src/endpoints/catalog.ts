@@ -22,6 +22,9 @@ export interface PagingContract {
   follow: boolean;
 }
 
+/** A follow stream runs on past any end: it takes neither the window's end nor a page's cursor. */
+export const notFollowed = (paging: PagingContract) => [paging.window.end, "cursor"];
+
 /** An endpoint's SQL for one engine: its query, and the queries a paged endpoint needs beside it. */
 export interface EndpointSql {
   query: string;

@@ -7,7 +7,6 @@ import { grantedParams } from "../credentials/scope-rule.ts";
 import type { Catalog, EndpointDefinition } from "../endpoints/catalog.ts";
 import type { Answer, RunEndpoint } from "../endpoints/runner.ts";
 import { type EndpointRequests, LISTING } from "./endpoint-request.ts";
-import { QUERY_SCHEMA } from "./openapi/endpoint-schemas.ts";
 import { LISTING_SCHEMA } from "./openapi/service-schemas.ts";
 import { sendAnswer } from "./reply.ts";
 import { genericPaths, listedPaths, ROUTE_KINDS } from "./route-kinds.ts";
@@ -55,7 +54,7 @@ export async function endpointRoutes(
   const { query } = ROUTE_KINDS;
   for (const path of genericPaths(query)) {
     // Not async: a cached hit is answered in the turn it arrived in (see runner.ts).
-    app.get<{ Params: { nameOrId: string } }>(path, { schema: QUERY_SCHEMA }, (request, reply) => {
+    app.get<{ Params: { nameOrId: string } }>(path, (request, reply) => {
       const { endpoint, params, format } = requests.enter(query.kind, request, reply);
       const { credential } = request;
       const answer = run(

@@ -3,7 +3,7 @@
 // the service closes.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { RawQuery } from "../credentials/scope-rule.ts";
-import type { PagingContract } from "../endpoints/catalog.ts";
+import { notFollowed, type PagingContract } from "../endpoints/catalog.ts";
 import type { CursorCodec } from "../endpoints/cursor.ts";
 import type { FollowHub } from "../endpoints/follow.ts";
 import { InvalidParamsError } from "../endpoints/params.ts";
@@ -13,7 +13,6 @@ import type { SqlParams } from "../engines/sql-params.ts";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import type { EndpointRequests } from "./endpoint-request.ts";
 import { HttpError } from "./errors.ts";
-import { FOLLOW_SCHEMA } from "./openapi/endpoint-schemas.ts";
 import { EVENT_STREAM, genericPaths, ROUTE_KINDS } from "./route-kinds.ts";
 import { type ReservePlace, sendStream, sendStreamHead } from "./streams/stream-places.ts";
 
@@ -26,9 +25,6 @@ export interface FollowRouteOptions {
   loadedThrough?: () => bigint | undefined;
 }
 
-/** Parameters that would end or page a stream, which runs on from now: the window's end, the cursor. */
-export const notFollowed = (paging: PagingContract) => [paging.window.end, "cursor"];
-
 export async function followRoutes(app: FastifyInstance, options: FollowRouteOptions) {
   const { hub, requests, reserve, loadedThrough } = options;
   app.addHook("preClose", (done) => {
@@ -37,77 +33,72 @@ export async function followRoutes(app: FastifyInstance, options: FollowRouteOpt
   });
 
   for (const path of genericPaths(ROUTE_KINDS.follow)) {
-    app.get<{ Params: { nameOrId: string } }>(
-      path,
-      { schema: FOLLOW_SCHEMA },
-      async (request, reply) => {
-        let resume: StreamPosition | undefined;
-        let settled = false;
-        // The stream's own parameters are not the endpoint's: taken out before the scope sees them.
-        const { endpoint, query, params, format } = requests.enter(
-          ROUTE_KINDS.follow.kind,
-          request,
-          reply,
-          {
-            narrow: ({ after, until, ...raw }, { paging }) => {
-              refuseNotFollowed(paging, raw);
-              resume = resumption(request, after, hub.options.cursors);
-              settled = settledMode(until);
-              // A resume goes on where the stream was, whatever start the URL gives (EventSource
-              // reconnects to the URL it opened, `since` and all); only a start the key's scope fixes
-              // still bounds it.
-              return resume ? withoutStart(paging, raw) : raw;
-            },
+    app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
+      let resume: StreamPosition | undefined;
+      let settled = false;
+      // The stream's own parameters are not the endpoint's: taken out before the scope sees them.
+      const { endpoint, query, params, format } = requests.enter(
+        ROUTE_KINDS.follow.kind,
+        request,
+        reply,
+        {
+          narrow: ({ after, until, ...raw }, { paging }) => {
+            refuseNotFollowed(paging, raw);
+            resume = resumption(request, after, hub.options.cursors);
+            settled = settledMode(until);
+            // A resume goes on where the stream was, whatever start the URL gives (EventSource
+            // reconnects to the URL it opened, `since` and all); only a start the key's scope fixes
+            // still bounds it.
+            return resume ? withoutStart(paging, raw) : raw;
           },
+        },
+      );
+      const { paging } = endpoint;
+      refusePinnedEnd(paging, query);
+      const now = hub.now();
+      const from = startingPoint(paging, params, resume);
+      const settledUntil = settled ? settledEnd(now, hub.lag, loadedThrough) : undefined;
+      if (settled && from?.resumed) refuseDroppedRecords(paging, from.horizon.micros, params, now);
+      const place = await reserve(request);
+      if (request.method === "HEAD") {
+        return sendStreamHead(reply, place, format === EVENT_STREAM, format.contentType);
+      }
+      const stream = place.open(reply, format === EVENT_STREAM, endpoint);
+      // Where it starts, as an event id: a client that reconnects before any record came resumes
+      // there, with nothing skipped and no start of its own to compute (or to clash with a scope).
+      // It comes with data, which clients built on eventsource-parser need to keep an id, in an event
+      // not named `open`, which EventSource would hand its own onopen.
+      const start = from ?? startingAt(now);
+      stream.startsAt(hub.options.cursors.encodeStream(start));
+      if (stream.events) {
+        stream.event(
+          "start",
+          hub.options.cursors.encodeStream(start),
+          JSON.stringify({
+            from: formatTimestamp(start.horizon.micros),
+            resumed: !!from?.resumed,
+          }),
         );
-        const { paging } = endpoint;
-        refusePinnedEnd(paging, query);
-        const now = hub.now();
-        const from = startingPoint(paging, params, resume);
-        const settledUntil = settled ? settledEnd(now, hub.lag, loadedThrough) : undefined;
-        if (settled && from?.resumed)
-          refuseDroppedRecords(paging, from.horizon.micros, params, now);
-        const place = await reserve(request);
-        if (request.method === "HEAD") {
-          return sendStreamHead(reply, place, format === EVENT_STREAM, format.contentType);
-        }
-        const stream = place.open(reply, format === EVENT_STREAM, endpoint);
-        // Where it starts, as an event id: a client that reconnects before any record came resumes
-        // there, with nothing skipped and no start of its own to compute (or to clash with a scope).
-        // It comes with data, which clients built on eventsource-parser need to keep an id, in an event
-        // not named `open`, which EventSource would hand its own onopen.
-        const start = from ?? startingAt(now);
-        stream.startsAt(hub.options.cursors.encodeStream(start));
-        if (stream.events) {
-          stream.event(
-            "start",
-            hub.options.cursors.encodeStream(start),
-            JSON.stringify({
-              from: formatTimestamp(start.horizon.micros),
-              resumed: !!from?.resumed,
-            }),
-          );
-        }
-        const stop = hub.follow(
-          endpoint,
-          params,
-          from,
-          {
-            credential: request.credential.name,
-            deliver: (record, cursor) => stream.record(record, cursor),
-            ready: () => stream.ready(),
-            fail: (error) => {
-              request.log.error({ err: error }, "follow stream could not catch up");
-              stream.end("error");
-            },
-            settled: (cursor, cost) => stream.end("settled", { cursor, ...cost }),
+      }
+      const stop = hub.follow(
+        endpoint,
+        params,
+        from,
+        {
+          credential: request.credential.name,
+          deliver: (record, cursor) => stream.record(record, cursor),
+          ready: () => stream.ready(),
+          fail: (error) => {
+            request.log.error({ err: error }, "follow stream could not catch up");
+            stream.end("error");
           },
-          settledUntil,
-        );
-        stream.body.once("close", stop);
-        return sendStream(reply, stream, format.contentType);
-      },
-    );
+          settled: (cursor, cost) => stream.end("settled", { cursor, ...cost }),
+        },
+        settledUntil,
+      );
+      stream.body.once("close", stop);
+      return sendStream(reply, stream, format.contentType);
+    });
   }
 }
 

@@ -1,14 +1,21 @@
 // The kinds of route an endpoint has, in one table, and every path each entry of a catalog answers
-// at, made from it. The routes register their generic paths from the table, a request finds its
-// entry among the entry routes, and the document describes those same entry routes: a new kind is
-// one row, and a URL shape is written here only. (The routes stay generic, `:nameOrId`, because
-// Fastify takes no route once it listens and a reload replaces the catalog: the entry routes are
-// made anew per catalog instead.)
+// at, made from it, each with the schema it declares. The routes register their generic paths from
+// the table, a request finds its entry among the entry routes and is checked by what that entry
+// declares, and the document is written from those same entry routes (openapi/entry-document.ts):
+// a new kind is one row, and a URL shape is written here only. (The serving routes stay generic,
+// `:nameOrId`, because Fastify takes no route once it listens and a reload replaces the catalog:
+// the entry routes are made anew per catalog instead.)
 import type { CachePolicy } from "../cache/result-cache.ts";
 import type { EndpointDefinition, PagingContract } from "../endpoints/catalog.ts";
 import type { ParamsSchema } from "../endpoints/params.ts";
 import type { Format, MediaFormat } from "./formats/format.ts";
 import { ANSWER_FORMATS, type Negotiation, negotiation } from "./formats/negotiate.ts";
+import {
+  answerSchema,
+  type DescribedEntry,
+  followSchema,
+  watchSchema,
+} from "./openapi/entry-schemas.ts";
 
 /** A kind of route: which endpoints have it, what it answers in, whose parameters it takes. */
 export interface RouteKind<
@@ -60,15 +67,24 @@ export interface KindRow {
   readonly kind: RouteKind<MediaFormat>;
   /** The formats a suffix on the endpoint's name asks for, at its name path. */
   readonly suffixes: readonly Format[];
+  /** The schema an entry route of this kind declares: its query string, headers and answers. */
+  readonly schema: (entry: DescribedEntry) => EntrySchema;
 }
+
+/** A route's schema as Fastify and @fastify/swagger take it, with its operation's names. */
+export type EntrySchema = Record<string, unknown> & {
+  tags: string[];
+  operationId: string;
+  querystring: Record<string, unknown>;
+};
 
 export const ROUTE_KINDS = {
   /** GET …/<name>: the endpoint's answer; `.json`, `.ndjson`, `.csv` after the name pick its format. */
-  query: { name: "query", kind: ANSWER, suffixes: ANSWER_FORMATS },
+  query: { name: "query", kind: ANSWER, suffixes: ANSWER_FORMATS, schema: answerSchema },
   /** GET …/<name>/follow: a followable endpoint's records as they arrive. */
-  follow: { name: "follow", kind: FOLLOW, suffixes: [] },
+  follow: { name: "follow", kind: FOLLOW, suffixes: [], schema: followSchema },
   /** GET …/<name>/watch: each new value a cached endpoint's answer takes. */
-  watch: { name: "watch", kind: WATCH, suffixes: [] },
+  watch: { name: "watch", kind: WATCH, suffixes: [], schema: watchSchema },
 } as const satisfies Record<string, KindRow>;
 
 const KIND_ROWS: readonly KindRow[] = Object.values(ROUTE_KINDS);
@@ -104,23 +120,15 @@ export const genericPaths = (row: KindRow): string[] =>
     (under) => `${under}/:nameOrId${row.kind.path}`,
   );
 
-/** How the document (OpenAPI) names the generic path of `row` that `naming` takes. */
-export const documentedGenericPath = (row: KindRow, naming: Naming): string =>
-  `${naming.under}/{nameOrId}${row.kind.path}`;
-
-/** Every generic path as the document names it: none is a path of its own there. */
-export const DOCUMENTED_GENERIC_PATHS: ReadonlySet<string> = new Set(
-  KIND_ROWS.flatMap((row) => NAMINGS.map((naming) => documentedGenericPath(row, naming))),
-);
-
-/** One path of one endpoint: the endpoint, its kind of route, how it is named, the suffix's format. */
-export interface EntryRoute {
+/**
+ * One path of one endpoint: the endpoint, its kind of route, how it is named, the suffix's format,
+ * and the schema it declares.
+ */
+export interface EntryRoute extends DescribedEntry {
   readonly url: string;
-  readonly endpoint: EndpointDefinition;
   readonly row: KindRow;
   readonly naming: Naming;
-  /** The format its suffix names; absent on a path without one. */
-  readonly format?: Format;
+  readonly schema: EntrySchema;
 }
 
 /** Where a request of a kind finds its entry by the name or id in its path. */
@@ -148,15 +156,13 @@ export function routesOfEndpoint(endpoint: EndpointDefinition): EntryRoute[] {
     NAMINGS.flatMap((naming) => {
       const named = `${naming.under}/${endpoint[naming.by]}`;
       const suffixes = naming.by === "name" ? row.suffixes : [];
+      const route = (url: string, format?: Format): EntryRoute => {
+        const described = { endpoint, naming, ...(format && { format }) };
+        return { ...described, url, row, schema: row.schema(described) };
+      };
       return [
-        { url: `${named}${row.kind.path}`, endpoint, row, naming },
-        ...suffixes.map((format) => ({
-          url: `${named}.${format.suffix}${row.kind.path}`,
-          endpoint,
-          row,
-          naming,
-          format,
-        })),
+        route(`${named}${row.kind.path}`),
+        ...suffixes.map((format) => route(`${named}.${format.suffix}${row.kind.path}`, format)),
       ];
     }),
   );

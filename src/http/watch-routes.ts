@@ -6,7 +6,6 @@ import type { FastifyInstance } from "fastify";
 import type { CacheAnswer, CachePolicy } from "../cache/result-cache.ts";
 import type { RunEndpoint, WatchEndpoint } from "../endpoints/runner.ts";
 import type { EndpointRequests } from "./endpoint-request.ts";
-import { WATCH_SCHEMA } from "./openapi/endpoint-schemas.ts";
 import { cacheStatus } from "./reply.ts";
 import { genericPaths, ROUTE_KINDS } from "./route-kinds.ts";
 import { type ReservePlace, sendStream, sendStreamHead } from "./streams/stream-places.ts";
@@ -28,60 +27,54 @@ export interface WatchRouteOptions {
 export async function watchRoutes(app: FastifyInstance, options: WatchRouteOptions) {
   const { run, watch, requests, reserve, stats } = options;
   for (const path of genericPaths(ROUTE_KINDS.watch)) {
-    app.get<{ Params: { nameOrId: string } }>(
-      path,
-      { schema: WATCH_SCHEMA },
-      async (request, reply) => {
-        const { endpoint, params, format } = requests.enter(ROUTE_KINDS.watch.kind, request, reply);
-        const { credential } = request;
-        const place = await reserve(request);
-        // Told from before the first answer, so that no value stored meanwhile is missed.
-        let told: CacheAnswer | undefined;
-        let send = (answer: CacheAnswer) => {
-          told = answer;
-        };
-        const unwatch = watch(endpoint, params, (answer) => send(answer));
-        let first: CacheAnswer;
-        try {
-          // A cached endpoint's answer always says how it was cached.
-          const { payload, cache } = await run(endpoint, params, credential.name);
-          first = { ...(cache as Omit<CacheAnswer, "payload">), payload };
-        } catch (error) {
-          // Answered in the error envelope: no stream was opened.
-          unwatch();
-          place.release();
-          throw error;
+    app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
+      const { endpoint, params, format } = requests.enter(ROUTE_KINDS.watch.kind, request, reply);
+      const { credential } = request;
+      const place = await reserve(request);
+      // Told from before the first answer, so that no value stored meanwhile is missed.
+      let told: CacheAnswer | undefined;
+      let send = (answer: CacheAnswer) => {
+        told = answer;
+      };
+      const unwatch = watch(endpoint, params, (answer) => send(answer));
+      let first: CacheAnswer;
+      try {
+        // A cached endpoint's answer always says how it was cached.
+        const { payload, cache } = await run(endpoint, params, credential.name);
+        first = { ...(cache as Omit<CacheAnswer, "payload">), payload };
+      } catch (error) {
+        // Answered in the error envelope: no stream was opened.
+        unwatch();
+        place.release();
+        throw error;
+      }
+      if (request.method === "HEAD") {
+        unwatch();
+        return sendStreamHead(reply, place, true, format.contentType);
+      }
+      const stream = place.open(reply, true, endpoint);
+      stats.open++;
+      stream.body.once("close", () => {
+        unwatch();
+        stats.open--;
+      });
+      // A reconnect that holds the current value is sent nothing until it changes; a value older
+      // than one sent (told while the first answer was on its way) is not sent at all.
+      let sentEtag = lastEventId(request.headers["last-event-id"]);
+      let sentComputedAt = Number.NEGATIVE_INFINITY;
+      send = (answer) => {
+        if (answer.computedAt < sentComputedAt) return;
+        sentComputedAt = answer.computedAt;
+        if (answer.etag === sentEtag) return;
+        sentEtag = answer.etag;
+        if (stream.event("result", answer.etag, answer.payload.body, freshness(answer, endpoint))) {
+          stats.eventsSent++;
         }
-        if (request.method === "HEAD") {
-          unwatch();
-          return sendStreamHead(reply, place, true, format.contentType);
-        }
-        const stream = place.open(reply, true, endpoint);
-        stats.open++;
-        stream.body.once("close", () => {
-          unwatch();
-          stats.open--;
-        });
-        // A reconnect that holds the current value is sent nothing until it changes; a value older
-        // than one sent (told while the first answer was on its way) is not sent at all.
-        let sentEtag = lastEventId(request.headers["last-event-id"]);
-        let sentComputedAt = Number.NEGATIVE_INFINITY;
-        send = (answer) => {
-          if (answer.computedAt < sentComputedAt) return;
-          sentComputedAt = answer.computedAt;
-          if (answer.etag === sentEtag) return;
-          sentEtag = answer.etag;
-          if (
-            stream.event("result", answer.etag, answer.payload.body, freshness(answer, endpoint))
-          ) {
-            stats.eventsSent++;
-          }
-        };
-        send(first);
-        if (told) send(told);
-        return sendStream(reply, stream, format.contentType);
-      },
-    );
+      };
+      send(first);
+      if (told) send(told);
+      return sendStream(reply, stream, format.contentType);
+    });
   }
 }
 

@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
-import type { OpenApiDocument } from "../../src/http/openapi/catalog-paths.ts";
+import type { OpenApiDocument } from "../../src/http/openapi/document.ts";
 import { catalog } from "../support/catalog.ts";
 import { type Answer, contractOf } from "../support/contract.ts";
 import { demoApp } from "../support/demo-app.ts";

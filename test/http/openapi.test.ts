@@ -12,7 +12,8 @@ import type { EndpointDefinition } from "../../src/endpoints/catalog.ts";
 import { BUILT_IN_ENDPOINTS, loadCatalog } from "../../src/endpoints/load-catalog.ts";
 import { InvalidParamsError, parseParams } from "../../src/endpoints/params.ts";
 import { ERROR_CODES } from "../../src/http/errors.ts";
-import { type OpenApiDocument, withCatalogPaths } from "../../src/http/openapi/catalog-paths.ts";
+import { type OpenApiDocument, withEntryPaths } from "../../src/http/openapi/document.ts";
+import { describeEntries } from "../../src/http/openapi/entry-document.ts";
 import { catalog } from "../support/catalog.ts";
 import { configFrom } from "../support/config-from.ts";
 import { demoApp } from "../support/demo-app.ts";
@@ -184,7 +185,15 @@ describe("GET /openapi.json", () => {
           );
           expect(schema.type).toBe("string");
           expect(parameter.description).toMatch(/\w/);
-          expect(parameter.example).toBe(endpoint.example[name]);
+          // The endpoint's example first, the value Swagger UI's "try it" fills in.
+          const offered =
+            "examples" in parameter
+              ? Object.values(parameter.examples as Record<string, { value: string }>).map(
+                  ({ value }) => value,
+                )
+              : [parameter.example];
+          if (name in endpoint.example) expect(offered[0]).toBe(endpoint.example[name]);
+          else expect(parameter.example).toBeUndefined();
           for (const value of schema.enum ?? []) {
             expect(refuses(endpoint, { ...endpoint.example, [name]: value }, name)).toBe(false);
           }
@@ -407,7 +416,7 @@ describe("the document of the routes, made each endpoint's own paths", () => {
     };
     await demo.app.ready();
     const generated = demo.app.swagger() as unknown as OpenApiDocument;
-    const document = withCatalogPaths(generated, [...catalog, added]);
+    const document = withEntryPaths(generated, await describeEntries([...catalog, added]));
     const paths = Object.keys(document.paths).filter(
       (path) => path.includes(added.name) || path.includes(added.id),
     );

@@ -1,13 +1,16 @@
 // One table of route kinds: the paths the document lists are the catalog's entry routes, each one
 // answered by its endpoint, kind and format, and a reload's catalog brings its own.
 import { describe, expect, it } from "vitest";
-import { catalogOf, LiveCatalog } from "../../src/endpoints/catalog.ts";
-import { loadCatalog } from "../../src/endpoints/load-catalog.ts";
+import { z } from "zod";
+import { catalogOf, LiveCatalog, notFollowed } from "../../src/endpoints/catalog.ts";
+import { BUILT_IN_ENDPOINTS, loadCatalog } from "../../src/endpoints/load-catalog.ts";
 import { entryRoutes } from "../../src/http/route-kinds.ts";
 import { startService } from "../support/service.ts";
 
 const NOW = "2026-11-21T05:17:42.123456Z";
 const ENDPOINT_PATH = /^\/api\/endpoints\/./;
+/** The docs' operator endpoint, beside the built-in ones. */
+const EXAMPLE_ENDPOINTS = new URL("../../examples/endpoints/", import.meta.url).pathname;
 
 async function service(catalog = new LiveCatalog(loadCatalog())) {
   const started = await startService({
@@ -38,6 +41,48 @@ describe("the table of route kinds", () => {
       const expected =
         row.name === "query" ? (format?.contentType ?? "application/json") : "text/event-stream";
       expect(answer.headers["content-type"], url).toContain(expected.split(";")[0]);
+    }
+  });
+
+  it("declares on each entry route the schema the document gives its path: its endpoint's validator as its query string, its own row", async () => {
+    const { app, catalog } = await service(
+      new LiveCatalog(loadCatalog([BUILT_IN_ENDPOINTS, EXAMPLE_ENDPOINTS])),
+    );
+    const document = (await app.inject({ url: "/openapi.json" })).json();
+    const routes = entryRoutes(catalog.entries);
+    expect(routes.map(({ row }) => row.name)).toEqual(
+      expect.arrayContaining(["query", "follow", "watch"]),
+    );
+    for (const { url, endpoint, row, schema, format } of routes) {
+      const operation = document.paths[url].get;
+      expect(operation.operationId, url).toBe(schema.operationId);
+      const declared = schema.querystring as { properties: Record<string, object> };
+      const documented = operation.parameters.filter(
+        ({ in: where }: { in: string }) => where === "query",
+      );
+      expect(
+        documented.map(({ name }: { name: string }) => name),
+        url,
+      ).toEqual(Object.keys(declared.properties));
+      // What validates the query string: the endpoint's validator, as JSON Schema.
+      const validated = z.toJSONSchema(endpoint.params, { io: "input", unrepresentable: "any" })
+        .properties as Record<string, { examples?: unknown }>;
+      const own = row.name === "follow" ? ["after", "until"] : [];
+      const unfollowed =
+        row.name === "follow" && endpoint.paging ? notFollowed(endpoint.paging) : [];
+      expect(Object.keys(declared.properties).sort(), url).toEqual(
+        [...Object.keys(validated).filter((name) => !unfollowed.includes(name)), ...own].sort(),
+      );
+      for (const [name, { examples: _examples, ...property }] of Object.entries(validated)) {
+        if (unfollowed.includes(name)) continue;
+        expect(declared.properties[name], `${url} ${name}`).toMatchObject(property);
+      }
+      // NDJSON and CSV are text, their row named in words.
+      if (format?.suffix !== "ndjson" && format?.suffix !== "csv") {
+        expect(JSON.stringify(operation.responses["200"]), url).toContain(
+          `#/components/schemas/${endpoint.name}.row`,
+        );
+      }
     }
   });
 

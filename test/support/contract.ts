@@ -7,7 +7,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import formats from "ajv-formats";
 import type { FastifyInstance } from "fastify";
 import { type Document, OpenAPIBackend, SetMatchType } from "openapi-backend";
-import type { OpenApiDocument } from "../../src/http/openapi/catalog-paths.ts";
+import type { OpenApiDocument } from "../../src/http/openapi/document.ts";
 
 /** An answer as a test holds it: from `inject`, or a fetch's status, headers and text. */
 export interface Answer {
@@ -100,8 +100,8 @@ const byDocument = new WeakMap<OpenApiDocument, Promise<Contract>>();
  * The check against the document `app` serves without a credential (every endpoint), that passes
  * an answer on a path the document does not list: 404s, /docs.
  */
-export function servedContract(app: FastifyInstance): Promise<Contract> {
-  const document = app.openApiDocuments.everything();
+export async function servedContract(app: FastifyInstance): Promise<Contract> {
+  const document = await app.openApiDocuments.ready();
   let contract = byDocument.get(document);
   if (contract === undefined) {
     const digest = createHash("sha256").update(JSON.stringify(document)).digest("base64");

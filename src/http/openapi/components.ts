@@ -1,6 +1,6 @@
 // The parts of the document many operations share, named once under `components`, and no
 // component that nothing names.
-import type { OpenApiDocument } from "./catalog-paths.ts";
+import type { OpenApiDocument } from "./document.ts";
 import { isSharedErrorResponse, type Json } from "./responses.ts";
 
 const ref = (section: string, name: string) => ({ $ref: `#/components/${section}/${name}` });

@@ -3,8 +3,8 @@
 // shown as the only one taken.
 import type { EndpointDefinition } from "../../endpoints/catalog.ts";
 import { ROUTE_KINDS, routesOfEndpoint } from "../route-kinds.ts";
-import type { OpenApiDocument, Operation } from "./catalog-paths.ts";
 import { pruned } from "./components.ts";
+import type { OpenApiDocument, Operation } from "./document.ts";
 import { CATALOG_TAG, SERVICE_TAG } from "./service-schemas.ts";
 
 /** An endpoint the credential may call, with the parameters its scope fixes. */
@@ -26,7 +26,7 @@ function withFixed(operation: Operation, fixed: Callable["fixed"]): Operation {
     parameters: operation.parameters.map((parameter) => {
       const value = parameter.in === "query" ? fixed[parameter.name] : undefined;
       if (value === undefined) return parameter;
-      const { example: _example, ...fixedParameter } = parameter;
+      const { example: _example, examples: _examples, ...fixedParameter } = parameter;
       return {
         ...fixedParameter,
         required: false,

@@ -1,6 +1,6 @@
 // GET /openapi.json, the OpenAPI document, and GET /docs, Swagger UI over it. The document is
-// generated from the routes' schemas by @fastify/swagger, each endpoint made its own paths from the
-// catalog (catalog-paths.ts). Without a credential it describes every endpoint (the catalog is
+// generated from the routes' schemas by @fastify/swagger: the app's own, and each endpoint's entry
+// routes (entry-document.ts). Without a credential it describes every endpoint (the catalog is
 // public: docs/api.md lists it); with one, only what that credential may call, with the values its
 // scopes fix. /docs and its assets are served from node_modules, so the page works offline, and
 // need no credential: what anyone may fetch is counted per client address instead, and sent
@@ -13,17 +13,17 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance, preHandlerHookHandler } from "fastify";
 import fp from "fastify-plugin";
 import { LRUCache } from "lru-cache";
-import packageJson from "../../../package.json" with { type: "json" };
 import { sha256Hex } from "../../credentials/authenticate.ts";
 import type { Credential } from "../../credentials/credential.ts";
 import { grantedParams, hasFullAccess } from "../../credentials/scope-rule.ts";
 import type { Catalog, EndpointDefinition } from "../../endpoints/catalog.ts";
 import type { AnonymousLimit } from "../anonymous-limit.ts";
 import { FixedBody } from "../fixed-body.ts";
-import { type OpenApiDocument, withCatalogPaths } from "./catalog-paths.ts";
 import { pruned, withSharedComponents } from "./components.ts";
 import { credentialView, type Grant } from "./credential-view.ts";
-import { CATALOG_TAG, OPENAPI_SCHEMA, SERVICE_TAG } from "./service-schemas.ts";
+import { type OpenApiDocument, SWAGGER_OPTIONS, withEntryPaths } from "./document.ts";
+import { describeEntries } from "./entry-document.ts";
+import { OPENAPI_SCHEMA } from "./service-schemas.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
@@ -40,43 +40,7 @@ declare module "fastify" {
  */
 export const openApiGeneration = fp(
   async (app: FastifyInstance, { catalog }: { catalog: Catalog }) => {
-    await app.register(swagger, {
-      openapi: {
-        openapi: "3.1.0",
-        info: {
-          title: "Log & usage query service",
-          version: packageJson.version,
-          description:
-            "Saved, read-only analytics queries over request and function logs. Every call but the " +
-            "probes needs a credential: an API key as `X-API-KEY`, or an API key or signed access " +
-            "token as `Authorization: Bearer`. `GET /openapi.json` without a credential describes " +
-            "every endpoint; with one, only those it may call, with the parameters its scopes fix. " +
-            "Each path answers HEAD as its GET does, without the body; any other method is 405 " +
-            "`method_not_allowed` with `Allow: GET, HEAD`, and a path not listed here is 404 `not_found`.",
-        },
-        security: [{ apiKey: [] }, { bearer: [] }],
-        tags: [CATALOG_TAG, SERVICE_TAG],
-        components: {
-          securitySchemes: {
-            apiKey: { type: "apiKey", in: "header", name: "X-API-KEY", description: "An API key." },
-            bearer: {
-              type: "http",
-              scheme: "bearer",
-              description: "An API key, or a signed access token (JWT) from your backend.",
-            },
-          },
-        },
-      },
-      hideUntagged: true,
-      // OpenAPI 3.1 schemas are JSON Schema: `const` is as good as a one-value enum.
-      convertConstToEnum: false,
-      // A shared schema is named in the document by its $id.
-      refResolver: { buildLocalReference: (schema) => String(schema.$id) },
-      transformObject: (generated) =>
-        withSharedComponents(
-          (generated as { openapiObject: unknown }).openapiObject as OpenApiDocument,
-        ) as never,
-    });
+    await app.register(swagger, SWAGGER_OPTIONS);
     app.decorate(
       "openApiDocuments",
       documents(app, () => catalog.entries),
@@ -84,38 +48,59 @@ export const openApiGeneration = fp(
   },
 );
 
+/** The document of one catalog, and each credential's view of it. */
+interface Made {
+  entries: readonly EndpointDefinition[];
+  everything: OpenApiDocument;
+  body: FixedBody;
+  // By what the credential may call rather than by credential: tokens are new objects every request.
+  views: LRUCache<string, FixedBody>;
+}
+
 /**
  * The document of every endpoint of the catalog, and each credential's view of it; made anew when
- * the catalog is another. The routes' document is generated once: routes never change.
+ * the catalog is another. The app's own routes never change; the entry routes come with the catalog.
  */
 function documents(app: FastifyInstance, entries: () => readonly EndpointDefinition[]) {
-  let made:
-    | {
-        entries: readonly EndpointDefinition[];
-        everything: OpenApiDocument;
-        body: FixedBody;
-        // By what the credential may call rather than by credential: tokens are new objects every request.
-        views: LRUCache<string, FixedBody>;
-      }
-    | undefined;
-  const current = () => {
-    if (made?.entries !== entries()) {
-      const generated = app.swagger() as unknown as OpenApiDocument;
-      const everything = pruned(withCatalogPaths(generated, entries()));
-      made = {
-        entries: entries(),
-        everything,
-        body: new FixedBody(JSON.stringify(everything), JSON_TYPE),
-        views: new LRUCache({ max: 1_000 }),
-      };
+  let made: Promise<Made> | undefined;
+  let madeFor: readonly EndpointDefinition[] | undefined;
+  let last: Made | undefined;
+  const make = async (endpoints: readonly EndpointDefinition[]): Promise<Made> => {
+    const own = app.swagger() as unknown as OpenApiDocument;
+    const everything = pruned(
+      withSharedComponents(withEntryPaths(own, await describeEntries(endpoints))),
+    );
+    last = {
+      entries: endpoints,
+      everything,
+      body: new FixedBody(JSON.stringify(everything), JSON_TYPE),
+      views: new LRUCache({ max: 1_000 }),
+    };
+    return last;
+  };
+  const current = (): Promise<Made> => {
+    const endpoints = entries();
+    if (madeFor !== endpoints || made === undefined) {
+      madeFor = endpoints;
+      made = make(endpoints);
+      // A failure is not kept: the next request tries again.
+      made.catch(() => {
+        if (madeFor === endpoints) made = undefined;
+      });
     }
     return made;
   };
   return {
-    everything: () => current().everything,
+    /** The document of the catalog of the moment, made if it is not yet. */
+    ready: async () => (await current()).everything,
+    /** The document last made (`ready` first): for a caller that cannot wait. */
+    everything: () => {
+      if (!last) throw new Error("The OpenAPI document is not made yet.");
+      return last.everything;
+    },
     /** What `credential` may see; null: everything. */
-    bodyFor(credential: Credential | null): FixedBody {
-      const { everything, body, views } = current();
+    async bodyFor(credential: Credential | null): Promise<FixedBody> {
+      const { everything, body, views } = await current();
       if (!credential) return body;
       const grant = grantOf(credential, entries());
       const key = JSON.stringify([
@@ -160,7 +145,7 @@ export async function openApiRoute(app: FastifyInstance, { limit }: { limit: Ano
     reply
       .header("cache-control", credential ? "private, max-age=60" : "public, max-age=60")
       .header("vary", "X-API-KEY, Authorization");
-    return app.openApiDocuments.bodyFor(credential).send(request, reply);
+    return (await app.openApiDocuments.bodyFor(credential)).send(request, reply);
   });
 }
 
@@ -207,6 +192,10 @@ async function readSwaggerUiAssets() {
  */
 export async function apiReference(app: FastifyInstance, { limit }: { limit: AnonymousLimit }) {
   app.addHook("onRequest", limit);
+  // The page's document is the catalog's of the moment, made before Swagger UI's route reads it.
+  app.addHook("preHandler", async () => {
+    await app.openApiDocuments.ready();
+  });
   swaggerUiAssets ??= readSwaggerUiAssets();
   const { version, bodies } = await swaggerUiAssets;
   await app.register(swaggerUi, {
