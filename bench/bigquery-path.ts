@@ -6,7 +6,7 @@
 import { cpus, loadavg, platform, totalmem } from "node:os";
 import { BigQuery } from "@google-cloud/bigquery";
 import { PassThroughClient } from "google-auth-library";
-import { buildApp } from "../src/app.ts";
+import { serviceApp } from "../src/app.ts";
 import { createBigQueryEngine } from "../src/engines/bigquery.ts";
 import { startBigQueryStandIn } from "../test/support/bigquery-standin.ts";
 import { configFrom } from "../test/support/config-from.ts";
@@ -43,7 +43,7 @@ const engine = createBigQueryEngine({
   now: standIn.clock,
   jobTimeoutMs: 30_000,
 });
-const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] } }), { engine });
+const app = await serviceApp(configFrom({ auth: { apiKeys: [API_KEY] } }), { engine });
 const base = await app.listen({ host: "127.0.0.1", port: 0 });
 const raw = new BigQuery({
   projectId,

@@ -57,21 +57,21 @@ const beforeRoot = treeAt(String(args.before), "bigquery-reads-before");
 /** A tree's service: its app, and its BigQuery and DuckDB engines. */
 async function load(tree: string) {
   const from = async (path: string) => import(pathToFileURL(join(tree, path)).href);
-  const { buildApp } = await from("src/app.ts");
+  const { serviceApp } = await from("src/app.ts");
   return {
     /** The app with follow settings: a tree before issue 36 takes them with its deps in one object. */
     serve: (engine: QueryEngine, follow: Partial<FollowSettings>, clock: () => bigint) =>
-      (buildApp.length === 1
-        ? buildApp({
+      (serviceApp.length === 1
+        ? serviceApp({
             engine,
             apiKeys: [API_KEY],
             rateLimitPerMinute: 1_000_000,
             follow: { ...follow, clock },
           })
-        : buildApp(
+        : serviceApp(
             configFrom({ auth: { apiKeys: [API_KEY] }, rateLimitPerMinute: 1_000_000, follow }),
             { engine, follow: { clock } },
-          )) as ReturnType<typeof import("../src/app.ts").buildApp>,
+          )) as ReturnType<typeof import("../src/app.ts").serviceApp>,
     createBigQueryEngine: (await from("src/engines/bigquery.ts"))
       .createBigQueryEngine as typeof import("../src/engines/bigquery.ts").createBigQueryEngine,
     createDuckDbEngine: (await from("src/engines/duckdb.ts"))

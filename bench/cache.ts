@@ -7,7 +7,7 @@ import { cpus, platform, totalmem } from "node:os";
 import { mock } from "node:test";
 import autocannon from "autocannon";
 import Fastify, { type FastifyInstance } from "fastify";
-import { buildApp } from "../src/app.ts";
+import { serviceApp } from "../src/app.ts";
 import type { ResultCacheOptions } from "../src/cache/result-cache.ts";
 import { DEMO_SIZE, generateLogs } from "../src/engines/duckdb/demo-data.ts";
 import { createTableSql } from "../src/engines/duckdb/tables.ts";
@@ -87,7 +87,7 @@ async function demoEngine(): Promise<DuckDbEngine> {
 /** The service; its request log lines written as in production (to /dev/null), unless `quiet`. */
 function serviceOn(engine: QueryEngine, cache: ResultCacheOptions = CACHE, quiet = false) {
   const { now, ...bounds } = cache;
-  return buildApp(
+  return serviceApp(
     configFrom({ auth: { apiKeys: [API_KEY] }, cache: bounds, rateLimitPerMinute: RATE_LIMIT }),
     {
       engine,

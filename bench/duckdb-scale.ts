@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { buildApp } from "../src/app.ts";
+import { serviceApp } from "../src/app.ts";
 import { loadData } from "../src/engines/duckdb/data.ts";
 import { DEMO_PROJECTS, generateLogs } from "../src/engines/duckdb/demo-data.ts";
 import { createTableSql } from "../src/engines/duckdb/tables.ts";
@@ -147,7 +147,7 @@ async function measure(): Promise<Measured> {
   const loadPeakRssMiB = peakRssMiB();
   if (now < dateToMicros(new Date()) - DAY_US) throw new Error("export older than a day");
 
-  const app = await buildApp(
+  const app = await serviceApp(
     configFrom({ auth: { apiKeys: [API_KEY] }, rateLimitPerMinute: 1_000_000 }),
     { engine },
   );

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs, promisify } from "node:util";
-import { buildApp } from "../src/app.ts";
+import { serviceApp } from "../src/app.ts";
 import { DEMO_PROJECTS, generateLogs } from "../src/engines/duckdb/demo-data.ts";
 import { createTableSql } from "../src/engines/duckdb/tables.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
@@ -46,7 +46,7 @@ try {
     },
   };
   // The service's clock stands still with the data's: a run after the first has nothing new to settle.
-  const app = await buildApp(
+  const app = await serviceApp(
     configFrom({ auth: { apiKeys: [API_KEY] }, rateLimitPerMinute: 1_000_000 }),
     { engine: counted, follow: { clock: () => now } },
   );

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, platform, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { buildApp } from "../src/app.ts";
+import { serviceApp } from "../src/app.ts";
 import { sha256Hex } from "../src/credentials/authenticate.ts";
 import { KeysFile } from "../src/credentials/keys-file.ts";
 import { MAX_LIST_TERMS } from "../src/endpoints/params.ts";
@@ -92,7 +92,7 @@ writeFileSync(
 );
 // Engine seconds by the credential each query was charged to ("(none)": charged to nobody).
 const charged = new Map<string, number>();
-const app = await buildApp(
+const app = await serviceApp(
   configFrom({ rateLimitPerMinute: 1_000_000, follow: { intervalMs: INTERVAL_MS } }),
   {
     engine: {

@@ -3,7 +3,7 @@
 // with the engine gate wide open (what the service did before it) and with its defaults.
 // Run: node bench/flood.ts (about a minute). Prints markdown for docs/benchmarks.md.
 import { availableParallelism, cpus, loadavg, platform, totalmem } from "node:os";
-import { buildApp } from "../src/app.ts";
+import { serviceApp } from "../src/app.ts";
 import type { AdmissionOptions } from "../src/engines/admission.ts";
 import { loadData } from "../src/engines/duckdb/data.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
@@ -26,7 +26,7 @@ const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? Number.NaN;
 
 async function measure(admission: Partial<AdmissionOptions>) {
-  const app = await buildApp(
+  const app = await serviceApp(
     configFrom({
       auth: { apiKeys: [FLOOD_KEY, LIGHT_KEY] },
       rateLimitPerMinute: Number.MAX_SAFE_INTEGER,

@@ -49,7 +49,7 @@ const { values: args } = parseArgs({
  */
 async function serve(tree: string, history: number): Promise<void> {
   const load = (path: string) => import(pathToFileURL(join(tree, path)).href);
-  const { buildApp } = await load("src/app.ts");
+  const { serviceApp } = await load("src/app.ts");
   const { createDuckDbEngine } = await load("src/engines/duckdb.ts");
   const { configFrom } = await load("test/support/config-from.ts");
   const { replaceTables } = await load("test/support/duckdb-tables.ts");
@@ -69,7 +69,7 @@ async function serve(tree: string, history: number): Promise<void> {
   );
   const engine = await createDuckDbEngine();
   await replaceTables(engine, { edge_logs: rows });
-  const app = await buildApp(
+  const app = await serviceApp(
     configFrom({
       auth: { apiKeys: [API_KEY] },
       rateLimitPerMinute: 1_000_000,

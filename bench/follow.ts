@@ -2,7 +2,7 @@
 // of records that arrive at once; (b) engine queries a minute for 50 followers over 5 parameter sets.
 // Run: node bench/follow.ts (loopback only, about 80 s). Prints markdown for docs/benchmarks.md.
 import { cpus, loadavg, platform, totalmem } from "node:os";
-import { buildApp } from "../src/app.ts";
+import { serviceApp } from "../src/app.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
 import type { QueryEngine } from "../src/engines/engine.ts";
 import { dateToMicros, formatTimestamp } from "../src/time.ts";
@@ -29,7 +29,7 @@ const counted: QueryEngine = {
 };
 const rows: Row[] = [];
 await replaceTables(duckdb, { edge_logs: rows });
-const app = await buildApp(
+const app = await serviceApp(
   configFrom({
     auth: { apiKeys: [API_KEY] },
     rateLimitPerMinute: 100_000,

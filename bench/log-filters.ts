@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { buildApp } from "../src/app.ts";
+import { serviceApp } from "../src/app.ts";
 import { DEMO_PROJECTS, generateLogs } from "../src/engines/duckdb/demo-data.ts";
 import { createTableSql } from "../src/engines/duckdb/tables.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
@@ -54,7 +54,7 @@ try {
   connection.closeSync();
   const loadSeconds = (performance.now() - loading) / 1000;
 
-  const app = await buildApp(
+  const app = await serviceApp(
     configFrom({ auth: { apiKeys: [API_KEY] }, rateLimitPerMinute: 1_000_000 }),
     { engine, follow: { clock: () => now } },
   );
@@ -104,7 +104,7 @@ async function followPolls(engine: QueryEngine) {
     },
   };
   // The follow clock is the real one here: feeds poll for records arriving now.
-  const app = await buildApp(
+  const app = await serviceApp(
     configFrom({
       auth: { apiKeys: [API_KEY] },
       rateLimitPerMinute: 1_000_000,

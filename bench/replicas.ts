@@ -11,7 +11,7 @@ import { cpus, loadavg, totalmem } from "node:os";
 import { mock } from "node:test";
 import autocannon from "autocannon";
 import Fastify, { type FastifyInstance } from "fastify";
-import { buildApp } from "../src/app.ts";
+import { serviceApp } from "../src/app.ts";
 import { loadData } from "../src/engines/duckdb/data.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
 import type { QueryEngine } from "../src/engines/engine.ts";
@@ -99,7 +99,7 @@ async function group(
     if (link && !(await link.waitUntilUp(5_000))) throw new Error("Redis did not answer");
     if (link) links.push(link);
     apps.push(
-      await buildApp(
+      await serviceApp(
         configFrom({
           auth: { apiKeys: [API_KEY] },
           cache: { maxEntries: 1_000, maxBytes: 64 * 1024 * 1024 },

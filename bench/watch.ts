@@ -11,7 +11,7 @@ import { type ClientRequest, get as httpGet } from "node:http";
 import { cpus, loadavg, platform, totalmem } from "node:os";
 import { mock } from "node:test";
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../src/app.ts";
+import { serviceApp } from "../src/app.ts";
 import { loadData } from "../src/engines/duckdb/data.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
 import type { QueryEngine } from "../src/engines/engine.ts";
@@ -71,7 +71,7 @@ class QueryTally {
 }
 
 function service(tally: QueryTally, now?: () => number): Promise<FastifyInstance> {
-  return buildApp(
+  return serviceApp(
     configFrom({
       auth: { apiKeys: [API_KEY] },
       cache: { maxEntries: 1_000, maxBytes: 64 * 1024 * 1024 },

@@ -9,7 +9,7 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { delimiter, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildApp } from "../src/app.ts";
+import { serviceApp } from "../src/app.ts";
 import { CASES_FILE, runEndpointCases } from "../src/endpoints/cases/run-cases.ts";
 import { createBigQueryEngine } from "../src/engines/bigquery.ts";
 import type { QueryEngine } from "../src/engines/engine.ts";
@@ -87,7 +87,7 @@ let failed = 0;
 for (const folder of folders) {
   for (const { file, name, problems } of await runEndpointCases(
     folder,
-    buildApp,
+    serviceApp,
     bigQuery ? [bigQuery.engine] : [],
   )) {
     if (name === undefined) {

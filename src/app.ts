@@ -1,6 +1,7 @@
 // The HTTP app: plugins and routes over the service's long-lived parts (service.ts). Data flows
 // one way: route → credential/scope → params → cache → engine → rows → JSON.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
+import { pino } from "pino";
 import type { Registry } from "prom-client";
 import type { Config } from "./config.ts";
 import { createAuthenticator } from "./credentials/authenticate.ts";
@@ -31,7 +32,7 @@ import type { StreamEnds, StreamLimits } from "./http/streams/outbound-stream.ts
 import { StreamCaps } from "./http/streams/stream-caps.ts";
 import { streamPlaces } from "./http/streams/stream-places.ts";
 import { type WatchStats, watchRoutes } from "./http/watch-routes.ts";
-import { createService, type ServiceDeps } from "./service.ts";
+import { createService, type Service, type ServiceDeps } from "./service.ts";
 import type { ReloadCounts } from "./settings-reload.ts";
 
 declare module "fastify" {
@@ -41,11 +42,8 @@ declare module "fastify" {
   }
 }
 
-/**
- * What the service is built from besides its settings: the engine, the files and connections main.ts
- * opened from them, and the clocks and knobs tests set.
- */
-export interface AppDeps extends ServiceDeps {
+/** What the HTTP app takes besides its service and settings: the credentials, and its own knobs. */
+export interface AppOptions {
   /** Named, scoped keys (API_KEYS_FILE). */
   keysFile?: KeysFile;
   /** Signed access tokens (JWT_SECRET, JWT_PUBLIC_KEYS_FILE). */
@@ -60,6 +58,9 @@ export interface AppDeps extends ServiceDeps {
   logger?: FastifyBaseLogger;
 }
 
+/** What a service and its app are built from besides the settings: a test's or a bench's. */
+export type AppDeps = ServiceDeps & AppOptions;
+
 const DEFAULT_STREAM_LIMITS: StreamLimits = {
   // Several windows of a catch-up's records: a client that reads keeps far below it.
   maxUnsentBytes: 4 * 1024 * 1024,
@@ -68,16 +69,28 @@ const DEFAULT_STREAM_LIMITS: StreamLimits = {
 };
 const REQUEST_ID = /^[\w.-]{1,64}$/;
 
-/** The service of `config` (every setting, see config.ts) over `deps`. */
-export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyInstance> {
+/** The service of `config` (every setting, see config.ts) over `deps`, and its app over it. */
+export const serviceApp = (config: Config, deps: AppDeps): Promise<FastifyInstance> =>
+  buildApp(createService(config, deps, deps.logger ?? pino({ enabled: false })), config, deps);
+
+/**
+ * The HTTP app of `config` over `service`: its routes for the catalog the service serves, with the
+ * credentials and knobs of `options`. The app runs the service: starts it when ready, stops it
+ * before closing, closes it last.
+ */
+export async function buildApp(
+  service: Service,
+  config: Config,
+  options: AppOptions = {},
+): Promise<FastifyInstance> {
   const authenticate = createAuthenticator({
     apiKeys: config.auth.apiKeys,
-    keysFile: deps.keysFile,
-    tokens: deps.tokens,
+    keysFile: options.keysFile,
+    tokens: options.tokens,
   });
   const timeouts = config.http;
   const app = Fastify({
-    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     // Fastify's two lines per request give way to our one (http/request-log.ts).
     logController: new LogController({ disableRequestLogging: true }),
     // A caller's X-Request-Id is kept when it is a plain token, so its logs and ours line up.
@@ -105,7 +118,6 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     },
   });
 
-  const service = createService(config, deps, app.log);
   const { engine, cache, catalog, cursors, run, watch, followHub, follow, budgets, alerts } =
     service;
   app.addHook("onReady", async () => service.start());
@@ -137,8 +149,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     streamEnds,
     watches: watchStats,
     alerts,
-    reloads: deps.reloads,
-    redis: deps.redis,
+    reloads: options.reloads,
+    redis: service.redis,
     loadedThrough: service.source.loadedThrough?.bind(service.source),
   });
   app.decorate("metricsRegistry", registry);
@@ -147,7 +159,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(describedRoutes);
   await app.register(openApiGeneration, { catalog });
   await app.register(requestLog);
-  if (deps.pressure) await app.register(loadShedding, deps.pressure);
+  if (options.pressure) await app.register(loadShedding, options.pressure);
   await app.register(requestShape);
   await app.register(shutdown, { engine, graceMs: config.shutdownGraceMs });
   await app.register(openCors);
@@ -155,7 +167,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(healthRoutes, { engine: service.source });
   const limit = anonymousLimit({
     perMinute: config.anonymousRateLimitPerMinute,
-    redis: deps.redis,
+    redis: service.redis,
   });
   await app.register(apiReference, { limit });
   await app.register(explorerPage, { limit });
@@ -166,8 +178,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     });
     await api.register(perKeyRateLimit, {
       perMinute: config.rateLimitPerMinute,
-      credentials: config.auth.apiKeys.length + (deps.keysFile?.size ?? 0),
-      redis: deps.redis,
+      credentials: config.auth.apiKeys.length + (options.keysFile?.size ?? 0),
+      redis: service.redis,
     });
     await api.register(metrics, { catalog, registry });
     // One way in for every route that names an endpoint, and one clock for where streams start
@@ -182,9 +194,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     // One set of caps for every stream kind: a credential's follows and watches share its budget.
     const reserve = streamPlaces(api, {
       caps: streamCaps,
-      limits: { ...DEFAULT_STREAM_LIMITS, ...deps.streams },
+      limits: { ...DEFAULT_STREAM_LIMITS, ...options.streams },
       ends: streamEnds,
-      keysFile: deps.keysFile,
+      keysFile: options.keysFile,
       catalog,
     });
     await api.register(followRoutes, {

@@ -206,7 +206,7 @@ export interface Config {
   port: number;
   host: string;
   auth: AuthSettings;
-  /** maxPerCredential absent: buildApp's default share. */
+  /** maxPerCredential absent: the service's default share (service.ts). */
   admission: Omit<AdmissionOptions, "maxPerCredential"> & { maxPerCredential?: number };
   shutdownGraceMs: number;
   http: HttpSettings;

@@ -17,6 +17,7 @@ import { buildManagementApp } from "./http/management.ts";
 import { createLogger } from "./logger.ts";
 import { writePidFile } from "./pid-file.ts";
 import { RedisLink } from "./redis/link.ts";
+import { createService } from "./service.ts";
 import { SettingsReload } from "./settings-reload.ts";
 import { credentialLabels } from "./telemetry/attribution.ts";
 import { startTracing } from "./telemetry/tracing.ts";
@@ -168,16 +169,14 @@ if (redis && config.cursorSecret === undefined) {
     "CURSOR_SECRET is not set: this replica signs page cursors and event ids with the secret in its CURSOR_SECRET_FILE, which replicas on other machines do not have, so they refuse them; give every replica the same CURSOR_SECRET",
   );
 }
-const app = await buildApp(
-  // The key generated above, and the secret kept in CURSOR_SECRET_FILE when CURSOR_SECRET is unset.
-  { ...config, auth: { ...config.auth, apiKeys }, cursorSecret: cursors.secret },
+// The key generated above, and the secret kept in CURSOR_SECRET_FILE when CURSOR_SECRET is unset.
+const settings = { ...config, auth: { ...config.auth, apiKeys }, cursorSecret: cursors.secret };
+const service = createService(
+  settings,
   {
     engine,
     catalog,
-    keysFile,
-    tokens,
     cache: {},
-    pressure: {},
     redis,
     dataIdentity: redis && (await dataIdentity()),
     // A kept result holds this dataset's rows: another deployment's cursor is read by its position.
@@ -186,10 +185,16 @@ const app = await buildApp(
         ? `${config.engine.projectId}.${config.engine.dataset}`
         : undefined,
     alertRules,
-    reloads: reload.counts,
-    logger: log,
   },
+  log,
 );
+const app = await buildApp(service, settings, {
+  keysFile,
+  tokens,
+  pressure: {},
+  reloads: reload.counts,
+  logger: log,
+});
 
 const management =
   config.managementPort === undefined

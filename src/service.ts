@@ -60,6 +60,8 @@ export interface Service {
   cache?: ResultCache;
   /** Per-credential limits counted once across replicas, while Redis answers. */
   budgets?: SharedBudgets;
+  /** The link to Redis the replicas share (REDIS_URL), for the app's limits too; its owner closes it. */
+  redis?: RedisLink;
   cursors: CursorCodec;
   run: RunEndpoint;
   watch: WatchEndpoint;
@@ -140,6 +142,7 @@ export function createService(config: Config, deps: ServiceDeps, log: AlertLog):
     catalog,
     cache,
     budgets,
+    redis: deps.redis,
     cursors,
     run,
     watch,

@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { buildApp } from "../src/app.ts";
+import { serviceApp } from "../src/app.ts";
 import { createDuckDbEngine } from "../src/engines/duckdb.ts";
 import { configFrom } from "./support/config-from.ts";
 import { replaceTables } from "./support/duckdb-tables.ts";
@@ -40,7 +40,7 @@ describe("log-query tail around late records", () => {
     const engine = await createDuckDbEngine({ now: () => micros(NOW) });
     const stored = [edgeLog(shift(NOW, -SECOND), { id: "before", project: "acme" })];
     await replaceTables(engine, { edge_logs: stored });
-    const app = await buildApp(
+    const app = await serviceApp(
       configFrom({ auth: { apiKeys: [KEY] }, follow: { intervalMs: 40, lagMs: 60_000 } }),
       { engine, follow: { clock: () => micros(NOW) } },
     );

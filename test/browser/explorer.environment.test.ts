@@ -15,7 +15,7 @@ import type { FastifyInstance } from "fastify";
 import { SignJWT } from "jose";
 import type { Browser, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type AppDeps, buildApp } from "../../src/app.ts";
+import { type AppDeps, serviceApp } from "../../src/app.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { BUILT_IN_ENDPOINTS, loadCatalog } from "../../src/endpoints/load-catalog.ts";
 import { loadData } from "../../src/engines/duckdb/data.ts";
@@ -69,10 +69,13 @@ afterAll(async () => {
 
 /** Another service over the same demo tables, listening on a port of its own; its origin. */
 async function otherService(config: ConfigOverrides, deps: Partial<AppDeps> = {}): Promise<string> {
-  const app = await buildApp(configFrom({ ...config, auth: { apiKeys: [KEY], ...config.auth } }), {
-    engine: demo.engine,
-    ...deps,
-  });
+  const app = await serviceApp(
+    configFrom({ ...config, auth: { apiKeys: [KEY], ...config.auth } }),
+    {
+      engine: demo.engine,
+      ...deps,
+    },
+  );
   others.push(app);
   return app.listen({ host: "127.0.0.1", port: 0 });
 }

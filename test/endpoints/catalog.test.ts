@@ -14,7 +14,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.ts";
+import { serviceApp } from "../../src/app.ts";
 import { DEFINITION_SCHEMA_FILE, definitionJsonSchema } from "../../src/endpoints/definition.ts";
 import {
   BUILT_IN_ENDPOINTS,
@@ -300,7 +300,7 @@ describe("an endpoint folder an operator adds", () => {
     const dir = endpointsDir({ "echo.project": { "endpoint.yaml": ECHO, ...ECHO_SQL } });
     const catalog = loadCatalog([BUILT_IN_ENDPOINTS, dir]);
     const engine = await createDuckDbEngine();
-    const app = await buildApp(configFrom({ auth: { apiKeys: ["k".repeat(32)] } }), {
+    const app = await serviceApp(configFrom({ auth: { apiKeys: ["k".repeat(32)] } }), {
       engine,
       catalog,
     });

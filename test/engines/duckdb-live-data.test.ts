@@ -6,7 +6,7 @@ import { appendFile, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promise
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { buildApp } from "../../src/app.ts";
+import { serviceApp } from "../../src/app.ts";
 import { keepLive, loadData } from "../../src/engines/duckdb/data.ts";
 import { feedDemoData } from "../../src/engines/duckdb/demo-feed.ts";
 import { type ExportWatchOptions, watchExports } from "../../src/engines/duckdb/export-watch.ts";
@@ -262,7 +262,7 @@ describe("LOCAL_DATA's watch", () => {
       { localData: folder, localDataPollSeconds: 1, log: logger() },
     );
     closers.push(async () => live?.stop());
-    const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] } }), {
+    const app = await serviceApp(configFrom({ auth: { apiKeys: [API_KEY] } }), {
       engine: { ...engine, ...(live?.loadedThrough && { loadedThrough: live.loadedThrough }) },
     });
     closers.push(() => app.close());

@@ -4,7 +4,7 @@
 // included, give every record once, in order. Expected sets come from the fixtures.
 import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
-import { type AppDeps, buildApp } from "../../src/app.ts";
+import { type AppDeps, serviceApp } from "../../src/app.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine, QueryRequest } from "../../src/engines/engine.ts";
@@ -40,7 +40,7 @@ interface Run {
 /** A service on `engine` whose clock the test moves; every engine query counted. */
 async function serviceOn(engine: QueryEngine, clock: { now: bigint }, deps: Partial<AppDeps> = {}) {
   const runs: QueryRequest[] = [];
-  const app = await buildApp(
+  const app = await serviceApp(
     configFrom({ auth: { apiKeys: [API_KEY] }, follow: { intervalMs: 40, lagMs: LAG_MS } }),
     { engine: recordingInto(runs)(engine), follow: { clock: () => clock.now }, ...deps },
   );

@@ -3,7 +3,7 @@
 // other's cursors only when they share the secret.
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.ts";
+import { serviceApp } from "../../src/app.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import { configFrom } from "../support/config-from.ts";
 import { replaceTables } from "../support/duckdb-tables.ts";
@@ -33,7 +33,7 @@ afterAll(async () => {
 });
 
 async function replica(cursorSecret?: string): Promise<FastifyInstance> {
-  const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] }, cursorSecret }), {
+  const app = await serviceApp(configFrom({ auth: { apiKeys: [API_KEY] }, cursorSecret }), {
     engine,
   });
   apps.push(app);

@@ -7,7 +7,7 @@
 import type { FastifyInstance } from "fastify";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.ts";
+import { serviceApp } from "../../src/app.ts";
 import { catalogOf } from "../../src/endpoints/catalog.ts";
 import { loadData } from "../../src/engines/duckdb/data.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
@@ -73,7 +73,7 @@ beforeAll(async () => {
     { level: "info" },
     { write: (line: string) => logged.push(JSON.parse(line)) },
   );
-  app = await buildApp(config, {
+  app = await serviceApp(config, {
     engine: slowFlood(duck),
     cache: {},
     catalog: quickWarming,

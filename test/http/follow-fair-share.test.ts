@@ -4,7 +4,7 @@
 // interval and deliver what arrives. Feed polls were nobody's work and waited in one line with the
 // attacker's; now each is charged to the credential that opened its feed, and fair share picks it.
 import { describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.ts";
+import { serviceApp } from "../../src/app.ts";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
 import { MAX_LIST_TERMS } from "../../src/endpoints/params.ts";
@@ -68,7 +68,7 @@ async function twoTenants(maxPerCredential = 4) {
   const keysFile = new KeysFile(temporaryFile("keys.json", { keys }));
   const admission = { maxConcurrency: 4, maxQueue: 100, maxPerCredential };
   // API_KEY: the operator's, which reads /metrics.
-  const app = await buildApp(
+  const app = await serviceApp(
     configFrom({
       auth: { apiKeys: [API_KEY] },
       follow: FOLLOW,

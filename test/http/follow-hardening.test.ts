@@ -5,7 +5,7 @@ import { writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { type AppDeps, buildApp } from "../../src/app.ts";
+import { type AppDeps, serviceApp } from "../../src/app.ts";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
 import { cursorCodec } from "../../src/endpoints/cursor.ts";
@@ -106,7 +106,7 @@ async function followService(options: Options = {}) {
       }
     },
   };
-  const app = await buildApp(
+  const app = await serviceApp(
     configFrom({
       auth: { apiKeys: [API_KEY] },
       follow: FOLLOW,

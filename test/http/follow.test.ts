@@ -3,7 +3,7 @@
 import { EventSource } from "eventsource";
 import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.ts";
+import { serviceApp } from "../../src/app.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
@@ -308,7 +308,7 @@ describe("a follow stream on DuckDB", () => {
     const engine = await createDuckDbEngine({ now: () => micros(NOW) });
     const others = [edgeLog(shift(NOW, SECOND), { id: "theirs", project: OTHER_PROJECT })];
     await replaceTables(engine, { edge_logs: [...OLDER, ...others] });
-    const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] }, follow: FOLLOW }), {
+    const app = await serviceApp(configFrom({ auth: { apiKeys: [API_KEY] }, follow: FOLLOW }), {
       engine,
       follow: FOLLOW_CLOCK,
     });
@@ -339,7 +339,7 @@ describe("resuming a follow stream on DuckDB around late records", () => {
     const engine = await createDuckDbEngine({ now: () => clock.now });
     const stored = [...OLDER];
     await replaceTables(engine, { edge_logs: stored });
-    const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] }, follow: FOLLOW }), {
+    const app = await serviceApp(configFrom({ auth: { apiKeys: [API_KEY] }, follow: FOLLOW }), {
       engine: wrap(engine),
       follow: { clock: () => clock.now },
     });
@@ -382,7 +382,7 @@ describe("resuming a follow stream on DuckDB around late records", () => {
       return replaceTables(engine, { edge_logs: stored });
     };
     const deploy = async () => {
-      const app = await buildApp(
+      const app = await serviceApp(
         configFrom({
           auth: { apiKeys: [API_KEY] },
           cursorSecret: "a secret the deploys share, 32 characters or more",

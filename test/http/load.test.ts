@@ -1,7 +1,7 @@
 // Under load, on the real embedded engine: deadlines hold for queued and running queries alike,
 // and the gate answers what it cannot take at once.
 import { afterEach, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.ts";
+import { serviceApp } from "../../src/app.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import { withQuery } from "../support/catalog.ts";
 import { configFrom } from "../support/config-from.ts";
@@ -19,7 +19,7 @@ afterEach(async () => {
 /** The service on an empty embedded database whose logs.all is a heavy query. */
 async function heavyService(timeoutMs: number, shutdownGraceMs?: number) {
   const engine = await createDuckDbEngine();
-  const app = await buildApp(
+  const app = await serviceApp(
     configFrom({
       auth: { apiKeys: [KEY] },
       admission: { maxConcurrency: 2, maxQueue: 20, maxPerCredential: 20, timeoutMs },

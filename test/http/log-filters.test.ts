@@ -5,7 +5,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { SignJWT } from "jose";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.ts";
+import { serviceApp } from "../../src/app.ts";
 import { createTokenVerifier } from "../../src/credentials/tokens.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryRequest } from "../../src/engines/engine.ts";
@@ -131,7 +131,7 @@ const engines: [
       const runs: QueryRequest[] = [];
       const engine = await createDuckDbEngine({ now: () => micros(NOW) });
       await replaceTables(engine, tables);
-      const app = await buildApp(
+      const app = await serviceApp(
         configFrom({ auth: { apiKeys: [API_KEY] }, rateLimitPerMinute: 10_000 }),
         { engine: recordingInto(runs)(engine), follow: CLOCK },
       );
@@ -259,7 +259,7 @@ describe("since, paged", () => {
     let now = micros(NOW);
     const engine = await createDuckDbEngine({ now: () => now });
     await replaceTables(engine, TABLES);
-    const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] } }), {
+    const app = await serviceApp(configFrom({ auth: { apiKeys: [API_KEY] } }), {
       engine,
       follow: { clock: () => now },
     });
@@ -339,7 +339,7 @@ describe("a follow stream under filters", () => {
     const engine = await createDuckDbEngine({ now: () => micros(NOW) });
     const runs: QueryRequest[] = [];
     await replaceTables(engine, { edge_logs: [] });
-    const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] }, follow: FOLLOW }), {
+    const app = await serviceApp(configFrom({ auth: { apiKeys: [API_KEY] }, follow: FOLLOW }), {
       engine: recordingInto(runs)(engine),
       follow: FOLLOW_CLOCK,
     });

@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { compileErrors, dereference, validate } from "@readme/openapi-parser";
 import { describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.ts";
+import { serviceApp } from "../../src/app.ts";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
 import type { EndpointDefinition } from "../../src/endpoints/catalog.ts";
@@ -443,7 +443,7 @@ describe("the document of the routes, made each endpoint's own paths", () => {
 describe("an operator's endpoint with a default", () => {
   it("gives the default of each parameter that declares one, in the document and the listing", async () => {
     const examples = new URL("../../examples/endpoints/", import.meta.url).pathname;
-    const operator = await buildApp(configFrom({ auth: { apiKeys: [FULL_KEY] } }), {
+    const operator = await serviceApp(configFrom({ auth: { apiKeys: [FULL_KEY] } }), {
       engine: demo.engine,
       catalog: loadCatalog([BUILT_IN_ENDPOINTS, examples]),
     });
@@ -727,7 +727,7 @@ describe("GET /docs", () => {
   });
 
   it("like /openapi.json, counts against no credential's rate limit", async () => {
-    const limited = await buildApp(
+    const limited = await serviceApp(
       configFrom({ auth: { apiKeys: [FULL_KEY] }, rateLimitPerMinute: 1 }),
       { engine: demo.engine },
     );

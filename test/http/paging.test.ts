@@ -2,7 +2,7 @@
 // newest first, however many share a timestamp. Expected sets are computed here from the fixtures.
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.ts";
+import { serviceApp } from "../../src/app.ts";
 import type { BigQueryEngine } from "../../src/engines/bigquery.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { BigQueryStandIn } from "../support/bigquery-standin.ts";
@@ -117,7 +117,7 @@ const engines: [string, (tables: Record<string, Row[]>) => Promise<Get>][] = [
     async (tables) => {
       const engine = await createDuckDbEngine({ now: () => micros(NOW) });
       await replaceTables(engine, tables);
-      const app = await buildApp(
+      const app = await serviceApp(
         configFrom({ auth: { apiKeys: [API_KEY] }, rateLimitPerMinute: 10_000 }),
         { engine },
       );
@@ -230,10 +230,13 @@ describe("a page walk on BigQuery", () => {
   /** Another app on `standIn` with the secret: a replica, or another deployment's service. */
   const another = async (standIn: BigQueryStandIn, deployment: string): Promise<Get> => {
     const engine = engineOn(standIn);
-    const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] }, cursorSecret: SECRET }), {
-      engine,
-      deployment,
-    });
+    const app = await serviceApp(
+      configFrom({ auth: { apiKeys: [API_KEY] }, cursorSecret: SECRET }),
+      {
+        engine,
+        deployment,
+      },
+    );
     replicas.push({ app, engine });
     return (url) => app.inject({ url, headers: { "x-api-key": API_KEY } });
   };

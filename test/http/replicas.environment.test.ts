@@ -6,7 +6,7 @@ import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { type AppDeps, buildApp } from "../../src/app.ts";
+import { type AppDeps, serviceApp } from "../../src/app.ts";
 import { strongEtag } from "../../src/cache/etag.ts";
 import { loadData } from "../../src/engines/duckdb/data.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
@@ -78,7 +78,7 @@ async function replicas(
     const timeoutMs = options.redisTimeoutMs ?? 1_000;
     const link = new RedisLink({ url: redis.url, prefix, timeoutMs, logger });
     expect(await link.waitUntilUp(5_000)).toBe(true);
-    const app = await buildApp(
+    const app = await serviceApp(
       configFrom({
         auth: { apiKeys: [API_KEY] },
         shutdownGraceMs: 1_000,

@@ -5,7 +5,7 @@ import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.ts";
+import { serviceApp } from "../../src/app.ts";
 import { runEndpointCases } from "../../src/endpoints/cases/run-cases.ts";
 import { BUILT_IN_ENDPOINTS, loadCatalog } from "../../src/endpoints/load-catalog.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
@@ -50,7 +50,7 @@ const OKS = [edgeLog(shift(NOW, -25n * MINUTE), { id: "ok1" }), edgeLog(shift(NO
 async function service(rows: Row[], clock = { now: micros(NOW) }) {
   const engine = await createDuckDbEngine({ now: () => clock.now });
   await replaceTables(engine, { edge_logs: rows });
-  const app = await buildApp(configFrom({ auth: { apiKeys: [API_KEY] }, follow: FOLLOW }), {
+  const app = await serviceApp(configFrom({ auth: { apiKeys: [API_KEY] }, follow: FOLLOW }), {
     engine,
     follow: { clock: () => clock.now },
     catalog: loadCatalog([BUILT_IN_ENDPOINTS, OPERATOR_ENDPOINTS]),
@@ -158,7 +158,7 @@ describe("an operator's followable endpoint on the BigQuery stand-in", () => {
 
 describe("the operator's followable endpoint's own cases (cases.yaml)", () => {
   it("pass on the embedded engine: 5xx only, from exclusive, last from the pinned now", async () => {
-    const outcomes = await runEndpointCases(join(OPERATOR_ENDPOINTS, NAME), buildApp);
+    const outcomes = await runEndpointCases(join(OPERATOR_ENDPOINTS, NAME), serviceApp);
     expect(outcomes.map(({ name, problems }) => [name, problems])).toEqual([
       ["only 5xx records, within the last day", []],
       ["from is exclusive", []],

@@ -3,7 +3,7 @@
 // errors in the envelope, and load shedding that spares the probes.
 import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { type AppDeps, buildApp } from "../../src/app.ts";
+import { type AppDeps, serviceApp } from "../../src/app.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import { buildManagementApp } from "../../src/http/management.ts";
 import { type ConfigOverrides, configFrom } from "../support/config-from.ts";
@@ -17,7 +17,7 @@ afterEach(async () => {
 
 async function listening(config: ConfigOverrides = {}, deps: Partial<AppDeps> = {}) {
   const engine = await createDuckDbEngine();
-  const app = await buildApp(configFrom({ ...config, auth: { apiKeys: [KEY] } }), {
+  const app = await serviceApp(configFrom({ ...config, auth: { apiKeys: [KEY] } }), {
     engine,
     ...deps,
   });

@@ -2,7 +2,7 @@
 // takes a moment) and closed after it.
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll } from "vitest";
-import { type AppDeps, buildApp } from "../../src/app.ts";
+import { type AppDeps, serviceApp } from "../../src/app.ts";
 import { loadData } from "../../src/engines/duckdb/data.ts";
 import { createDuckDbEngine, type DuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
@@ -26,7 +26,7 @@ export function demoApp(
   beforeAll(async () => {
     demo.engine = await createDuckDbEngine();
     await loadData(demo.engine, { demoData: true });
-    demo.app = await buildApp(configFrom(config), { engine: over(demo.engine), ...deps });
+    demo.app = await serviceApp(configFrom(config), { engine: over(demo.engine), ...deps });
   }, 60_000);
   afterAll(async () => {
     await demo.app?.close();

@@ -1,11 +1,11 @@
-// The whole service as a test sees it, over fixture tables and a pinned clock: buildApp on the
+// The whole service as a test sees it, over fixture tables and a pinned clock: serviceApp on the
 // embedded DuckDB engine (startService), or on the BigQuery engine → official client → HTTP →
 // stand-in → GoogleSQL reference engine (startBigQueryService), for what only that path has: the
 // jobs it sends, the faults BigQuery answers with, its result pages. Route tests run on the first;
 // each surface keeps a test on the second, and test/sql/ holds the BigQuery SQL itself.
 import type { FastifyBaseLogger, FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterEach, expect, inject } from "vitest";
-import { type AppDeps, buildApp } from "../../src/app.ts";
+import { type AppDeps, serviceApp } from "../../src/app.ts";
 import { type BigQueryEngineOptions, createBigQueryEngine } from "../../src/engines/bigquery.ts";
 import { createDuckDbEngine } from "../../src/engines/duckdb.ts";
 import type { QueryEngine } from "../../src/engines/engine.ts";
@@ -112,7 +112,7 @@ async function serve(
   closeUnder: () => Promise<void> = async () => {},
 ): Promise<Service> {
   const { wrapEngine = (e) => e, config, ...deps } = options;
-  const app = await buildApp(
+  const app = await serviceApp(
     configFrom({ ...config, auth: { apiKeys: [API_KEY], ...config?.auth } }),
     { ...deps, engine: wrapEngine(engine) },
   );

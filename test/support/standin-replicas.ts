@@ -3,7 +3,7 @@
 // namespace of their own, their engine queries counted together. Closed after the test.
 import type { FastifyInstance } from "fastify";
 import { afterEach, expect, inject } from "vitest";
-import { type AppDeps, buildApp } from "../../src/app.ts";
+import { type AppDeps, serviceApp } from "../../src/app.ts";
 import { RedisLink } from "../../src/redis/link.ts";
 import { startBigQueryStandIn } from "./bigquery-standin.ts";
 import { countingEngine } from "./cached-service.ts";
@@ -44,7 +44,7 @@ export async function replicasOnStandIn(options: {
   const startOne = async () => {
     const link = new RedisLink({ url: options.redisUrl, prefix, timeoutMs: 1_000 });
     expect(await link.waitUntilUp(5_000)).toBe(true);
-    const app = await buildApp(
+    const app = await serviceApp(
       configFrom({
         auth: { apiKeys: [API_KEY] },
         cache: { maxEntries: 100, maxBytes: 1_000_000 },

@@ -30,7 +30,7 @@ export interface CaseOutcome {
 const KEY = "endpoint-cases-0123456789abcdef";
 
 /**
- * Builds the app the cases are sent to: app.ts's buildApp, handed in by the command or test that
+ * Builds the app the cases are sent to: app.ts's serviceApp, handed in by the command or test that
  * runs the cases, since no module under src/ but main.ts builds the app.
  */
 export type BuildCaseApp = (
@@ -45,7 +45,7 @@ export type BuildCaseApp = (
  */
 export async function runEndpointCases(
   folder: string,
-  buildApp: BuildCaseApp,
+  serviceApp: BuildCaseApp,
   alsoCheckedOn: readonly QueryEngine[] = [],
 ): Promise<CaseOutcome[]> {
   const file = join(folder, CASES_FILE);
@@ -88,7 +88,7 @@ export async function runEndpointCases(
   });
   for (const { fixtures, cases } of byFixtures.values()) {
     const problems = await runOverFixtures(
-      buildApp,
+      serviceApp,
       catalog,
       name,
       fixtures,
@@ -127,7 +127,7 @@ async function refusedSql(
 
 /** Each case's problems, the cases run in one app over an engine holding `fixtures`. */
 async function runOverFixtures(
-  buildApp: BuildCaseApp,
+  serviceApp: BuildCaseApp,
   catalog: Catalog,
   endpoint: string,
   fixtures: Record<string, string>,
@@ -144,7 +144,7 @@ async function runOverFixtures(
   }
   // The app's clock too: it resolves `since` and where streams start. No follow lag: a catch-up
   // reads every record up to the case's now, which no record of a fixture can arrive after.
-  const app = await buildApp(configFrom({ auth: { apiKeys: [KEY] }, follow: { lagMs: 0 } }), {
+  const app = await serviceApp(configFrom({ auth: { apiKeys: [KEY] }, follow: { lagMs: 0 } }), {
     engine,
     catalog,
     follow: { clock },
