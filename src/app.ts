@@ -13,11 +13,10 @@ import { requireCredential } from "./http/auth.ts";
 import { connectionCap } from "./http/connection-cap.ts";
 import { openCors } from "./http/cors.ts";
 import { endpointRequests } from "./http/endpoint-request.ts";
-import { endpointRoutes } from "./http/endpoint-routes.ts";
 import { clientError, errorEnvelope, frameworkError, newRequestId } from "./http/errors.ts";
 import { explorerPage } from "./http/explorer/routes.ts";
-import { followRoutes } from "./http/follow-routes.ts";
 import { healthRoutes } from "./http/health-routes.ts";
+import { catalogListing } from "./http/listing-routes.ts";
 import { loadShedding, type PressureLimits } from "./http/load-shedding.ts";
 import { methodNotAllowed } from "./http/methods.ts";
 import { metrics, serviceRegistry } from "./http/metrics.ts";
@@ -27,11 +26,12 @@ import { parseQueryString, refuseBadlyEncodedQuery } from "./http/query-string.t
 import { perKeyRateLimit } from "./http/rate-limit.ts";
 import { requestLog } from "./http/request-log.ts";
 import { requestShape } from "./http/request-shape.ts";
+import type { WatchStats } from "./http/route-kind.ts";
+import { registerKinds } from "./http/route-kinds.ts";
 import { shutdown } from "./http/shutdown.ts";
 import type { StreamEnds, StreamLimits } from "./http/streams/outbound-stream.ts";
 import { StreamCaps } from "./http/streams/stream-caps.ts";
 import { streamPlaces } from "./http/streams/stream-places.ts";
-import { type WatchStats, watchRoutes } from "./http/watch-routes.ts";
 import { createService, type Service, type ServiceDeps } from "./service.ts";
 import type { ReloadCounts } from "./settings-reload.ts";
 
@@ -185,12 +185,7 @@ export async function buildApp(
     // One way in for every route that names an endpoint, and one clock for where streams start
     // and where `since` windows do.
     const requests = endpointRequests({ catalog, cursors, now: () => followHub.now() });
-    await api.register(endpointRoutes, {
-      catalog,
-      run,
-      refreshBudget: service.refreshBudget,
-      requests,
-    });
+    await api.register(catalogListing, { catalog, requests });
     // One set of caps for every stream kind: a credential's follows and watches share its budget.
     const reserve = streamPlaces(api, {
       caps: streamCaps,
@@ -199,15 +194,17 @@ export async function buildApp(
       keysFile: options.keysFile,
       catalog,
     });
-    await api.register(followRoutes, {
-      hub: followHub,
+    registerKinds(api, {
       requests,
+      run,
+      // A service that caches nothing has nothing to watch.
+      ...(cache && { watch }),
+      refreshBudget: service.refreshBudget,
+      hub: followHub,
       reserve,
+      watchStats,
       loadedThrough: service.source.loadedThrough?.bind(service.source),
     });
-    if (cache) {
-      await api.register(watchRoutes, { run, watch, requests, reserve, stats: watchStats });
-    }
     await api.register(alertRoutes, { alerts, requests });
     await api.register(openApiRoute, { limit });
   });

@@ -72,7 +72,7 @@ export interface Service {
   alerts?: Alerts;
   /** From when the service is ready: the alert rules of the file, following it. */
   start(): void;
-  /** Before closing: the alerts stop, each stream's source with them. */
+  /** Before closing: the alerts and the follow hub's polls stop, each stream's source with them. */
   stop(): void;
   close(): Promise<void>;
 }
@@ -159,6 +159,8 @@ export function createService(config: Config, deps: ServiceDeps, log: AlertLog):
     stop() {
       unfollowRules();
       alerts?.close();
+      // The follow streams' polls stop; the streams themselves end with the app's connections.
+      followHub.close();
     },
     async close() {
       stopRetaining();

@@ -5,8 +5,9 @@ import type { FastifyInstance } from "fastify";
 import type { Alerts } from "../alerts/alerts.ts";
 import type { RawQuery } from "../credentials/scope-rule.ts";
 import { optionalText, paramsOf } from "../endpoints/params.ts";
-import { type EndpointRequests, LISTING } from "./endpoint-request.ts";
+import { LISTING } from "./endpoint-request.ts";
 import { ALERTS_SCHEMA } from "./openapi/service-schemas.ts";
+import type { EndpointRequests } from "./route-kind.ts";
 
 const ALERTS_LISTING = {
   ...LISTING,

@@ -15,47 +15,14 @@ import { granted, HttpError } from "./errors.ts";
 import type { Format, MediaFormat } from "./formats/format.ts";
 import { json } from "./formats/json.ts";
 import { negotiation, splitFormatSuffix } from "./formats/negotiate.ts";
-import { entryRouteOf, listedPaths, type RouteKind } from "./route-kinds.ts";
+import type { EndpointRequests, RouteKind } from "./route-kind.ts";
+import { entryRouteOf, listedPaths } from "./route-kinds.ts";
 
 /** A listing (GET /api/endpoints): JSON, and no parameters. */
 export const LISTING: RouteKind<Format> & { params: ParamsSchema } = {
   negotiation: negotiation([json]),
   params: NO_PARAMS,
 };
-
-/** A request let in: the endpoint, the query string the scope granted, its parameters, its format. */
-export interface Entered<F extends MediaFormat, E extends EndpointDefinition> {
-  endpoint: E;
-  /** The caller's query string with the scope's fixed params filled in. */
-  query: RawQuery;
-  params: SqlParams;
-  format: F;
-}
-
-/**
- * Takes a route kind's own parameters out of the query string before the scope sees it, refusing
- * those it will not take (InvalidParamsError): a follow stream's `after` and `until`.
- */
-export type Narrow<E extends EndpointDefinition> = (query: RawQuery, endpoint: E) => RawQuery;
-
-export interface EndpointRequests {
-  /**
-   * The request let in through every step, or the error that refuses it (thrown). The endpoint is
-   * the one its path names (`:nameOrId`), unless `nameOrId` is given.
-   */
-  enter<F extends MediaFormat, E extends EndpointDefinition>(
-    kind: RouteKind<F, E>,
-    request: FastifyRequest,
-    reply: FastifyReply,
-    options?: { nameOrId?: string; narrow?: Narrow<E> },
-  ): Entered<F, E>;
-  /** The format of a request to a route that names no endpoint (a listing), its parameters checked. */
-  list<F extends MediaFormat>(
-    kind: RouteKind<F> & { params: ParamsSchema },
-    request: FastifyRequest,
-    reply: FastifyReply,
-  ): F;
-}
 
 export function endpointRequests({
   catalog,

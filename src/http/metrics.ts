@@ -18,8 +18,8 @@ import type { ConnectionStats } from "./connection-cap.ts";
 import { DurationHistogram } from "./duration-histogram.ts";
 import { CLIENT_LEFT, HttpError } from "./errors.ts";
 import { METRICS_SCHEMA } from "./openapi/service-schemas.ts";
+import type { WatchStats } from "./route-kind.ts";
 import type { StreamEnds } from "./streams/outbound-stream.ts";
-import type { WatchStats } from "./watch-routes.ts";
 
 const CACHE_COUNTS: Record<Exclude<keyof CacheStats, "entries" | "bytes">, string> = {
   hits: "answers from memory",

@@ -5,56 +5,44 @@
 // a new kind is one row, and a URL shape is written here only. (The serving routes stay generic,
 // `:nameOrId`, because Fastify takes no route once it listens and a reload replaces the catalog:
 // the entry routes are made anew per catalog instead.)
-import type { CachePolicy } from "../cache/result-cache.ts";
-import type { EndpointDefinition, PagingContract } from "../endpoints/catalog.ts";
-import type { ParamsSchema } from "../endpoints/params.ts";
+import type { FastifyInstance } from "fastify";
+import type { EndpointDefinition } from "../endpoints/catalog.ts";
+import { answerHandler } from "./answer-route.ts";
+import { followHandler } from "./follow-route.ts";
 import type { Format, MediaFormat } from "./formats/format.ts";
-import { ANSWER_FORMATS, type Negotiation, negotiation } from "./formats/negotiate.ts";
+import { ANSWER_FORMATS, negotiation } from "./formats/negotiate.ts";
 import {
   answerSchema,
   type DescribedEntry,
   followSchema,
   watchSchema,
 } from "./openapi/entry-schemas.ts";
-
-/** A kind of route: which endpoints have it, what it answers in, whose parameters it takes. */
-export interface RouteKind<
-  F extends MediaFormat,
-  E extends EndpointDefinition = EndpointDefinition,
-> {
-  /** After the endpoint's path (`/watch`); absent for a route not under it (the alerts listing). */
-  readonly path?: string;
-  /** Whether an endpoint has this kind of route; absent when every endpoint does. */
-  has?(endpoint: EndpointDefinition): endpoint is E;
-  readonly negotiation: Negotiation<F>;
-  /** The route's own parameters, where they are not the endpoint's: the scope then judges the endpoint alone. */
-  readonly params?: ParamsSchema;
-  /** Its answer comes in pages: a `cursor` is opened with the service's codec (streams take none). */
-  readonly pages?: true;
-}
-
-export type CachedEndpoint = EndpointDefinition & { cache: CachePolicy };
-export type FollowedEndpoint = EndpointDefinition & { paging: PagingContract };
-
-/** Server-Sent Events: what a watch gives, and a follow stream by default. */
-export const EVENT_STREAM: MediaFormat = { contentType: "text/event-stream" };
+import {
+  type CachedEndpoint,
+  EVENT_STREAM,
+  type FollowedEndpoint,
+  type KindHandler,
+  type KindParts,
+  type RouteKind,
+} from "./route-kind.ts";
+import { watchHandler } from "./watch-route.ts";
 
 /** GET /api/endpoints/<name>: the endpoint's answer, in JSON, NDJSON or CSV. */
-export const ANSWER: RouteKind<Format> = {
+const ANSWER: RouteKind<Format> = {
   path: "",
   negotiation: negotiation(ANSWER_FORMATS),
   pages: true,
 };
 
 /** GET …/<name>/follow: a followable endpoint's records as they arrive. */
-export const FOLLOW: RouteKind<MediaFormat, FollowedEndpoint> = {
+const FOLLOW: RouteKind<MediaFormat, FollowedEndpoint> = {
   path: "/follow",
   has: (endpoint): endpoint is FollowedEndpoint => endpoint.paging?.follow === true,
   negotiation: negotiation([EVENT_STREAM, { contentType: "application/x-ndjson" }]),
 };
 
 /** GET …/<name>/watch: each new value a cached endpoint's answer takes. */
-export const WATCH: RouteKind<MediaFormat, CachedEndpoint> = {
+const WATCH: RouteKind<MediaFormat, CachedEndpoint> = {
   path: "/watch",
   has: (endpoint): endpoint is CachedEndpoint => endpoint.cache !== undefined,
   negotiation: negotiation([EVENT_STREAM]),
@@ -69,6 +57,8 @@ export interface KindRow {
   readonly suffixes: readonly Format[];
   /** The schema an entry route of this kind declares: its query string, headers and answers. */
   readonly schema: (entry: DescribedEntry) => EntrySchema;
+  /** What answers its requests. */
+  readonly handler: KindHandler;
 }
 
 /** A route's schema as Fastify and @fastify/swagger take it, with its operation's names. */
@@ -80,11 +70,29 @@ export type EntrySchema = Record<string, unknown> & {
 
 export const ROUTE_KINDS = {
   /** GET …/<name>: the endpoint's answer; `.json`, `.ndjson`, `.csv` after the name pick its format. */
-  query: { name: "query", kind: ANSWER, suffixes: ANSWER_FORMATS, schema: answerSchema },
+  query: {
+    name: "query",
+    kind: ANSWER,
+    suffixes: ANSWER_FORMATS,
+    schema: answerSchema,
+    handler: answerHandler(ANSWER),
+  },
   /** GET …/<name>/follow: a followable endpoint's records as they arrive. */
-  follow: { name: "follow", kind: FOLLOW, suffixes: [], schema: followSchema },
+  follow: {
+    name: "follow",
+    kind: FOLLOW,
+    suffixes: [],
+    schema: followSchema,
+    handler: followHandler(FOLLOW),
+  },
   /** GET …/<name>/watch: each new value a cached endpoint's answer takes. */
-  watch: { name: "watch", kind: WATCH, suffixes: [], schema: watchSchema },
+  watch: {
+    name: "watch",
+    kind: WATCH,
+    suffixes: [],
+    schema: watchSchema,
+    handler: watchHandler(WATCH),
+  },
 } as const satisfies Record<string, KindRow>;
 
 const KIND_ROWS: readonly KindRow[] = Object.values(ROUTE_KINDS);
@@ -115,10 +123,26 @@ const NAMINGS: readonly Naming[] = [
 ];
 
 /** The Fastify paths that serve `row` for every endpoint, each prefix once. */
-export const genericPaths = (row: KindRow): string[] =>
+const genericPaths = (row: KindRow): string[] =>
   [...new Set(NAMINGS.map(({ under }) => under))].map(
     (under) => `${under}/:nameOrId${row.kind.path}`,
   );
+
+/**
+ * Each kind's routes, over `parts`: its generic paths, where a request finds its entry route. A
+ * kind `parts` cannot serve (watch, without a cache) has none.
+ */
+export function registerKinds(app: FastifyInstance, parts: KindParts): void {
+  for (const row of KIND_ROWS) {
+    const handler = row.handler(parts);
+    if (handler === undefined) continue;
+    for (const path of genericPaths(row)) app.get(path, handler);
+  }
+}
+
+/** Whether `app` serves `row` (registerKinds gave it its routes). */
+export const serves = (app: FastifyInstance, row: KindRow): boolean =>
+  app.hasRoute({ method: "GET", url: genericPaths(row)[0] as string });
 
 /**
  * One path of one endpoint: the endpoint, its kind of route, how it is named, the suffix's format,

@@ -5,14 +5,18 @@
 import swagger from "@fastify/swagger";
 import Fastify from "fastify";
 import type { EndpointDefinition } from "../../endpoints/catalog.ts";
-import { entryRoutes } from "../route-kinds.ts";
+import { entryRoutes, type KindRow } from "../route-kinds.ts";
 import { describedRoutes } from "./described-routes.ts";
 import { type OpenApiDocument, SWAGGER_OPTIONS } from "./document.ts";
 import { rowSchemaOf } from "./entry-schemas.ts";
 
-/** The paths of every entry route of `endpoints`, their tags and their rows' schemas. */
+/**
+ * The paths of every entry route of `endpoints` of a kind the app serves, their tags and their
+ * rows' schemas.
+ */
 export async function describeEntries(
   endpoints: readonly EndpointDefinition[],
+  served: (row: KindRow) => boolean = () => true,
 ): Promise<OpenApiDocument> {
   const app = Fastify({ logger: false, routerOptions: { maxParamLength: 200 } });
   try {
@@ -23,7 +27,7 @@ export async function describeEntries(
       ...SWAGGER_OPTIONS,
       openapi: { ...SWAGGER_OPTIONS.openapi, tags },
     });
-    for (const route of entryRoutes(endpoints)) {
+    for (const route of entryRoutes(endpoints).filter(({ row }) => served(row))) {
       // A copy: @fastify/swagger moves examples and descriptions out of the schemas it is given.
       app.get(
         route.url,

@@ -19,6 +19,7 @@ import { grantedParams, hasFullAccess } from "../../credentials/scope-rule.ts";
 import type { Catalog, EndpointDefinition } from "../../endpoints/catalog.ts";
 import type { AnonymousLimit } from "../anonymous-limit.ts";
 import { FixedBody } from "../fixed-body.ts";
+import { serves } from "../route-kinds.ts";
 import { pruned, withSharedComponents } from "./components.ts";
 import { credentialView, type Grant } from "./credential-view.ts";
 import { type OpenApiDocument, SWAGGER_OPTIONS, withEntryPaths } from "./document.ts";
@@ -68,7 +69,9 @@ function documents(app: FastifyInstance, entries: () => readonly EndpointDefinit
   const make = async (endpoints: readonly EndpointDefinition[]): Promise<Made> => {
     const own = app.swagger() as unknown as OpenApiDocument;
     const everything = pruned(
-      withSharedComponents(withEntryPaths(own, await describeEntries(endpoints))),
+      withSharedComponents(
+        withEntryPaths(own, await describeEntries(endpoints, (row) => serves(app, row))),
+      ),
     );
     last = {
       entries: endpoints,

@@ -1,106 +1,90 @@
 // GET …/<name>/follow: a followable endpoint's records as they arrive, as Server-Sent Events (the
 // default) or NDJSON lines, until the caller leaves, its credential ends, it reads too slowly or
 // the service closes.
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyRequest } from "fastify";
 import type { RawQuery } from "../credentials/scope-rule.ts";
 import { notFollowed, type PagingContract } from "../endpoints/catalog.ts";
 import type { CursorCodec } from "../endpoints/cursor.ts";
-import type { FollowHub } from "../endpoints/follow.ts";
 import { InvalidParamsError } from "../endpoints/params.ts";
 import { retentionDays } from "../endpoints/retention.ts";
 import { type StreamPosition, startingAt } from "../endpoints/stream-position.ts";
 import type { SqlParams } from "../engines/sql-params.ts";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
-import type { EndpointRequests } from "./endpoint-request.ts";
 import { HttpError } from "./errors.ts";
-import { EVENT_STREAM, genericPaths, ROUTE_KINDS } from "./route-kinds.ts";
-import { type ReservePlace, sendStream, sendStreamHead } from "./streams/stream-places.ts";
+import type { MediaFormat } from "./formats/format.ts";
+import {
+  EVENT_STREAM,
+  type FollowedEndpoint,
+  type KindHandler,
+  type RouteKind,
+} from "./route-kind.ts";
+import { sendStream, sendStreamHead } from "./streams/stream-places.ts";
 
-export interface FollowRouteOptions {
-  hub: FollowHub;
-  requests: EndpointRequests;
-  /** Where each stream takes its place (shared with every stream kind). */
-  reserve: ReservePlace;
-  /** The engine's QueryEngine.loadedThrough, when its data is loaded from files. */
-  loadedThrough?: () => bigint | undefined;
-}
-
-export async function followRoutes(app: FastifyInstance, options: FollowRouteOptions) {
-  const { hub, requests, reserve, loadedThrough } = options;
-  app.addHook("preClose", (done) => {
-    hub.close();
-    done();
-  });
-
-  for (const path of genericPaths(ROUTE_KINDS.follow)) {
-    app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
-      let resume: StreamPosition | undefined;
-      let settled = false;
-      // The stream's own parameters are not the endpoint's: taken out before the scope sees them.
-      const { endpoint, query, params, format } = requests.enter(
-        ROUTE_KINDS.follow.kind,
-        request,
-        reply,
-        {
-          narrow: ({ after, until, ...raw }, { paging }) => {
-            refuseNotFollowed(paging, raw);
-            resume = resumption(request, after, hub.options.cursors);
-            settled = settledMode(until);
-            // A resume goes on where the stream was, whatever start the URL gives (EventSource
-            // reconnects to the URL it opened, `since` and all); only a start the key's scope fixes
-            // still bounds it.
-            return resume ? withoutStart(paging, raw) : raw;
-          },
-        },
-      );
-      const { paging } = endpoint;
-      refusePinnedEnd(paging, query);
-      const now = hub.now();
-      const from = startingPoint(paging, params, resume);
-      const settledUntil = settled ? settledEnd(now, hub.lag, loadedThrough) : undefined;
-      if (settled && from?.resumed) refuseDroppedRecords(paging, from.horizon.micros, params, now);
-      const place = await reserve(request);
-      if (request.method === "HEAD") {
-        return sendStreamHead(reply, place, format === EVENT_STREAM, format.contentType);
-      }
-      const stream = place.open(reply, format === EVENT_STREAM, endpoint);
-      // Where it starts, as an event id: a client that reconnects before any record came resumes
-      // there, with nothing skipped and no start of its own to compute (or to clash with a scope).
-      // It comes with data, which clients built on eventsource-parser need to keep an id, in an event
-      // not named `open`, which EventSource would hand its own onopen.
-      const start = from ?? startingAt(now);
-      stream.startsAt(hub.options.cursors.encodeStream(start));
-      if (stream.events) {
-        stream.event(
-          "start",
-          hub.options.cursors.encodeStream(start),
-          JSON.stringify({
-            from: formatTimestamp(start.horizon.micros),
-            resumed: !!from?.resumed,
-          }),
-        );
-      }
-      const stop = hub.follow(
-        endpoint,
-        params,
-        from,
-        {
-          credential: request.credential.name,
-          deliver: (record, cursor) => stream.record(record, cursor),
-          ready: () => stream.ready(),
-          fail: (error) => {
-            request.log.error({ err: error }, "follow stream could not catch up");
-            stream.end("error");
-          },
-          settled: (cursor, cost) => stream.end("settled", { cursor, ...cost }),
-        },
-        settledUntil,
-      );
-      stream.body.once("close", stop);
-      return sendStream(reply, stream, format.contentType);
+/** The follow stream's handler, for `kind`. */
+export const followHandler =
+  (kind: RouteKind<MediaFormat, FollowedEndpoint>): KindHandler =>
+  ({ hub, requests, reserve, loadedThrough }) =>
+  async (request, reply) => {
+    let resume: StreamPosition | undefined;
+    let settled = false;
+    // The stream's own parameters are not the endpoint's: taken out before the scope sees them.
+    const { endpoint, query, params, format } = requests.enter(kind, request, reply, {
+      narrow: ({ after, until, ...raw }, { paging }) => {
+        refuseNotFollowed(paging, raw);
+        resume = resumption(request, after, hub.options.cursors);
+        settled = settledMode(until);
+        // A resume goes on where the stream was, whatever start the URL gives (EventSource
+        // reconnects to the URL it opened, `since` and all); only a start the key's scope fixes
+        // still bounds it.
+        return resume ? withoutStart(paging, raw) : raw;
+      },
     });
-  }
-}
+    const { paging } = endpoint;
+    refusePinnedEnd(paging, query);
+    const now = hub.now();
+    const from = startingPoint(paging, params, resume);
+    const settledUntil = settled ? settledEnd(now, hub.lag, loadedThrough) : undefined;
+    if (settled && from?.resumed) refuseDroppedRecords(paging, from.horizon.micros, params, now);
+    const place = await reserve(request);
+    if (request.method === "HEAD") {
+      return sendStreamHead(reply, place, format === EVENT_STREAM, format.contentType);
+    }
+    const stream = place.open(reply, format === EVENT_STREAM, endpoint);
+    // Where it starts, as an event id: a client that reconnects before any record came resumes
+    // there, with nothing skipped and no start of its own to compute (or to clash with a scope).
+    // It comes with data, which clients built on eventsource-parser need to keep an id, in an event
+    // not named `open`, which EventSource would hand its own onopen.
+    const start = from ?? startingAt(now);
+    stream.startsAt(hub.options.cursors.encodeStream(start));
+    if (stream.events) {
+      stream.event(
+        "start",
+        hub.options.cursors.encodeStream(start),
+        JSON.stringify({
+          from: formatTimestamp(start.horizon.micros),
+          resumed: !!from?.resumed,
+        }),
+      );
+    }
+    const stop = hub.follow(
+      endpoint,
+      params,
+      from,
+      {
+        credential: request.credential.name,
+        deliver: (record, cursor) => stream.record(record, cursor),
+        ready: () => stream.ready(),
+        fail: (error) => {
+          request.log.error({ err: error }, "follow stream could not catch up");
+          stream.end("error");
+        },
+        settled: (cursor, cost) => stream.end("settled", { cursor, ...cost }),
+      },
+      settledUntil,
+    );
+    stream.body.once("close", stop);
+    return sendStream(reply, stream, format.contentType);
+  };
 
 function refuseNotFollowed(paging: PagingContract, query: RawQuery): void {
   const given = notFollowed(paging).filter((param) => query[param] !== undefined);

@@ -2,33 +2,19 @@
 // cache stores for them (a new ETag), as Server-Sent Events, until the caller leaves, its credential
 // ends, it reads too slowly or the service closes. Watching queries nothing: the first answer is a
 // request's (usually a hit), every later one is the key's warming, which watchers keep going.
-import type { FastifyInstance } from "fastify";
 import type { CacheAnswer, CachePolicy } from "../cache/result-cache.ts";
-import type { RunEndpoint, WatchEndpoint } from "../endpoints/runner.ts";
-import type { EndpointRequests } from "./endpoint-request.ts";
+import type { MediaFormat } from "./formats/format.ts";
 import { cacheStatus } from "./reply.ts";
-import { genericPaths, ROUTE_KINDS } from "./route-kinds.ts";
-import { type ReservePlace, sendStream, sendStreamHead } from "./streams/stream-places.ts";
+import type { CachedEndpoint, KindHandler, RouteKind } from "./route-kind.ts";
+import { sendStream, sendStreamHead } from "./streams/stream-places.ts";
 
-export interface WatchStats {
-  open: number;
-  eventsSent: number;
-}
-
-export interface WatchRouteOptions {
-  run: RunEndpoint;
-  watch: WatchEndpoint;
-  requests: EndpointRequests;
-  reserve: ReservePlace;
-  /** Counted as watches open, close and send. */
-  stats: WatchStats;
-}
-
-export async function watchRoutes(app: FastifyInstance, options: WatchRouteOptions) {
-  const { run, watch, requests, reserve, stats } = options;
-  for (const path of genericPaths(ROUTE_KINDS.watch)) {
-    app.get<{ Params: { nameOrId: string } }>(path, async (request, reply) => {
-      const { endpoint, params, format } = requests.enter(ROUTE_KINDS.watch.kind, request, reply);
+/** The watch's handler, for `kind`; none without a cache to watch. */
+export const watchHandler =
+  (kind: RouteKind<MediaFormat, CachedEndpoint>): KindHandler =>
+  ({ run, watch, requests, reserve, watchStats: stats }) =>
+    watch &&
+    (async (request, reply) => {
+      const { endpoint, params, format } = requests.enter(kind, request, reply);
       const { credential } = request;
       const place = await reserve(request);
       // Told from before the first answer, so that no value stored meanwhile is missed.
@@ -75,8 +61,6 @@ export async function watchRoutes(app: FastifyInstance, options: WatchRouteOptio
       if (told) send(told);
       return sendStream(reply, stream, format.contentType);
     });
-  }
-}
 
 /** How fresh the value is, as the Cache-Status and Age headers of a GET would say. */
 function freshness(answer: CacheAnswer, endpoint: { cache: CachePolicy }): string[] {
