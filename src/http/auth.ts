@@ -105,7 +105,8 @@ export const requireCredential = fp(
       };
       let found: ReturnType<Authenticate>;
       try {
-        found = options.authenticate(secret);
+        // By the connection: a kept-alive one that presents its key again skips the key's hash.
+        found = options.authenticate(secret, request.raw.socket);
       } catch (error) {
         if (error instanceof AuthenticationError) {
           if (refusedByThrottle(request, reply, done)) return;
