@@ -59,8 +59,8 @@ export function createAuthenticator(sources: CredentialSources): Authenticate {
   }
 
   // A kept-alive connection sends the same key on every request: comparing it with the one the
-  // connection last had accepted costs a fraction of its SHA-256 (about 0.2 µs a hit in place,
-  // docs/benchmarks.md). The comparison takes the same time whatever the two hold, and both are
+  // connection last had accepted costs a seventh of its SHA-256 and lookup (docs/benchmarks.md,
+  // "issue 41's hot path"). The comparison takes the same time whatever the two hold, and both are
   // secrets this connection presented: it tells a client nothing of any key it did not send.
   const accepted = new WeakMap<object, AcceptedKey>();
 
