@@ -4,7 +4,7 @@
 // that presents again the key it last had accepted is answered without the hash (see `accepted`).
 import { hash } from "node:crypto";
 import { type Credential, FULL_ACCESS } from "./credential.ts";
-import type { KeyEntry, KeysFile } from "./keys-file.ts";
+import type { KeysFile } from "./keys-file.ts";
 import { TokenError, type TokenVerifier } from "./tokens.ts";
 
 export interface CredentialSources {
@@ -36,7 +36,7 @@ export type Authenticate = (secret: string, connection?: object) => Credential |
 interface AcceptedKey {
   secret: string;
   credential: Credential;
-  /** The keys file's keys it was found in (a reload replaces them whole); undefined: API_KEYS. */
+  /** The keys file's keys when it was accepted (a reload replaces them whole); undefined: no file. */
   keys: unknown;
   expiresAt: number | undefined;
 }
@@ -87,14 +87,14 @@ export function createAuthenticator(sources: CredentialSources): Authenticate {
     const keys = keysFile?.value;
     const full = fullAccess.get(digest);
     const entry = full ? undefined : keysFile?.lookup(digest);
-    if (!full && !entry) throw new AuthenticationError("Invalid API key.");
+    const credential = full ?? entry?.credential;
+    if (!credential) throw new AuthenticationError("Invalid API key.");
     const expiresAt = entry?.expiresAt;
     if (expiresAt !== undefined && now() >= expiresAt) {
       throw new AuthenticationError(
         `This API key expired at ${new Date(expiresAt).toISOString()}.`,
       );
     }
-    const credential = full ?? (entry as KeyEntry).credential;
     if (connection) accepted.set(connection, { secret, credential, keys, expiresAt });
     return credential;
   };
