@@ -1,6 +1,7 @@
 // Presented secret → credential: an API key (API_KEYS: full access; API_KEYS_FILE: named and
 // scoped) or a signed access token. Keys are looked up by their SHA-256: one hash and one map
-// lookup per request, whose timing depends on the digest, never on how much of a key was right.
+// lookup, whose timing depends on the digest, never on how much of a key was right. A connection
+// that presents again the key it last had accepted is answered without the hash (see `accepted`).
 import { hash } from "node:crypto";
 import { type Credential, FULL_ACCESS } from "./credential.ts";
 import type { KeysFile } from "./keys-file.ts";
@@ -25,9 +26,20 @@ export type TokenCheck = () => Promise<Credential>;
 
 /**
  * An API key is answered at once (no promise on a cached hit's path); a token with its verification,
- * which costs a signature check, for the caller to start only if it may.
+ * which costs a signature check, for the caller to start only if it may. `connection` (any object
+ * that lives as long as the client's connection) lets a kept-alive connection's repeated key skip
+ * the hash.
  */
-export type Authenticate = (secret: string) => Credential | TokenCheck;
+export type Authenticate = (secret: string, connection?: object) => Credential | TokenCheck;
+
+/** The key a connection last had accepted, and what it was accepted against. */
+interface AcceptedKey {
+  secret: string;
+  credential: Credential;
+  /** The keys file's keys when it was accepted (a reload replaces them whole); undefined: no file. */
+  keys: unknown;
+  expiresAt: number | undefined;
+}
 
 const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 
@@ -46,7 +58,22 @@ export function createAuthenticator(sources: CredentialSources): Authenticate {
     throw new Error("no credentials: give API keys, a keys file or a token key");
   }
 
-  return (secret) => {
+  // A kept-alive connection sends the same key on every request: comparing it with the one the
+  // connection last had accepted costs a seventh of its SHA-256 and lookup (docs/benchmarks.md,
+  // "issue 41's hot path"). The comparison takes the same time whatever the two hold, and both are
+  // secrets this connection presented: it tells a client nothing of any key it did not send.
+  const accepted = new WeakMap<object, AcceptedKey>();
+
+  return (secret, connection) => {
+    const last = connection && accepted.get(connection);
+    if (
+      last !== undefined &&
+      sameText(secret, last.secret) &&
+      last.keys === keysFile?.value &&
+      (last.expiresAt === undefined || now() < last.expiresAt)
+    ) {
+      return last.credential;
+    }
     if (tokens && JWT_SHAPE.test(secret)) {
       return () =>
         tokens(secret).catch((error: unknown) => {
@@ -57,15 +84,28 @@ export function createAuthenticator(sources: CredentialSources): Authenticate {
         });
     }
     const digest = sha256Hex(secret);
+    const keys = keysFile?.value;
     const full = fullAccess.get(digest);
-    if (full) return full;
-    const entry = keysFile?.lookup(digest);
-    if (!entry) throw new AuthenticationError("Invalid API key.");
-    if (entry.expiresAt !== undefined && now() >= entry.expiresAt) {
+    const entry = full ? undefined : keysFile?.lookup(digest);
+    const credential = full ?? entry?.credential;
+    if (!credential) throw new AuthenticationError("Invalid API key.");
+    const expiresAt = entry?.expiresAt;
+    if (expiresAt !== undefined && now() >= expiresAt) {
       throw new AuthenticationError(
-        `This API key expired at ${new Date(entry.expiresAt).toISOString()}.`,
+        `This API key expired at ${new Date(expiresAt).toISOString()}.`,
       );
     }
-    return entry.credential;
+    if (connection) accepted.set(connection, { secret, credential, keys, expiresAt });
+    return credential;
   };
+}
+
+/** Whether two strings are equal, in a time that depends on the length of `presented` only. */
+function sameText(presented: string, kept: string): boolean {
+  let difference = presented.length ^ kept.length;
+  // Past the end of `kept`, charCodeAt is NaN, which `^` reads as 0: the lengths already differ.
+  for (let i = 0; i < presented.length; i++) {
+    difference |= presented.charCodeAt(i) ^ kept.charCodeAt(i);
+  }
+  return difference === 0;
 }

@@ -94,40 +94,44 @@ export const requireCredential = fp(
           ),
         );
       }
-      const accept = (credential: Credential) => {
-        request.credential = credential;
-        request.queryLog.credential = credential.name;
-        done();
-      };
-      const refuse = (error: unknown) => {
-        if (!(error instanceof AuthenticationError)) return done(error as Error);
-        done(new HttpError("unauthorized", error.message));
-      };
       let found: ReturnType<Authenticate>;
       try {
-        found = options.authenticate(secret);
+        // By the connection: a kept-alive one that presents its key again skips the key's hash.
+        found = options.authenticate(secret, request.raw.socket);
       } catch (error) {
         if (error instanceof AuthenticationError) {
           if (refusedByThrottle(request, reply, done)) return;
           countFailure(request.ip);
         }
-        return refuse(error);
+        return refuse(error, done);
       }
-      if (typeof found !== "function") return accept(found);
+      if (typeof found !== "function") return accept(found, request, done);
       if (refusedByThrottle(request, reply, done)) return;
       const address = request.ip;
       countFailure(address);
       found().then(
         (credential) => {
           giveBack(address);
-          accept(credential);
+          accept(credential, request, done);
         },
         (error: unknown) => {
           // Only a refused token is the client's failure; the service's own errors are not.
           if (!(error instanceof AuthenticationError)) giveBack(address);
-          refuse(error);
+          refuse(error, done);
         },
       );
     });
   },
 );
+
+// Module-level, not closures made by the hook: a request that presents a key allocates none here.
+function accept(credential: Credential, request: FastifyRequest, done: HookHandlerDoneFunction) {
+  request.credential = credential;
+  request.queryLog.credential = credential.name;
+  done();
+}
+
+function refuse(error: unknown, done: HookHandlerDoneFunction) {
+  if (!(error instanceof AuthenticationError)) return done(error as Error);
+  done(new HttpError("unauthorized", error.message));
+}

@@ -3,6 +3,8 @@
 // forged or mixed credentials, and leaks through logs or status codes. The tenant is `default`;
 // the other tenant is `staging`.
 import { createHmac } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { Agent, get as httpGet } from "node:http";
 import { SignJWT } from "jose";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
@@ -42,6 +44,12 @@ const KEYS_PATH = temporaryFile("keys.json", {
       expires_at: "2020-01-01T00:00:00Z",
     },
   ],
+});
+
+const keyEntry = (name: string, key: string) => ({
+  name,
+  sha256: sha256Hex(key),
+  scopes: [{ endpoint: STATS, fixed_params: { project: "default" } }],
 });
 
 /** A service whose engine only records what reaches it, so nothing out of scope goes unseen. */
@@ -330,6 +338,38 @@ describe("credentials that are forged, stale, misplaced or mixed", () => {
     });
     expect(response.statusCode).toBe(401);
     expect(errorOf(response).message).toBe("This API key expired at 2020-01-01T00:00:00.000Z.");
+  });
+
+  it("refuses a removed key on the connection that kept presenting it, from the reload on", async () => {
+    const path = temporaryFile("keys.json", { keys: [keyEntry("acme", ACME_KEY)] });
+    const keysFile = new KeysFile(path);
+    const { app } = await attackedService({ keysFile });
+    const base = await app.listen({ host: "127.0.0.1", port: 0 });
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<unknown>();
+    const statusOf = (key: string) =>
+      new Promise<number>((resolve, reject) => {
+        const request = httpGet(
+          `${base}${stats("project=default")}`,
+          { agent, headers: { "x-api-key": key } },
+          (response) => {
+            sockets.add(response.socket);
+            response.resume().on("end", () => resolve(response.statusCode ?? 0));
+          },
+        );
+        request.on("error", reject);
+      });
+    try {
+      expect([await statusOf(ACME_KEY), await statusOf(ACME_KEY)]).toEqual([200, 200]);
+      writeFileSync(path, JSON.stringify({ keys: [keyEntry("globex", `${ACME_KEY}-2`)] }));
+      keysFile.reload(pino({ level: "silent" }));
+      expect(await statusOf(ACME_KEY)).toBe(401);
+      expect(await statusOf(`${ACME_KEY}-2`)).toBe(200);
+      // All four on one kept-alive connection.
+      expect(sockets.size).toBe(1);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it.each([

@@ -13,7 +13,7 @@ import {
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { sha256Hex } from "../../src/credentials/authenticate.ts";
+import { createAuthenticator, sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile, KeysFileError } from "../../src/credentials/keys-file.ts";
 import { temporaryFile } from "../support/temporary-file.ts";
 
@@ -359,5 +359,76 @@ describe("API_KEYS_FILE", () => {
       level: "error",
       message: "API_KEYS_FILE change listener failed",
     });
+  });
+});
+
+const FULL_KEY = "full-key-0123456789abcdef";
+const EXPIRY = "2027-01-01T00:00:00Z";
+
+function authenticatorOverFile() {
+  const path = temporaryFile("keys.json", {
+    keys: [entry("acme", ACME_KEY, { expires_at: EXPIRY }), entry("globex", GLOBEX_KEY)],
+  });
+  const keysFile = new KeysFile(path);
+  open.push(keysFile);
+  const clock = { now: Date.parse(EXPIRY) - 1_000 };
+  const authenticate = createAuthenticator({
+    apiKeys: [FULL_KEY],
+    keysFile,
+    now: () => clock.now,
+  });
+  const nameOf = (secret: string, connection: object) => {
+    const found = authenticate(secret, connection);
+    if (typeof found === "function") throw new Error("a key, not a token, was expected");
+    return found.name;
+  };
+  return { path, keysFile, clock, nameOf };
+}
+
+// A key a kept-alive connection presents again is accepted without its hash: a reload's revocation,
+// an expiry and another key on the same connection still apply at once, as on its first request.
+describe("a connection presenting a key it had accepted", () => {
+  it("loses it at the reload that revokes it", () => {
+    const { path, keysFile, nameOf } = authenticatorOverFile();
+    const connection = {};
+    expect(nameOf(GLOBEX_KEY, connection)).toBe("globex");
+    expect(nameOf(GLOBEX_KEY, connection)).toBe("globex");
+
+    writeFileSync(path, JSON.stringify({ keys: [entry("acme", ACME_KEY)] }));
+    keysFile.reload(recordingLog());
+    expect(() => nameOf(GLOBEX_KEY, connection)).toThrow("Invalid API key.");
+    // A full-access key (API_KEYS) outlives a reload of the keys file.
+    expect(nameOf(FULL_KEY, connection)).toBe("api-key-1");
+    keysFile.reload(recordingLog());
+    expect(nameOf(FULL_KEY, connection)).toBe("api-key-1");
+  });
+
+  it("loses it when it expires", () => {
+    const { clock, nameOf } = authenticatorOverFile();
+    const connection = {};
+    expect(nameOf(ACME_KEY, connection)).toBe("acme");
+    expect(nameOf(ACME_KEY, connection)).toBe("acme");
+    clock.now = Date.parse(EXPIRY);
+    expect(() => nameOf(ACME_KEY, connection)).toThrow(
+      `This API key expired at 2027-01-01T00:00:00.000Z.`,
+    );
+  });
+
+  it("is refused a near miss of it, and answered for another key as that key", () => {
+    const { nameOf } = authenticatorOverFile();
+    const connection = {};
+    expect(nameOf(ACME_KEY, connection)).toBe("acme");
+    for (const nearMiss of [
+      ACME_KEY.slice(0, -1),
+      `${ACME_KEY}f`,
+      `${ACME_KEY.slice(0, -1)}g`,
+      "",
+    ]) {
+      expect(() => nameOf(nearMiss, connection)).toThrow("Invalid API key.");
+    }
+    expect(nameOf(GLOBEX_KEY, connection)).toBe("globex");
+    expect(nameOf(ACME_KEY, connection)).toBe("acme");
+    // Another connection's accepted key is nothing to this one.
+    expect(nameOf(GLOBEX_KEY, {})).toBe("globex");
   });
 });
