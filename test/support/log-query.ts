@@ -108,6 +108,29 @@ export function service(folder: string, extra: Record<string, string> = {}) {
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Until the service has loaded the exports its folder held at startup (/ready). */
+export async function loaded(baseUrl: string): Promise<void> {
+  await expect
+    .poll(async () => (await fetch(`${baseUrl}/ready`)).status, { interval: 100 })
+    .toBe(200);
+}
+
+/**
+ * Until a settled run reaches past `records` and past now: every export file dropped so far is
+ * loaded, and the service's watermark (/metrics) is LAG_SECONDS beyond the newest of them.
+ */
+export async function settled(baseUrl: string, records: { timestamp: string }[]): Promise<void> {
+  const instants = records.map((record) => Date.parse(record.timestamp));
+  const past = Math.max(Date.now(), ...instants.map((ms) => ms + LAG_SECONDS * 1000));
+  const watermarkMs = async () => {
+    const response = await fetch(`${baseUrl}/metrics`, { headers: { "x-api-key": KEY } });
+    const [, seconds] =
+      /^query_service_data_watermark_seconds (\S+)$/m.exec(await response.text()) ?? [];
+    return Number(seconds) * 1000;
+  };
+  await expect.poll(watermarkMs, { interval: 200, timeout: 30_000 }).toBeGreaterThan(past);
+}
+
 /** Record ids in the order the service sends them: timestamp, then id. */
 export const inOrder = (records: { id: string; timestamp: string }[]) =>
   [...records]
