@@ -13,8 +13,9 @@ import {
   ids,
   inOrder,
   KEY,
-  LAG_SECONDS,
+  loaded,
   service,
+  settled,
   sleep,
   stop,
 } from "./support/log-query.ts";
@@ -36,7 +37,7 @@ describe("log-query export", () => {
       await sleep(150);
     }
     // Everything settles once the lag has passed after the last arrival and the last load.
-    await sleep((LAG_SECONDS + 3) * 1000);
+    await settled(baseUrl, data.all);
     expect((await cli(args, {}, cwd)).code).toBe(0);
     expect(ids(readFileSync(join(cwd, "out.ndjson"), "utf8"))).toEqual(inOrder(data.all));
   }, 120_000);
@@ -50,7 +51,7 @@ describe("log-query export", () => {
       "backlog",
     );
     const { baseUrl } = await service(data.folder);
-    await sleep(2_500);
+    await loaded(baseUrl);
     const cwd = mkdtempSync(join(tmpdir(), "cli-export-"));
     const args = exportArgs(baseUrl);
     const out = join(cwd, "out.ndjson");
@@ -72,7 +73,7 @@ describe("log-query export", () => {
     }
     // Most runs were cut before they finished (a run that beat its kill is a whole run).
     expect(killed).toBeGreaterThanOrEqual(5);
-    await sleep((LAG_SECONDS + 3) * 1000);
+    await settled(baseUrl, data.all);
     for (let run = 0; run < 2; run++) expect((await cli(args, {}, cwd)).code).toBe(0);
     expect(ids(readFileSync(join(cwd, "out.ndjson"), "utf8"))).toEqual(inOrder(data.all));
   }, 120_000);
@@ -105,7 +106,7 @@ describe("a restart of the service without CURSOR_SECRET", () => {
     const { result } = (await next.json()) as { result: { id: string }[] };
     expect(result.map((record) => record.id)).toEqual(inOrder(data.all).slice(0, 50).reverse());
 
-    await sleep((LAG_SECONDS + 2) * 1000);
+    await settled(server.baseUrl, data.all);
     expect(await cli(args, {}, cwd)).toMatchObject({ code: 0, stderr: "" });
     expect(ids(readFileSync(join(cwd, "out.ndjson"), "utf8"))).toEqual(inOrder(data.all));
   }, 60_000);

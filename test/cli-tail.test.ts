@@ -19,7 +19,7 @@ describe("log-query tail", () => {
     const port = String(await freePort());
     let server = await service(data.folder, { PORT: port });
     const tail = tailing(server.baseUrl);
-    await sleep(1_000);
+    await tail.connected();
     data.drop([Date.now(), Date.now(), Date.now() + 1], "first");
     await tail.waitFor(3);
 
@@ -101,7 +101,7 @@ describe("log-query tail before its first record", () => {
       const port = String(await freePort());
       let server = await service(data.folder, { PORT: port, API_KEYS_FILE: keysFile });
       const tail = tailing(server.baseUrl, { LOG_QUERY_KEY: key });
-      await sleep(1_000);
+      await tail.connected();
       await stop(server);
       data.drop([Date.now(), Date.now() + 1], "while-down");
       server = await service(data.folder, { PORT: port, API_KEYS_FILE: keysFile });

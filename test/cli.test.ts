@@ -7,16 +7,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
-import {
-  cli,
-  exports,
-  ids,
-  inOrder,
-  KEY,
-  LAG_SECONDS,
-  service,
-  sleep,
-} from "./support/log-query.ts";
+import { cli, exports, ids, inOrder, KEY, loaded, service, settled } from "./support/log-query.ts";
 
 describe("log-query query and endpoints", () => {
   it("follows every page with --all, as one JSON document, NDJSON stream or CSV table", async () => {
@@ -26,7 +17,7 @@ describe("log-query query and endpoints", () => {
       "paged",
     );
     const { baseUrl } = await service(data.folder);
-    await sleep(2_500);
+    await loaded(baseUrl);
     const query = ["query", "logs.all", "project=acme", "project_tier=FREE", "--url", baseUrl];
     const json = await cli([...query, "--all"]);
     expect(json.code, json.stderr).toBe(0);
@@ -46,7 +37,7 @@ describe("log-query query and endpoints", () => {
     const data = exports();
     data.drop([Date.now() - 60_000, Date.now() - 50_000], "kept");
     const { baseUrl } = await service(data.folder);
-    await sleep(2_500);
+    await settled(baseUrl, data.all);
     const cwd = mkdtempSync(join(tmpdir(), "cli-export-"));
     const args = [
       "export",
@@ -63,7 +54,7 @@ describe("log-query query and endpoints", () => {
     const archive = `${"an earlier line of another file\n".repeat(200)}`;
     writeFileSync(join(cwd, "archive.ndjson"), archive);
     data.drop([Date.now() - 40_000], "later");
-    await sleep((LAG_SECONDS + 3) * 1000);
+    await settled(baseUrl, data.all);
     expect((await cli([...args, "--out", "archive.ndjson"], {}, cwd)).code).toBe(0);
     const written = readFileSync(join(cwd, "archive.ndjson"), "utf8");
     expect(written.startsWith(archive)).toBe(true);

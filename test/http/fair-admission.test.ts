@@ -19,7 +19,8 @@ import { closers, open } from "../support/follow-client.ts";
 const OPERATOR_KEY = "operator-key-0123456789abcdef";
 const CALLER_KEY = "caller-key-0123456789abcdef";
 const FLOOD_KEYS = Array.from({ length: 8 }, (_, i) => `flood-key-${i}-0123456789abcdef`);
-const RATE_LIMIT_PER_MINUTE = 600;
+// Twenty requests a second per credential: two of them fill the queue in a few seconds.
+const RATE_LIMIT_PER_MINUTE = 1200;
 
 // Warmed every second, so that a flood's length holds several of its refreshes.
 const quickWarming = catalogOf(

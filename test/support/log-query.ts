@@ -108,6 +108,32 @@ export function service(folder: string, extra: Record<string, string> = {}) {
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Until the service has loaded the exports its folder held at startup (/ready). */
+export async function loaded(baseUrl: string): Promise<void> {
+  await expect
+    .poll(async () => (await fetch(`${baseUrl}/ready`)).status, { interval: 100 })
+    .toBe(200);
+}
+
+/**
+ * Until a settled run reaches past `records` and past now: every export file dropped so far is
+ * loaded, and the service's watermark (/metrics) is LAG_SECONDS beyond the newest of them.
+ */
+export async function settled(baseUrl: string, records: { timestamp: string }[]): Promise<void> {
+  const instants = records.map((record) => Date.parse(record.timestamp));
+  const past = Math.max(Date.now(), ...instants.map((ms) => ms + LAG_SECONDS * 1000));
+  const watermarkMs = async () =>
+    (await metricOf(baseUrl, "query_service_data_watermark_seconds")) * 1000;
+  await expect.poll(watermarkMs, { interval: 200, timeout: 30_000 }).toBeGreaterThan(past);
+}
+
+/** A metric of the service's /metrics (the tests' key); NaN when absent. */
+async function metricOf(baseUrl: string, name: string): Promise<number> {
+  const response = await fetch(`${baseUrl}/metrics`, { headers: { "x-api-key": KEY } });
+  const [, value] = new RegExp(`^${name} (\\S+)$`, "m").exec(await response.text()) ?? [];
+  return Number(value);
+}
+
 /** Record ids in the order the service sends them: timestamp, then id. */
 export const inOrder = (records: { id: string; timestamp: string }[]) =>
   [...records]
@@ -137,6 +163,10 @@ export function tailing(url: string, env: Record<string, string> = {}) {
   });
   return {
     printed: () => ids(printed),
+    /** Resolves once the service holds the tail's follow stream open. */
+    async connected() {
+      await expect.poll(() => metricOf(url, "query_service_follow_streams_open")).toBe(1);
+    },
     /** Resolves once `count` records were printed. */
     async waitFor(count: number) {
       for (let waited = 0; ids(printed).length < count; waited += 100) {
