@@ -70,6 +70,11 @@ export interface EndpointDefinition {
   columns: RowSchema;
   /** The names of the columns, in the SQL's order. */
   columnNames: readonly string[];
+  /**
+   * The columns that hold an instant (TIMESTAMP, or DATETIME, which is UTC by the spec), in the
+   * SQL's order: what `time_format` presents, and what the listing calls `time_columns`.
+   */
+  timeColumns: readonly string[];
   maxRows: number;
   paging?: PagingContract;
   /** Absent: every request runs the query. */

@@ -106,6 +106,11 @@ export function compileEndpoint(
       example: definition.example,
       columns,
       columnNames: Object.freeze(Object.keys(columns.properties)),
+      timeColumns: Object.freeze(
+        definition.columns
+          .filter(({ type, mode }) => TIME_TYPES.has(type) && mode !== "REPEATED")
+          .map((column) => column.name),
+      ),
       maxRows: definition.max_rows,
       ...(paging && { paging }),
       ...(definition.cache && {
@@ -119,6 +124,9 @@ export function compileEndpoint(
     },
   };
 }
+
+/** The SQL types of an instant; an array of them is not one (time_format leaves it as it is). */
+const TIME_TYPES = new Set(["TIMESTAMP", "DATETIME"]);
 
 /** The first 12 hex digits of the SHA-256 of a definition and its SQL files, in name order. */
 function revisionOf(definition: EndpointDefinitionFile, sqlFiles: SqlFiles): string {

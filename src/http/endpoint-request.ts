@@ -15,6 +15,7 @@ import { granted, HttpError } from "./errors.ts";
 import type { Format, MediaFormat } from "./formats/format.ts";
 import { json } from "./formats/json.ts";
 import { negotiation, splitFormatSuffix } from "./formats/negotiate.ts";
+import { timeFormatOf, withoutTimeFormat } from "./formats/time-format.ts";
 import type { EndpointRequests, RouteKind } from "./route-kind.ts";
 import { entryRouteOf, listedPaths } from "./route-kinds.ts";
 
@@ -49,10 +50,15 @@ export function endpointRequests({
         request.queryLog.endpoint = endpoint.name;
         annotateRequestSpan(request, endpoint.name);
       }
-      const own = request.query as RawQuery;
+      // A kind that takes the endpoint's parameters takes `time_format` too, as a presentation
+      // of the answer: neither the scope nor the endpoint's validator sees it.
+      const { query: own, given } = kind.params
+        ? { query: request.query as RawQuery, given: undefined }
+        : withoutTimeFormat(request.query as RawQuery);
       const asked = narrow ? narrow(own, endpoint) : own;
       const { credential } = request;
       const query = granted(authorize(credential, endpoint, kind.params ? NOTHING : asked));
+      const timeFormat = timeFormatOf(given);
       let params: SqlParams;
       if (kind.params) {
         params = parseParams(kind.params, own);
@@ -76,7 +82,7 @@ export function endpointRequests({
       }
       // The request is otherwise valid; only now can its format be what fails it.
       const format = formatOf(kind, suffixed, request, reply);
-      return { endpoint, query, params, format };
+      return { endpoint, query, params, format, ...(timeFormat && { timeFormat }) };
     },
     list(kind, request, reply) {
       parseParams(kind.params, request.query);

@@ -61,6 +61,7 @@ function describeEndpoint(endpoint: EndpointDefinition) {
       ? { ttl_seconds: endpoint.cache.ttlSeconds, warming_seconds: endpoint.cache.warmingSeconds }
       : null,
     paths: listedPaths(endpoint),
+    time_columns: endpoint.timeColumns,
     example: `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`,
     ...(endpoint.paging && {
       paging: {

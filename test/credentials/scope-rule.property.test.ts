@@ -31,7 +31,12 @@ const DECLARED: Readonly<Record<string, readonly string[]>> = {
   ],
   "usage.api-counts": ["project", "interval"],
 };
-const ALL_PARAMS = [...new Set(Object.values(DECLARED).flat())];
+/**
+ * A presentation of the answer that every route of an endpoint's rows takes: the scope never sees
+ * it, so none fixes or forbids it (a `*` scope's fixed value of it applies to no endpoint).
+ */
+const PRESENTATION = ["time_format"];
+const ALL_PARAMS = [...new Set(Object.values(DECLARED).flat()), ...PRESENTATION];
 
 /** Two values per parameter: a scope fixes one of them, a request gives one, so they often meet. */
 const POOLS: Readonly<Record<string, readonly [string, string]>> = {
@@ -44,6 +49,7 @@ const POOLS: Readonly<Record<string, readonly [string, string]>> = {
   status: ["5xx", "404"],
   method: ["GET", "POST"],
   since: ["15m", "1h"],
+  time_format: ["epoch_ms", "rfc3339"],
 };
 const poolOf = (param: string): readonly string[] => POOLS[param] ?? ["x", "y"];
 
@@ -131,10 +137,14 @@ const given = (param: string): fc.Arbitrary<string | string[] | undefined> =>
  * An endpoint's name (short in a counterexample) and a query string as the parser gives it, of the
  * parameters the route may be given (not those it refuses before the scope looks).
  */
-const requestOf = (names: readonly string[], refusedFirst: readonly string[] = []) =>
+const requestOf = (
+  names: readonly string[],
+  refusedFirst: readonly string[] = [],
+  presentation: readonly string[] = [],
+) =>
   fc.constantFrom(...names).chain((name) => {
     // "projct" is unknown to every endpoint: the rule passes it on, validation refuses it later.
-    const params = [...(DECLARED[name] ?? []), "projct"].filter(
+    const params = [...(DECLARED[name] ?? []), "projct", ...presentation].filter(
       (param) => !refusedFirst.includes(param),
     );
     return fc.tuple(...params.map(given)).map((values) => ({
@@ -224,25 +234,29 @@ const SECRET = "a-test-secret-of-at-least-32-bytes!!";
 
 /**
  * Each route kind: the endpoints that have it (written out, as DECLARED is), its URL, the parameters
- * it refuses before the scope looks, and whether the scope judges the endpoint alone (the alerts
- * listing takes no parameter of the endpoint's).
+ * it refuses before the scope looks, whether it takes the presentation parameters (which the scope
+ * never judges), and whether the scope judges the endpoint alone (the alerts listing takes no
+ * parameter of the endpoint's).
  */
 const ROUTE_KINDS = [
   {
     kind: "answer",
     endpoints: Object.keys(DECLARED),
     url: (name: string, query: string) => `/api/endpoints/${name}?${query}`,
+    presentation: PRESENTATION,
   },
   {
     kind: "watch",
     endpoints: ["functions.invocation-stats", "usage.api-counts"],
     url: (name: string, query: string) => `/api/endpoints/query/${name}/watch?${query}`,
+    presentation: PRESENTATION,
   },
   {
     kind: "follow",
     endpoints: ["logs.all"],
     url: (name: string, query: string) => `/api/endpoints/${name}/follow?${query}`,
     refusedFirst: ["iso_timestamp_end", "cursor"],
+    presentation: PRESENTATION,
   },
   {
     kind: "alerts listing",
@@ -262,9 +276,11 @@ const grantableScopes = fc.array(
 const routeRequest = fc
   .constantFrom(...ROUTE_KINDS)
   .chain((route) =>
-    requestOf(route.endpoints, "refusedFirst" in route ? route.refusedFirst : []).map(
-      ({ name, query }) => ({ route, name, query }),
-    ),
+    requestOf(
+      route.endpoints,
+      "refusedFirst" in route ? route.refusedFirst : [],
+      "presentation" in route ? route.presentation : [],
+    ).map(({ name, query }) => ({ route, name, query })),
   );
 
 /** The query as the service parses its string: a value given once is text, not a list of one. */
@@ -275,6 +291,9 @@ const asParsed = (query: RawQuery): RawQuery =>
       Array.isArray(value) && value.length === 1 ? value[0] : value,
     ]),
   );
+
+const withoutPresentation = (query: RawQuery): RawQuery =>
+  Object.fromEntries(Object.entries(query).filter(([param]) => !PRESENTATION.includes(param)));
 
 const queryString = (query: RawQuery) =>
   new URLSearchParams(
@@ -299,7 +318,7 @@ describe("every route kind that names an endpoint", () => {
       fc.asyncProperty(grantableScopes, routeRequest, async (scopes, { route, name, ...asked }) => {
         const query = asParsed(asked.query);
         const endpoint = endpointNamed(name);
-        const judged = "endpointAlone" in route ? {} : query;
+        const judged = "endpointAlone" in route ? {} : withoutPresentation(query);
         const token = await new SignJWT({ sub: "tenant", scopes })
           .setProtectedHeader({ alg: "HS256" })
           .setExpirationTime("1h")

@@ -137,6 +137,23 @@ const exampleUrl = (endpoint: EndpointDefinition) =>
   `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`;
 
 /** Whether validation refuses `query`, naming `param`. */
+/**
+ * An endpoint's row as the document declares it: its columns, each time column an epoch-ms
+ * integer too (what `time_format=epoch_ms` writes).
+ */
+const documentedRow = ({ columns, timeColumns }: EndpointDefinition) => ({
+  ...columns,
+  properties: {
+    ...columns.properties,
+    ...Object.fromEntries(
+      timeColumns.map((name) => [
+        name,
+        { anyOf: [columns.properties[name], { type: "integer", description: expect.any(String) }] },
+      ]),
+    ),
+  },
+});
+
 function refuses(endpoint: EndpointDefinition, query: Record<string, string>, param: string) {
   try {
     parseParams(endpoint.params, query);
@@ -176,8 +193,9 @@ describe("GET /openapi.json", () => {
         // Swagger UI's "try it" cannot find an operation whose id has a dot in it.
         expect(operation.operationId).toMatch(/^\w+$/);
         const query = operation.parameters.filter((p) => p.in === "query");
-        expect(query.map((p) => p.name)).toEqual([...endpoint.paramNames]);
-        for (const parameter of query) {
+        // The endpoint's own, then the presentation every path of its rows takes.
+        expect(query.map((p) => p.name)).toEqual([...endpoint.paramNames, "time_format"]);
+        for (const parameter of query.filter((p) => p.name !== "time_format")) {
           const { name, schema } = parameter;
           const { [name]: _omitted, ...without } = endpoint.example;
           expect(parameter.required, `${endpoint.name} ${name}`).toBe(
@@ -223,7 +241,7 @@ describe("GET /openapi.json", () => {
     for (const endpoint of catalog) {
       const [byName, ...others] = pathsOf(endpoint).map((path) => paths[path]?.get as Operation);
       for (const other of others) expect(other.responses["200"]).toEqual(byName?.responses["200"]);
-      expect(document.components.schemas[`${endpoint.name}.row`]).toEqual(endpoint.columns);
+      expect(document.components.schemas[`${endpoint.name}.row`]).toEqual(documentedRow(endpoint));
       const ok = byName?.responses["200"] as Response;
 
       const response = await get(exampleUrl(endpoint), { "x-api-key": FULL_KEY });
@@ -430,8 +448,9 @@ describe("the document of the routes, made each endpoint's own paths", () => {
     expect(operation?.tags).toEqual([added.name]);
     expect(operation?.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual([
       ...logs.paramNames,
+      "time_format",
     ]);
-    expect(document.components.schemas[`${added.name}.row`]).toEqual(added.columns);
+    expect(document.components.schemas[`${added.name}.row`]).toEqual(documentedRow(added));
     expect(JSON.stringify(operation?.responses)).toContain(
       `#/components/schemas/${added.name}.row`,
     );
@@ -495,6 +514,7 @@ describe("GET /openapi.json, beside the endpoints", () => {
           ...[...endpoint.paramNames].filter(
             (name) => !["iso_timestamp_end", "cursor"].includes(name),
           ),
+          "time_format",
           "after",
           "until",
         ]);
@@ -538,6 +558,7 @@ describe("GET /openapi.json, beside the endpoints", () => {
         expect(operation.operationId).toMatch(/^\w+_watch$/);
         expect(operation.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual([
           ...endpoint.paramNames,
+          "time_format",
         ]);
         expect(operation.parameters.filter((p) => p.in === "header")).toEqual([
           expect.objectContaining({ name: "Last-Event-ID", required: false }),

@@ -67,7 +67,8 @@ describe("the table of route kinds", () => {
       // What validates the query string: the endpoint's validator, as JSON Schema.
       const validated = z.toJSONSchema(endpoint.params, { io: "input", unrepresentable: "any" })
         .properties as Record<string, { examples?: unknown }>;
-      const own = row.name === "follow" ? ["after", "until"] : [];
+      // A follow stream's own, and the presentation every kind of an endpoint's rows takes.
+      const own = [...(row.name === "follow" ? ["after", "until"] : []), "time_format"];
       const unfollowed =
         row.name === "follow" && endpoint.paging ? notFollowed(endpoint.paging) : [];
       expect(Object.keys(declared.properties).sort(), url).toEqual(

@@ -9,6 +9,7 @@ import { csv } from "../formats/csv.ts";
 import type { Format } from "../formats/format.ts";
 import { json as jsonFormat } from "../formats/json.ts";
 import { ndjson } from "../formats/ndjson.ts";
+import { TIME_FORMAT_PARAM, TIME_FORMATS } from "../formats/time-format.ts";
 import type { EndReason } from "../streams/outbound-stream.ts";
 import {
   ANY_REQUEST_ERRORS,
@@ -25,10 +26,25 @@ import {
 export const rowName = (endpoint: EndpointDefinition) => `${endpoint.name}.row`;
 
 /** `endpoint`'s row, as the schemas below refer to it. */
-export const rowSchemaOf = (endpoint: EndpointDefinition): Json => ({
-  $id: rowName(endpoint),
-  ...endpoint.columns,
-});
+export const rowSchemaOf = (endpoint: EndpointDefinition): Json => {
+  const { columns, timeColumns } = endpoint;
+  return {
+    $id: rowName(endpoint),
+    ...columns,
+    properties: {
+      ...columns.properties,
+      ...Object.fromEntries(
+        timeColumns.map((column) => [column, { anyOf: [columns.properties[column], EPOCH_MS] }]),
+      ),
+    },
+  };
+};
+
+/** A time column with `time_format=epoch_ms` (with `rfc3339`, a string its own schema takes). */
+const EPOCH_MS = {
+  type: "integer",
+  description: "Epoch milliseconds: the column's value with time_format=epoch_ms.",
+};
 
 const rowOf = (endpoint: EndpointDefinition) => ({ $ref: `${rowName(endpoint)}#` });
 
@@ -114,17 +130,40 @@ function queryStringOf(endpoint: EndpointDefinition, omitted: readonly string[] 
   const taken = (name: string) => !omitted.includes(name);
   return {
     type: "object",
-    properties: Object.fromEntries(
-      Object.entries(properties)
-        .filter(([name]) => taken(name))
-        .map(([name, property]) => {
-          const example = endpoint.example[name];
-          if (example === undefined) return [name, property];
-          const others = (property.examples ?? []).filter((value) => value !== example);
-          return [name, { ...property, examples: [example, ...others] }];
-        }),
-    ),
+    properties: {
+      ...Object.fromEntries(
+        Object.entries(properties)
+          .filter(([name]) => taken(name))
+          .map(([name, property]) => {
+            const example = endpoint.example[name];
+            if (example === undefined) return [name, property];
+            const others = (property.examples ?? []).filter((value) => value !== example);
+            return [name, { ...property, examples: [example, ...others] }];
+          }),
+      ),
+      [TIME_FORMAT_PARAM]: timeFormatParam(endpoint),
+    },
     required: required.filter(taken),
+  };
+}
+
+/**
+ * `time_format`, which every path of an endpoint's rows takes, and the columns it rewrites
+ * (`x-time-columns`, as the listing's `time_columns`).
+ */
+function timeFormatParam({ timeColumns }: EndpointDefinition): Json {
+  const columns = timeColumns.length
+    ? `its time columns (${timeColumns.join(", ")})`
+    : "its time columns (it has none: the rows are as without it)";
+  return {
+    type: "string",
+    enum: [...TIME_FORMATS],
+    description:
+      `How ${columns} are written: \`epoch_ms\` as JSON numbers of epoch milliseconds, ` +
+      "`rfc3339` as RFC 3339 strings in UTC ending in `Z` (a DATETIME is UTC). In every format " +
+      "and stream; absent, as the row's schema gives them. A presentation of the same answer: " +
+      "it is cached once, and a credential's scope neither fixes nor forbids it.",
+    "x-time-columns": [...timeColumns],
   };
 }
 

@@ -53,6 +53,7 @@ export const CATALOG_ENTRY: Json = {
     "paths",
     "example",
     "fixed_params",
+    "time_columns",
   ],
   properties: {
     name: STRING,
@@ -73,6 +74,12 @@ export const CATALOG_ENTRY: Json = {
     },
     paths: { ...STRINGS, description: "Where it answers; a followable one's follow stream too." },
     example: { ...STRING, description: "A valid request: path and query string." },
+    time_columns: {
+      ...STRINGS,
+      description:
+        "The columns that hold an instant (TIMESTAMP, or DATETIME in UTC), which `time_format` " +
+        "writes as epoch milliseconds or RFC 3339.",
+    },
     fixed_params: {
       type: "object",
       additionalProperties: STRING,
