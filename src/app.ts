@@ -15,6 +15,7 @@ import { openCors } from "./http/cors.ts";
 import { endpointRequests } from "./http/endpoint-request.ts";
 import { clientError, errorEnvelope, frameworkError, newRequestId } from "./http/errors.ts";
 import { explorerPage } from "./http/explorer/routes.ts";
+import { catalogDashboardRoute } from "./http/grafana-catalog-route.ts";
 import { healthRoutes } from "./http/health-routes.ts";
 import { catalogListing } from "./http/listing-routes.ts";
 import { loadShedding, type PressureLimits } from "./http/load-shedding.ts";
@@ -186,6 +187,7 @@ export async function buildApp(
     // and where `since` windows do.
     const requests = endpointRequests({ catalog, cursors, now: () => followHub.now() });
     await api.register(catalogListing, { catalog, requests });
+    await api.register(catalogDashboardRoute, { catalog, requests });
     // One set of caps for every stream kind: a credential's follows and watches share its budget.
     const reserve = streamPlaces(api, {
       caps: streamCaps,

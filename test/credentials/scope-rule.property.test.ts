@@ -236,7 +236,7 @@ const SECRET = "a-test-secret-of-at-least-32-bytes!!";
  * Each route kind: the endpoints that have it (written out, as DECLARED is), its URL, the parameters
  * it refuses before the scope looks, whether it takes the presentation parameters (which the scope
  * never judges), and whether the scope judges the endpoint alone (the alerts listing takes no
- * parameter of the endpoint's).
+ * parameter of the endpoint's, nor does a Grafana dashboard).
  */
 const ROUTE_KINDS = [
   {
@@ -257,6 +257,12 @@ const ROUTE_KINDS = [
     url: (name: string, query: string) => `/api/endpoints/${name}/follow?${query}`,
     refusedFirst: ["iso_timestamp_end", "cursor"],
     presentation: PRESENTATION,
+  },
+  {
+    kind: "grafana",
+    endpoints: Object.keys(DECLARED),
+    url: (name: string) => `/api/endpoints/${name}/grafana`,
+    endpointAlone: true,
   },
   {
     kind: "alerts listing",

@@ -112,9 +112,14 @@ const followPathsOf = (endpoint: EndpointDefinition) =>
 const watchPathsOf = (endpoint: EndpointDefinition) =>
   endpoint.cache ? pathsOf(endpoint).map((path) => `${path}/watch`) : [];
 
+/** Every endpoint's Grafana dashboard, at each of its path forms. */
+const grafanaPathsOf = (endpoint: EndpointDefinition) =>
+  pathsOf(endpoint).map((path) => `${path}/grafana`);
+
 /** The paths beside the endpoints', for a caller who may read /metrics. */
 const SERVICE_PATHS = [
   "/api/endpoints",
+  "/api/grafana",
   "/api/alerts",
   "/health",
   "/ready",
@@ -183,6 +188,7 @@ describe("GET /openapi.json", () => {
         ...catalog.flatMap(suffixPathsOf),
         ...catalog.flatMap(followPathsOf),
         ...catalog.flatMap(watchPathsOf),
+        ...catalog.flatMap(grafanaPathsOf),
         ...SERVICE_PATHS,
       ].sort(),
     );
@@ -379,7 +385,8 @@ describe("GET /openapi.json", () => {
         ...pathsOf(stats),
         ...suffixPathsOf(stats),
         ...watchPathsOf(stats),
-        ...["/api/endpoints", "/api/alerts", "/health", "/ready", "/openapi.json"],
+        ...grafanaPathsOf(stats),
+        ...["/api/endpoints", "/api/grafana", "/api/alerts", "/health", "/ready", "/openapi.json"],
       ].sort(),
     );
     expect(document.tags.map((tag) => tag.name)).toEqual(["catalog", STATS, "service"]);
@@ -408,7 +415,7 @@ describe("GET /openapi.json", () => {
       Object.keys(document.paths)
         .filter((path) => path.startsWith("/api/endpoints/"))
         .sort(),
-    ).toEqual([...pathsOf(logs), ...suffixPathsOf(logs)].sort());
+    ).toEqual([...pathsOf(logs), ...suffixPathsOf(logs), ...grafanaPathsOf(logs)].sort());
     expect(document.components.schemas).not.toHaveProperty(["follow.end"]);
     const refused = await get(`/api/endpoints/${LOGS}/follow?project=default&project_tier=FREE`, {
       "x-api-key": PINNED_END_KEY,
@@ -439,14 +446,19 @@ describe("the document of the routes, made each endpoint's own paths", () => {
       (path) => path.includes(added.name) || path.includes(added.id),
     );
     expect(paths.sort()).toEqual(
-      [...pathsOf(added), ...suffixPathsOf(added), ...followPathsOf(added)].sort(),
+      [
+        ...pathsOf(added),
+        ...suffixPathsOf(added),
+        ...followPathsOf(added),
+        ...grafanaPathsOf(added),
+      ].sort(),
     );
     expect(document.paths[`/api/endpoints/query/${added.id}`]?.get.operationId).toBe(
       "auth_failures_by_id",
     );
     const operation = document.paths[`/api/endpoints/${added.name}`]?.get;
     expect(operation?.tags).toEqual([added.name]);
-    expect(operation?.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual([
+    expect(operation?.parameters?.filter((p) => p.in === "query").map((p) => p.name)).toEqual([
       ...logs.paramNames,
       "time_format",
     ]);

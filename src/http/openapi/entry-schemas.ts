@@ -21,6 +21,7 @@ import {
   RATE_LIMIT,
   STRING,
 } from "./responses.ts";
+import { DASHBOARD_RESPONSE } from "./service-schemas.ts";
 
 /** The name of `endpoint`'s row among the document's schemas. */
 export const rowName = (endpoint: EndpointDefinition) => `${endpoint.name}.row`;
@@ -445,6 +446,28 @@ export function watchSchema(entry: DescribedEntry) {
         },
       },
       ...errorResponses(ENDPOINT_ERRORS),
+    },
+  };
+}
+
+/** GET …/<name>/grafana: the endpoint's Grafana dashboard for the caller's credential. */
+export function grafanaSchema(entry: DescribedEntry) {
+  const { endpoint, naming } = entry;
+  return {
+    tags: [endpoint.name],
+    operationId: operationIdOf(entry, "grafana"),
+    summary: `${endpoint.name} as a Grafana dashboard, ${naming.summary}`,
+    description:
+      "A dashboard JSON for Grafana's Infinity datasource, for this credential: one panel of the " +
+      "endpoint (a time series when its columns are one time and numbers, else a table), the " +
+      "dashboard's time range in its URL, every column typed (`time_format=epoch_ms`), a " +
+      "variable per required parameter the credential's scope does not fix, and a refresh no " +
+      "faster than the endpoint's warming. It holds no credential: the datasource does " +
+      "(docs/grafana.md). Takes no parameters.",
+    querystring: { type: "object", properties: {} },
+    response: {
+      200: DASHBOARD_RESPONSE,
+      ...errorResponses([400, 401, 403, 404, 406, 429, 503, ...ANY_REQUEST_ERRORS]),
     },
   };
 }

@@ -109,6 +109,27 @@ export const CATALOG_ENTRY: Json = {
   },
 };
 
+/** A Grafana dashboard JSON (Grafana's own schema describes the rest of it). */
+export const GRAFANA_DASHBOARD: Json = {
+  $id: "grafana.dashboard",
+  type: "object",
+  description:
+    "A Grafana dashboard (schemaVersion 42) whose panels query this service through the Infinity " +
+    "datasource the `datasource` variable picks.",
+  required: ["uid", "title", "schemaVersion", "refresh", "templating", "panels"],
+  properties: {
+    uid: STRING,
+    title: STRING,
+    schemaVersion: INTEGER,
+    refresh: {
+      ...STRING,
+      description: "How often it refreshes: no faster than its endpoints' warming; empty, never.",
+    },
+    templating: { type: "object" },
+    panels: { type: "array", items: { type: "object" } },
+  },
+};
+
 const TIME_OR_NULL = { type: ["string", "null"], format: "date-time" };
 
 /** One entry of GET /api/alerts: a rule the credential may see, and its state. */
@@ -336,5 +357,26 @@ export const OPENAPI_SCHEMA = {
       type: "null",
     },
     ...errorResponses([401, 429, 503, ...ANY_REQUEST_ERRORS]),
+  },
+};
+
+/** The 200 of a Grafana dashboard's GET, one endpoint's or every endpoint's. */
+export const DASHBOARD_RESPONSE = {
+  description: "The dashboard, to import into Grafana or provision.",
+  headers: headers("X-Request-Id", ...RATE_LIMIT),
+  content: json({ $ref: "grafana.dashboard#" }),
+};
+
+export const GRAFANA_SCHEMA = {
+  operationId: "grafanaDashboard",
+  tags: [CATALOG_TAG.name],
+  summary: "A Grafana dashboard of every endpoint this credential may call",
+  description:
+    "One dashboard for Grafana's Infinity datasource with a panel per endpoint the credential " +
+    "may call, as each endpoint's `…/grafana` gives it, its variables named by endpoint. Takes " +
+    "no parameters.",
+  response: {
+    200: DASHBOARD_RESPONSE,
+    ...errorResponses([400, 401, 406, 429, 503, ...ANY_REQUEST_ERRORS]),
   },
 };
