@@ -1,12 +1,11 @@
 -- usage.api-counts: requests of one project per time bucket, by API area. Each request
 -- element whose URL matches the project regex counts once in every area its path contains.
--- A time range (from/to) instead gives buckets of @bucket_seconds, aligned to the epoch as the
--- service aligns the range (src/endpoints/time-range.ts), from window_start to window_end, the last
--- instant its last bucket covers; without one, bucket_seconds is null and window_end the last
--- instant a TIMESTAMP holds.
+-- A time range (from/to, src/endpoints/time-range.ts) is counted in epoch-aligned buckets of
+-- @bucket_seconds up to window_end; without one, bucket_seconds is null and window_end unbounded.
 WITH requests AS (
   SELECT
     CASE
+      -- A range's bucket.
       WHEN @bucket_seconds IS NOT NULL THEN TIMESTAMP_SECONDS(
         DIV(UNIX_SECONDS(t.timestamp), CAST(@bucket_seconds AS INT64)) * CAST(@bucket_seconds AS INT64))
       WHEN @interval = 'minutely' THEN TIMESTAMP_TRUNC(t.timestamp, MINUTE)
