@@ -185,7 +185,12 @@ export async function buildApp(
     await api.register(metrics, { catalog, registry });
     // One way in for every route that names an endpoint, and one clock for where streams start
     // and where `since` windows do.
-    const requests = endpointRequests({ catalog, cursors, now: () => followHub.now() });
+    const requests = endpointRequests({
+      catalog,
+      cursors,
+      now: () => followHub.now(),
+      settledLagUs: BigInt(service.follow.lagMs) * 1_000n,
+    });
     await api.register(catalogListing, { catalog, requests });
     await api.register(catalogDashboardRoute, { catalog, requests });
     // One set of caps for every stream kind: a credential's follows and watches share its budget.

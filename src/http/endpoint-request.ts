@@ -9,6 +9,7 @@ import { authorize, fixedFor, type RawQuery } from "../credentials/scope-rule.ts
 import type { Catalog, EndpointDefinition } from "../endpoints/catalog.ts";
 import type { CursorCodec } from "../endpoints/cursor.ts";
 import { NO_PARAMS, type ParamsSchema, parseParams, withWindowStart } from "../endpoints/params.ts";
+import { resolveRange } from "../endpoints/time-range.ts";
 import type { SqlParams } from "../engines/sql-params.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { granted, HttpError } from "./errors.ts";
@@ -29,13 +30,16 @@ export function endpointRequests({
   catalog,
   cursors,
   now,
+  settledLagUs,
 }: {
   /** Where a path's name or UUID is looked up. */
   catalog: Catalog;
   /** Opens the page cursors of this service. */
   cursors: CursorCodec;
-  /** Epoch µs: where a relative start (`since`) counts back from. */
+  /** Epoch µs: where a relative start (`since`) counts back from, and a time range's default end. */
   now: () => bigint;
+  /** How late records still arrive (µs): a time range that ended before now − it never changes. */
+  settledLagUs: bigint;
 }): EndpointRequests {
   const validParams = paramsValidator(cursors);
   return {
@@ -79,6 +83,11 @@ export function endpointRequests({
                 () => !(since in fixedFor(credential, endpoint, asked)),
               )
             : validated;
+        // A time range is resolved per request: its end defaults to now, and its buckets align.
+        if (endpoint.range) {
+          const at = now();
+          params = resolveRange(endpoint.range, params, at, at - settledLagUs);
+        }
       }
       // The request is otherwise valid; only now can its format be what fails it.
       const format = formatOf(kind, suffixed, request, reply);

@@ -15,7 +15,15 @@ import { startService } from "../support/service.ts";
 
 // Written out rather than read from the catalog, so that the oracle shares no code with the rule.
 const DECLARED: Readonly<Record<string, readonly string[]>> = {
-  "functions.invocation-stats": ["project", "function_id", "interval"],
+  "functions.invocation-stats": [
+    "project",
+    "function_id",
+    "interval",
+    "from",
+    "to",
+    "bucket",
+    "max_points",
+  ],
   "logs.all": [
     "project",
     "project_tier",
@@ -29,7 +37,7 @@ const DECLARED: Readonly<Record<string, readonly string[]>> = {
     "since",
     "cursor",
   ],
-  "usage.api-counts": ["project", "interval"],
+  "usage.api-counts": ["project", "interval", "from", "to", "bucket", "max_points"],
 };
 /**
  * A presentation of the answer that every route of an endpoint's rows takes: the scope never sees
@@ -43,6 +51,10 @@ const POOLS: Readonly<Record<string, readonly [string, string]>> = {
   project: ["acme", "globex"],
   function_id: ["fn-a", "fn-b"],
   interval: ["1hr", "hourly"],
+  from: ["1795219200000", "2026-11-21T00:00:00Z"],
+  to: ["1795240800000", "2026-11-21T06:00:00Z"],
+  bucket: ["1m", "1h"],
+  max_points: ["10", "300"],
   project_tier: ["FREE", "PRO"],
   iso_timestamp_start: ["2026-11-21T00:00:00Z", "2026-11-20T00:00:00Z"],
   iso_timestamp_end: ["2026-11-21T05:00:00Z", "2026-11-21T06:00:00Z"],

@@ -85,6 +85,27 @@ export const CATALOG_ENTRY: Json = {
       additionalProperties: STRING,
       description: "What the credential's scope fixes: omit these, or send exactly these values.",
     },
+    range: {
+      type: "object",
+      description:
+        "Only on an endpoint whose definition declares time buckets: it answers any time range, " +
+        "`from` and `to` (epoch milliseconds or RFC 3339) in place of its span parameter, in " +
+        "buckets aligned to their size.",
+      required: ["ladder", "max_points", "max_range"],
+      properties: {
+        instead_of: { ...STRING, description: "The span parameter a range stands in for." },
+        ladder: {
+          ...STRINGS,
+          description:
+            "The bucket sizes, smallest first: without `bucket`, the smallest that gives at most `max_points` buckets.",
+        },
+        max_points: {
+          ...INTEGER,
+          description: "The most buckets an answer holds without `max_points`.",
+        },
+        max_range: { ...STRING, description: "How far back from now `from` may be." },
+      },
+    },
     paging: {
       type: "object",
       description:
