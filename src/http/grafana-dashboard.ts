@@ -6,6 +6,7 @@
 // in test/http/grafana.test.ts.
 import type { EndpointDefinition } from "../endpoints/catalog.ts";
 import type { ColumnSchema } from "../endpoints/columns.ts";
+import { RANGE_PARAMS } from "../endpoints/time-range.ts";
 
 const INFINITY = "yesoreyeram-infinity-datasource";
 /** What Grafana replaces in a query: `${name}` (a variable), `${__from:date:iso}`. */
@@ -27,9 +28,8 @@ const REFRESH_CHOICES: readonly [string, number][] = [
   ["2h", 7200],
   ["1d", 86400],
 ];
-/** The range parameters a bucketed endpoint takes (issue 42), and the bucket choices Grafana knows. */
-const RANGE = { from: "from", to: "to", bucket: "bucket", maxPoints: "max_points" } as const;
-const BUCKETS = ["30s", "1m", "5m", "15m", "1h", "6h", "1d"];
+/** The parameters of an endpoint's time range (time-range.ts). */
+const [FROM, TO, BUCKET, MAX_POINTS] = RANGE_PARAMS;
 const PANEL_HEIGHT = 9;
 
 /** An Infinity column: how its backend parser types a field of the rows. */
@@ -204,11 +204,10 @@ function duration(seconds: number): string {
 }
 
 /** How the dashboard's time range reaches an endpoint: the parameters it takes for it. */
-function rangeParamsOf(endpoint: EndpointDefinition): Record<string, string> {
-  const { paramNames, paging } = endpoint;
-  if (paramNames.has(RANGE.from) && paramNames.has(RANGE.to)) {
+function rangeParamsOf({ range, paging }: EndpointDefinition): Record<string, string> {
+  if (range) {
     // `${__from}`/`${__to}`: the range's ends in epoch milliseconds, which the endpoint takes.
-    return { [RANGE.from]: macro("__from"), [RANGE.to]: macro("__to") };
+    return { [FROM]: macro("__from"), [TO]: macro("__to") };
   }
   if (paging) {
     return {
@@ -220,8 +219,7 @@ function rangeParamsOf(endpoint: EndpointDefinition): Record<string, string> {
 }
 
 /** The parameters the dashboard's own variables fill in: the range's bucket and point count. */
-const bucketParamsOf = ({ paramNames }: EndpointDefinition) =>
-  [RANGE.bucket, RANGE.maxPoints].filter((param) => paramNames.has(param));
+const bucketParamsOf = ({ range }: EndpointDefinition) => (range ? [BUCKET, MAX_POINTS] : []);
 
 /** Whether the endpoint is a time series: one time column and numbers in every other. */
 function isTimeSeries({ columns, timeColumns }: EndpointDefinition): boolean {
@@ -263,10 +261,13 @@ function variablesOf(
     const name = variableName(param, endpoint);
     const label = name === param ? param : `${endpoint.name} ${param}`;
     const description = property?.description;
-    const values = param === RANGE.bucket ? ["", ...BUCKETS] : property?.enum;
+    const values = property?.enum;
+    // An empty bucket is an absent one: the endpoint picks it from its ladder.
     const initial =
-      endpoint.example[param] ?? property?.default ?? (param === RANGE.maxPoints ? "300" : "");
-    const current = { text: initial === "" ? "auto" : initial, value: initial };
+      endpoint.example[param] ??
+      property?.default ??
+      (param === MAX_POINTS ? String(endpoint.range?.maxPoints) : "");
+    const current = { text: initial, value: initial };
     const common = {
       name,
       label,
@@ -278,11 +279,7 @@ function variablesOf(
     return {
       type: "custom",
       query: values.join(","),
-      options: values.map((value) => ({
-        text: value === "" ? "auto" : value,
-        value,
-        selected: value === initial,
-      })),
+      options: values.map((value) => ({ text: value, value, selected: value === initial })),
       ...common,
     };
   });

@@ -13,6 +13,8 @@ import { describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
+import { LiveCatalog } from "../../src/endpoints/catalog.ts";
+import { BUILT_IN_ENDPOINTS, loadCatalog } from "../../src/endpoints/load-catalog.ts";
 import type { Row } from "../../src/engines/engine.ts";
 import { catalogDashboard, endpointDashboard } from "../../src/http/grafana-dashboard.ts";
 import { codeBlocks } from "../support/doc-commands.ts";
@@ -26,7 +28,7 @@ import {
   request,
   shift,
 } from "../support/fixtures.ts";
-import { API_KEY, startService } from "../support/service.ts";
+import { API_KEY, type Service, startService } from "../support/service.ts";
 import { temporaryFile } from "../support/temporary-file.ts";
 
 // Its ES build imports moment-timezone's CommonJS by names Node does not find; its CommonJS build
@@ -39,6 +41,8 @@ const NOW = "2026-11-21T05:17:42.123456Z";
 /** The project the endpoints' examples name, which the dashboards' variables start at. */
 const EXAMPLE_PROJECT = "default";
 const TENANT_KEY = "grafana-tenant-key-0123456789";
+/** The docs' operator endpoint, auth.failures-per-hour. */
+const EXAMPLE_ENDPOINTS = new URL("../../examples/endpoints/", import.meta.url).pathname;
 
 const TABLES = {
   function_edge_logs: [
@@ -123,12 +127,21 @@ const STATS_DASHBOARD = {
       },
       {
         type: "textbox",
-        query: "1hr",
-        name: "interval",
-        label: "interval",
-        description:
-          "window and bucket size: 5min, 15min, 1hr, 1day, 7day; any other value means 1day",
-        current: { text: "1hr", value: "1hr" },
+        // Empty: the endpoint picks the bucket from its ladder.
+        query: "",
+        name: "bucket",
+        label: "bucket",
+        description: expect.stringContaining("bucket size"),
+        current: { text: "", value: "" },
+        ...VARIABLE,
+      },
+      {
+        type: "textbox",
+        query: "300",
+        name: "max_points",
+        label: "max_points",
+        description: expect.stringContaining("buckets"),
+        current: { text: "300", value: "300" },
         ...VARIABLE,
       },
     ],
@@ -155,8 +168,12 @@ const STATS_DASHBOARD = {
           url_options: {
             method: "GET",
             params: [
+              // The dashboard's range, in epoch milliseconds, in place of the span parameter.
+              { key: "from", value: macro("__from") },
+              { key: "to", value: macro("__to") },
               { key: "project", value: macro("project") },
-              { key: "interval", value: macro("interval") },
+              { key: "bucket", value: macro("bucket") },
+              { key: "max_points", value: macro("max_points") },
               { key: "time_format", value: "epoch_ms" },
             ],
           },
@@ -243,6 +260,43 @@ const FIELD_TYPES: Record<string, string> = {
   string: FieldType.string,
 };
 
+/**
+ * Sends `panel`'s query as Grafana would, and reads the answer as Infinity's backend parser does:
+ * the root selector's rows, each declared column a field of the type it declares.
+ */
+async function expectTypedAnswer(
+  get: Service["get"],
+  dashboard: Served,
+  panel: Served["panels"][number],
+) {
+  const [target] = panel.targets as [Target];
+  const url = urlOf(target, dashboard.templating.list);
+  const response = await get(url);
+  expect(response.statusCode, `${url}: ${response.body}`).toBe(200);
+  const rows = response.json()[target.root_selector] as Row[];
+  expect(rows.length, url).toBeGreaterThan(0);
+  const frame = toDataFrame({
+    name: panel.title,
+    fields: target.columns.map((column) => ({
+      name: column.text,
+      type: FIELD_TYPES[column.type] as (typeof FieldType)[keyof typeof FieldType],
+      values: rows.map((row) => row[column.selector]),
+    })),
+  });
+  const time = frame.fields.filter((field) => field.type === FieldType.time);
+  expect(time, url).toHaveLength(1);
+  for (const instant of time[0]?.values ?? []) {
+    expect(typeof instant).toBe("number");
+    expect(instant).toBeGreaterThanOrEqual(RANGE.from - 86_400_000);
+    expect(instant).toBeLessThanOrEqual(RANGE.to);
+  }
+  const numbers = frame.fields.filter((field) => field.type === FieldType.number);
+  if (panel.type === "timeseries") expect(numbers.length).toBe(frame.fields.length - 1);
+  for (const field of numbers) {
+    for (const value of field.values) expect(["number", "null"], field.name).toContain(kind(value));
+  }
+}
+
 describe("a Grafana dashboard", () => {
   it("of functions.invocation-stats is the one Grafana's types hold, with no credential in it", async () => {
     const { get } = await service();
@@ -290,38 +344,39 @@ describe("a Grafana dashboard", () => {
       ["logs.all", "table"],
       ["usage.api-counts", "timeseries"],
     ]);
-    for (const panel of dashboard.panels) {
-      const [target] = panel.targets as [Target];
-      const url = urlOf(target, dashboard.templating.list);
-      const response = await get(url);
-      expect(response.statusCode, `${url}: ${response.body}`).toBe(200);
-      const rows = response.json()[target.root_selector] as Row[];
-      expect(rows.length, url).toBeGreaterThan(0);
-      const frame = toDataFrame({
-        name: panel.title,
-        fields: target.columns.map((column) => ({
-          name: column.text,
-          type: FIELD_TYPES[column.type] as (typeof FieldType)[keyof typeof FieldType],
-          values: rows.map((row) => row[column.selector]),
-        })),
-      });
-      const time = frame.fields.filter((field) => field.type === FieldType.time);
-      expect(
-        time.map((field) => field.name),
-        url,
-      ).toEqual(["timestamp"]);
-      for (const instant of time[0]?.values ?? []) {
-        expect(typeof instant).toBe("number");
-        expect(instant).toBeGreaterThanOrEqual(RANGE.from - 86_400_000);
-        expect(instant).toBeLessThanOrEqual(RANGE.to);
-      }
-      const numbers = frame.fields.filter((field) => field.type === FieldType.number);
-      if (panel.type === "timeseries") expect(numbers.length).toBe(frame.fields.length - 1);
-      for (const field of numbers) {
-        for (const value of field.values)
-          expect(["number", "null"], field.name).toContain(kind(value));
-      }
-    }
+    for (const panel of dashboard.panels) await expectTypedAnswer(get, dashboard, panel);
+  });
+
+  it("charts an operator's hourly series too: its one time and numbers make a time series", async () => {
+    const { get } = await startService({
+      now: NOW,
+      tables: {
+        ...TABLES,
+        edge_logs: [
+          edgeLog(shift(NOW, -HOUR), {
+            project: EXAMPLE_PROJECT,
+            metadata: [
+              {
+                request: [request("/auth/v1/token", EXAMPLE_PROJECT)],
+                response: [{ status_code: 401 }],
+              },
+            ],
+          }),
+        ],
+      },
+      cache: {},
+      catalog: new LiveCatalog(loadCatalog([BUILT_IN_ENDPOINTS, EXAMPLE_ENDPOINTS])),
+    });
+    const dashboard = (await get("/api/endpoints/auth.failures-per-hour/grafana")).json() as Served;
+    // Warmed every 60 s; its optional period keeps its default, its project is asked for.
+    expect(dashboard.refresh).toBe("1m");
+    expect(dashboard.templating.list.map((variable) => variable.name)).toEqual([
+      "datasource",
+      "project",
+    ]);
+    const [panel] = dashboard.panels as [Served["panels"][number]];
+    expect(panel.type).toBe("timeseries");
+    await expectTypedAnswer(get, dashboard, panel);
   });
 
   it("leaves out what the credential's scope fixes, and lists only what it may call", async () => {
@@ -330,10 +385,17 @@ describe("a Grafana dashboard", () => {
     const own = (await get("/api/endpoints/functions.invocation-stats/grafana", tenant)).json();
     expect(own.templating.list.map((v: { name: string }) => v.name)).toEqual([
       "datasource",
-      "interval",
+      "bucket",
+      "max_points",
     ]);
     const [target] = own.panels[0].targets as [Target];
-    expect(target.url_options.params.map(({ key }) => key)).toEqual(["interval", "time_format"]);
+    expect(target.url_options.params.map(({ key }) => key)).toEqual([
+      "from",
+      "to",
+      "bucket",
+      "max_points",
+      "time_format",
+    ]);
     // Its panel's query answers the scope's project.
     const answer = (await get(urlOf(target, own.templating.list), tenant)).json().result as Row[];
     expect(answer.map((row) => row.max_execution_time)).toEqual([99]);
