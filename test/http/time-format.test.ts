@@ -8,7 +8,7 @@ import { sha256Hex } from "../../src/credentials/authenticate.ts";
 import { KeysFile } from "../../src/credentials/keys-file.ts";
 import type { Row } from "../../src/engines/engine.ts";
 import { cachedService } from "../support/cached-service.ts";
-import { edgeLog, functionCall, MINUTE, PROJECT, shift } from "../support/fixtures.ts";
+import { edgeLog, functionCall, MINUTE, PROJECT, SECOND, shift } from "../support/fixtures.ts";
 import { FOLLOW, FOLLOW_CLOCK, open, QUERY, records } from "../support/follow-client.ts";
 import { API_KEY, startService } from "../support/service.ts";
 import { temporaryFile } from "../support/temporary-file.ts";
@@ -161,6 +161,24 @@ describe("time_format", () => {
     expect(other.statusCode).toBe(403);
     const refusedFirst = await get(`${url}&project=someone-else&time_format=bad`, tenant);
     expect(JSON.parse(refusedFirst.body).error.code).toBe("forbidden");
+  });
+
+  it("stays on every page of a walk: the next page's link keeps it, and its cursor takes it", async () => {
+    const records = Array.from({ length: 101 }, (_, i) =>
+      edgeLog(shift(NOW, -BigInt(i + 1) * SECOND), { id: `record-${i}` }),
+    );
+    const { get } = await startService({ now: NOW, tables: { edge_logs: records } });
+    const first = await get(`${ENDPOINTS[0][1]}&time_format=epoch_ms`);
+    const next = /<([^>]+)>; rel="next"/.exec(String(first.headers.link))?.[1] as string;
+    expect(next).toContain("time_format=epoch_ms");
+    const second = await get(next);
+    expect(second.statusCode, second.body).toBe(200);
+    expect(JSON.parse(second.body).result).toEqual([
+      expect.objectContaining({
+        id: "record-100",
+        timestamp: Date.parse(shift(NOW, -101n * SECOND)),
+      }),
+    ]);
   });
 
   it("rewrites each follow record, and each watched value as GET answers it", async () => {
