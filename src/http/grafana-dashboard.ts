@@ -171,7 +171,7 @@ function dashboard(
           query: INFINITY,
           ...SIMPLE_VARIABLE,
         },
-        ...dedupedByName(variables),
+        ...variables,
       ],
     },
     annotations: { list: [] },
@@ -283,11 +283,6 @@ function variablesOf(
       ...common,
     };
   });
-}
-
-/** Two endpoints' variables of one name are one variable. */
-function dedupedByName(variables: GrafanaVariable[]): GrafanaVariable[] {
-  return [...new Map(variables.map((variable) => [variable.name, variable])).values()];
 }
 
 function panelOf(
