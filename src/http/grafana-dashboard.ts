@@ -7,6 +7,7 @@
 import type { EndpointDefinition } from "../endpoints/catalog.ts";
 import type { ColumnSchema } from "../endpoints/columns.ts";
 import { RANGE_PARAMS } from "../endpoints/time-range.ts";
+import { TIME_FORMAT_PARAM, type TimeFormat } from "./formats/time-format.ts";
 
 const INFINITY = "yesoreyeram-infinity-datasource";
 /** What Grafana replaces in a query: `${name}` (a variable), `${__from:date:iso}`. */
@@ -294,7 +295,8 @@ function panelOf(
   const params = [
     ...Object.entries(rangeParamsOf(endpoint)).filter(([param]) => !(param in charted.fixed)),
     ...variableParamsOf(charted).map((param) => [param, macro(variableName(param, endpoint))]),
-    ["time_format", "epoch_ms"],
+    // Instants as epoch milliseconds, which Infinity types as time without a format string.
+    [TIME_FORMAT_PARAM, "epoch_ms" satisfies TimeFormat],
   ].map(([key, value]) => ({ key: key as string, value: value as string }));
   const format = isTimeSeries(endpoint) ? "timeseries" : "table";
   return {
