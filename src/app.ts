@@ -15,6 +15,7 @@ import { openCors } from "./http/cors.ts";
 import { endpointRequests } from "./http/endpoint-request.ts";
 import { clientError, errorEnvelope, frameworkError, newRequestId } from "./http/errors.ts";
 import { explorerPage } from "./http/explorer/routes.ts";
+import { catalogDashboardRoute } from "./http/grafana-catalog-route.ts";
 import { healthRoutes } from "./http/health-routes.ts";
 import { catalogListing } from "./http/listing-routes.ts";
 import { loadShedding, type PressureLimits } from "./http/load-shedding.ts";
@@ -184,8 +185,14 @@ export async function buildApp(
     await api.register(metrics, { catalog, registry });
     // One way in for every route that names an endpoint, and one clock for where streams start
     // and where `since` windows do.
-    const requests = endpointRequests({ catalog, cursors, now: () => followHub.now() });
+    const requests = endpointRequests({
+      catalog,
+      cursors,
+      now: () => followHub.now(),
+      settledLagUs: BigInt(service.follow.lagMs) * 1_000n,
+    });
     await api.register(catalogListing, { catalog, requests });
+    await api.register(catalogDashboardRoute, { catalog, requests });
     // One set of caps for every stream kind: a credential's follows and watches share its budget.
     const reserve = streamPlaces(api, {
       caps: streamCaps,

@@ -1,12 +1,13 @@
 -- functions.invocation-stats in DuckDB: the same rows as bigquery.sql,
 -- read from the tables derived at load (queries/duckdb/derived). The engine binds the first bucket
 -- (window_start) and the last (last_bucket) as on BigQuery (src/endpoints/window.ts), and $now, from
--- the same reading of now. The bucket series trunc(now - window) ... trunc(now) is a
+-- the same reading of now; a time range binds its bucket size (bucket_seconds), its first and last
+-- buckets aligned to it (src/endpoints/time-range.ts). The bucket series first ... last is a
 -- time range here: a record's truncated timestamp is an element exactly when
--- first <= timestamp < trunc(now) + one bucket.
--- Second and minute buckets (windows of an hour at most) are computed from the invocations
--- themselves; hour and day buckets (1day, 7day) are sums of whole hours of
--- function_invocation_hours, and their p95/p99 read only the sorted execution times of one value
+-- first <= timestamp < last + one bucket.
+-- Buckets shorter than an hour (windows of an hour at most, or a range's) are computed from the
+-- invocations themselves; buckets of whole hours (1day, 7day, or a range's) are sums of whole hours
+-- of function_invocation_hours, and their p95/p99 read only the sorted execution times of one value
 -- bin (function_invocation_values).
 -- Buckets are epoch microseconds, truncated by arithmetic: UTC units up to a day have fixed lengths.
 WITH series AS (
@@ -14,21 +15,16 @@ WITH series AS (
     CAST($window_start AS TIMESTAMPTZ) AS first,
     CAST($last_bucket AS TIMESTAMPTZ) + to_microseconds(step_us) AS stop,
     step_us,
-    unit IN ('hour', 'day') AS by_hour
+    step_us % 3600000000 = 0 AS by_hour
   FROM (
     SELECT
-      CASE $interval
-        WHEN '5min' THEN 'second'
-        WHEN '15min' THEN 'minute'
-        WHEN '1hr' THEN 'minute'
-        WHEN '7day' THEN 'day'
-        ELSE 'hour'
-      END AS unit,
-      CASE unit
-        WHEN 'second' THEN 1000000
-        WHEN 'minute' THEN 60000000
-        WHEN 'hour' THEN 3600000000
-        ELSE 86400000000
+      CASE
+        WHEN $bucket_seconds IS NOT NULL THEN CAST($bucket_seconds AS BIGINT) * 1000000
+        WHEN $interval = '5min' THEN 1000000
+        WHEN $interval = '15min' THEN 60000000
+        WHEN $interval = '1hr' THEN 60000000
+        WHEN $interval = '7day' THEN 86400000000
+        ELSE 3600000000
       END AS step_us
   )
 ),
@@ -42,8 +38,12 @@ invocations AS (
     t.execution_time_ms AS p95_input,
     t.execution_time_ms AS p99_input
   FROM function_invocations AS t, series
-  -- The widest such window as a constant bound, which skips older row groups unread.
-  WHERE t.timestamp >= $now - INTERVAL 61 MINUTE
+  -- The widest window of an interval, or the range's start, as a constant bound, which skips older
+  -- row groups unread.
+  WHERE t.timestamp >= CASE
+      WHEN $bucket_seconds IS NULL THEN $now - INTERVAL 61 MINUTE
+      ELSE CAST($window_start AS TIMESTAMPTZ)
+    END
     AND NOT by_hour
     AND t.timestamp >= first AND t.timestamp < stop
     AND t.project_ref = $project

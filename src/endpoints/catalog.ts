@@ -6,6 +6,7 @@ import type { Dialect } from "../engines/engine.ts";
 import type { WindowBinding } from "../engines/sql-params.ts";
 import type { RowSchema } from "./columns.ts";
 import type { ParamsSchema } from "./params.ts";
+import type { RangeContract } from "./time-range.ts";
 
 /**
  * The contract of a paged endpoint: its SQL orders by (timestamp, id) as `order` says, takes
@@ -70,10 +71,17 @@ export interface EndpointDefinition {
   columns: RowSchema;
   /** The names of the columns, in the SQL's order. */
   columnNames: readonly string[];
+  /**
+   * The columns that hold an instant (TIMESTAMP, or DATETIME, which is UTC by the spec), in the
+   * SQL's order: what `time_format` presents, and what the listing calls `time_columns`.
+   */
+  timeColumns: readonly string[];
   maxRows: number;
   paging?: PagingContract;
   /** Absent: every request runs the query. */
   cache?: CachePolicy;
+  /** Its time buckets: it answers any range (`from`, `to`) in them (time-range.ts). */
+  range?: RangeContract;
   /** The time window the engine binds (window_start, ...), given with each of its queries. */
   window: WindowBinding;
   /** Its SQL per engine; an engine it has none for does not serve it. */

@@ -42,6 +42,17 @@ import {
   type ValueCheck,
 } from "./params.ts";
 import { termPattern } from "./re2-pattern.ts";
+import {
+  DEFAULT_LADDER,
+  DEFAULT_MAX_POINTS,
+  DEFAULT_MAX_RANGE,
+  RANGE_BINDS,
+  RANGE_PARAMS,
+  RANGE_SETTLED,
+  type RangeContract,
+  rangedParamsOf,
+  rangeWindow,
+} from "./time-range.ts";
 import { NO_WINDOW, pagedWindow, type Span, spanWindow } from "./window.ts";
 
 /** One problem of a definition: the field it is about (dotted) and what is wrong. */
@@ -70,14 +81,25 @@ export function compileEndpoint(
 ): { entry: EndpointDefinition } | { problems: Problem[] } {
   const problems: Problem[] = [];
   const paging = pagingContract(definition, problems);
+  const range = rangeContract(definition, problems);
+  const spanParam = range?.spanParam;
   const shape = Object.fromEntries(
     Object.entries(definition.params).map(([name, param]) => [
       name,
-      paramSchema(name, param, definition.example[name]),
+      // A range stands in for the span parameter: required only without one (rangedParamsOf).
+      paramSchema(
+        name,
+        name === spanParam ? { ...param, required: false } : param,
+        definition.example[name],
+      ),
     ]),
   );
-  const params: ParamsSchema = paging ? pagedParamsOf(shape, paging.window) : paramsOf(shape);
-  const window = windowBinding(definition, paging, problems);
+  const params: ParamsSchema = paging
+    ? pagedParamsOf(shape, paging.window)
+    : range
+      ? rangedParamsOf(shape, range, spanMissing(definition, spanParam))
+      : paramsOf(shape);
+  const window = windowBinding(definition, paging, range, problems);
   const sql = sqlOf(definition, paging, window.binds, sqlFiles, problems);
   for (const name of Object.keys(definition.example)) {
     if (!(name in definition.params)) {
@@ -106,8 +128,14 @@ export function compileEndpoint(
       example: definition.example,
       columns,
       columnNames: Object.freeze(Object.keys(columns.properties)),
+      timeColumns: Object.freeze(
+        definition.columns
+          .filter(({ type, mode }) => TIME_TYPES.has(type) && mode !== "REPEATED")
+          .map((column) => column.name),
+      ),
       maxRows: definition.max_rows,
       ...(paging && { paging }),
+      ...(range && { range }),
       ...(definition.cache && {
         cache: {
           ttlSeconds: definition.cache.ttl_seconds,
@@ -119,6 +147,9 @@ export function compileEndpoint(
     },
   };
 }
+
+/** The SQL types of an instant; an array of them is not one (time_format leaves it as it is). */
+const TIME_TYPES = new Set(["TIMESTAMP", "DATETIME"]);
 
 /** The first 12 hex digits of the SHA-256 of a definition and its SQL files, in name order. */
 function revisionOf(definition: EndpointDefinitionFile, sqlFiles: SqlFiles): string {
@@ -301,8 +332,72 @@ function pagingContract(
   };
 }
 
+/**
+ * What a required span parameter's absence means, as its own check says it: a ranged endpoint's
+ * schema takes it as optional and says so itself when `from` is absent too.
+ */
+function spanMissing(
+  definition: EndpointDefinitionFile,
+  spanParam: string | undefined,
+): string | undefined {
+  const param = spanParam === undefined ? undefined : definition.params[spanParam];
+  if (spanParam === undefined || !param?.required) return undefined;
+  const checked = paramSchema(spanParam, param, definition.example[spanParam]).safeParse(undefined);
+  return checked.success ? undefined : checked.error.issues[0]?.message;
+}
+
+/** The time buckets a definition declares, checked against its other parts. */
+function rangeContract(
+  definition: EndpointDefinitionFile,
+  problems: Problem[],
+): RangeContract | undefined {
+  const { buckets } = definition;
+  if (!buckets) return undefined;
+  if (definition.paging) {
+    problems.push({
+      field: "buckets",
+      message: "a paged endpoint answers records, not buckets: declare one of them",
+    });
+  }
+  for (const own of [...RANGE_PARAMS, RANGE_SETTLED]) {
+    if (own in definition.params) {
+      problems.push({
+        field: `params.${own}`,
+        message: "is a time range's own parameter; an endpoint with buckets cannot declare it",
+      });
+    }
+  }
+  const micros = (text: string) => BigInt(durationSeconds(text) ?? 0) * 1_000_000n;
+  const ladder = (buckets.ladder ?? DEFAULT_LADDER).map(micros);
+  if (ladder.some((size, i) => i > 0 && size <= (ladder[i - 1] as bigint))) {
+    problems.push({ field: "buckets.ladder", message: "must go from the smallest size up" });
+  }
+  return {
+    ladder,
+    maxRange: micros(buckets.max_range ?? DEFAULT_MAX_RANGE),
+    maxPoints: Math.min(DEFAULT_MAX_POINTS, definition.max_rows),
+    maxRows: definition.max_rows,
+    spanParam: definition.window?.param,
+  };
+}
+
 /** The window the engine binds, and the names it binds. */
 function windowBinding(
+  definition: EndpointDefinitionFile,
+  paging: PagingContract | undefined,
+  range: RangeContract | undefined,
+  problems: Problem[],
+): { binding: WindowBinding; binds: string[] } {
+  const spans = spanBinding(definition, paging, problems);
+  if (!range) return spans;
+  return {
+    binding: rangeWindow(spans.binding),
+    binds: [...new Set([...spans.binds, ...RANGE_BINDS])],
+  };
+}
+
+/** The window of a span parameter or a paging contract, and the names it binds. */
+function spanBinding(
   definition: EndpointDefinitionFile,
   paging: PagingContract | undefined,
   problems: Problem[],

@@ -149,6 +149,23 @@ const windowDefinition = z
     "what the engine binds as @window_start (and @last_bucket) from one reading of now; a paged endpoint's window comes from its paging contract",
   );
 
+const bucketsDefinition = z
+  .strictObject({
+    ladder: z
+      .array(duration)
+      .min(1)
+      .optional()
+      .describe(
+        "the bucket sizes a range may take, smallest first; default 1s 5s 10s 30s 1m 5m 15m 30m 1h 3h 6h 12h 1d 7d",
+      ),
+    max_range: duration
+      .optional()
+      .describe("how far back from now a range may start (so how long it may be); default 90d"),
+  })
+  .describe(
+    "it answers any time range: `from` and `to` (epoch milliseconds or RFC 3339) in place of the window's parameter, in buckets its SQL binds as @window_start, @last_bucket, @window_end and @bucket_seconds (docs/endpoints.md)",
+  );
+
 const pagingDefinition = z
   .strictObject({
     page_size: z.number().int().positive(),
@@ -210,6 +227,7 @@ export const endpointDefinition = z
       .optional()
       .describe("absent: every request runs the query"),
     window: windowDefinition.optional(),
+    buckets: bucketsDefinition.optional(),
     paging: pagingDefinition.optional(),
   })
   .describe("An endpoint: a saved query with typed parameters (endpoints/<name>/endpoint.yaml).");

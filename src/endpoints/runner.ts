@@ -19,6 +19,7 @@ import type { SqlParams } from "../engines/sql-params.ts";
 import { inSpan, isTracing } from "../telemetry/tracing.ts";
 import type { EndpointDefinition, PagingContract } from "./catalog.ts";
 import { type CursorCodec, KEPT_PAGE_PARAM, keptPageOf } from "./cursor.ts";
+import { RANGE_SETTLED } from "./time-range.ts";
 
 /** What the engine did for this request, for the request log; absent when the cache answered. */
 export interface Execution {
@@ -236,6 +237,7 @@ export function createRunner(deps: {
     demand?: Demand,
     callerLeft?: () => AbortSignal,
   ): Promise<Answer> {
+    const policy = policyOf(endpoint, params);
     let execution: Execution | undefined;
     let answered = false;
     const refresh = refreshLoader(endpoint, params, key);
@@ -251,11 +253,11 @@ export function createRunner(deps: {
     const found = await inSpan(
       "cache lookup",
       lookupSpan(endpoint),
-      () => cache.get(key, endpoint.cache, load, rendition, demand, callerLeft?.()),
+      () => cache.get(key, policy, load, rendition, demand, callerLeft?.()),
       describeLookup,
     );
     answered = true;
-    return answerOf(found, endpoint.cache, execution);
+    return answerOf(found, policy, execution);
   }
 
   /** Loads the key as the cache's own work, nobody's request, and logs what the engine did. */
@@ -274,7 +276,7 @@ export function createRunner(deps: {
     if (!cache) throw new Error("watching needs the result cache");
     const key = keyOf(endpoint, params);
     const load = refreshLoader(endpoint, params, key);
-    return cache.watch(key, endpoint.cache, load, listener, tellHeld);
+    return cache.watch(key, policyOf(endpoint, params), load, listener, tellHeld);
   };
 
   const run: RunEndpoint = (endpoint, params, credential, rendition, demand, callerLeft) => {
@@ -285,7 +287,7 @@ export function createRunner(deps: {
     // A fresh value asked for plainly is answered in this turn: a dashboard's hit waits on no
     // promise. A traced request takes the lookup, which records its span.
     const fresh = demand || isTracing() ? undefined : cache.fresh(key, rendition);
-    if (fresh) return answerOf(fresh, endpoint.cache);
+    if (fresh) return answerOf(fresh, policyOf(endpoint as CachedEndpoint, params));
     return looked(
       cache,
       endpoint as EndpointDefinition & { cache: CachePolicy },
@@ -299,6 +301,15 @@ export function createRunner(deps: {
   };
   return { run, watch };
 }
+
+type CachedEndpoint = EndpointDefinition & { cache: CachePolicy };
+
+/** A time range that ended before the settled horizon never changes: kept a day, never warmed. */
+const SETTLED: CachePolicy = { ttlSeconds: 86_400, warmingSeconds: 0 };
+
+/** How long `params`' value is kept, and how often it is warmed while in use. */
+const policyOf = (endpoint: CachedEndpoint, params: SqlParams): CachePolicy =>
+  params[RANGE_SETTLED] ? SETTLED : endpoint.cache;
 
 function answerOf(found: CacheAnswer, policy: CachePolicy, execution?: Execution): Answer {
   // A spread of the whole answer, payload too: excluding one key copies property by property.

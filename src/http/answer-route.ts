@@ -6,6 +6,7 @@ import type { Demand } from "../cache/result-cache.ts";
 import type { Credential } from "../credentials/credential.ts";
 import type { Answer } from "../endpoints/runner.ts";
 import type { Format } from "./formats/format.ts";
+import { renditionFor } from "./formats/time-format.ts";
 import { sendAnswer } from "./reply.ts";
 import type { KindHandler, RouteKind } from "./route-kind.ts";
 
@@ -14,13 +15,13 @@ export const answerHandler =
   (kind: RouteKind<Format>): KindHandler =>
   ({ requests, run, refreshBudget }) =>
   (request, reply) => {
-    const { endpoint, params, format } = requests.enter(kind, request, reply);
+    const { endpoint, params, format, timeFormat } = requests.enter(kind, request, reply);
     const { credential } = request;
     const answer = run(
       endpoint,
       params,
       credential.name,
-      format.renditionFor?.(endpoint.columnNames),
+      renditionFor(endpoint, format, timeFormat),
       demandOf(request.headers, refreshBudget, credential),
       // Aborted when the client goes: a query nobody waits for leaves the engine's line.
       () => request.signal,

@@ -9,12 +9,14 @@ import { authorize, fixedFor, type RawQuery } from "../credentials/scope-rule.ts
 import type { Catalog, EndpointDefinition } from "../endpoints/catalog.ts";
 import type { CursorCodec } from "../endpoints/cursor.ts";
 import { NO_PARAMS, type ParamsSchema, parseParams, withWindowStart } from "../endpoints/params.ts";
+import { resolveRange } from "../endpoints/time-range.ts";
 import type { SqlParams } from "../engines/sql-params.ts";
 import { annotateRequestSpan } from "../telemetry/tracing.ts";
 import { granted, HttpError } from "./errors.ts";
 import type { Format, MediaFormat } from "./formats/format.ts";
 import { json } from "./formats/json.ts";
 import { negotiation, splitFormatSuffix } from "./formats/negotiate.ts";
+import { timeFormatOf, withoutTimeFormat } from "./formats/time-format.ts";
 import type { EndpointRequests, RouteKind } from "./route-kind.ts";
 import { entryRouteOf, listedPaths } from "./route-kinds.ts";
 
@@ -28,13 +30,16 @@ export function endpointRequests({
   catalog,
   cursors,
   now,
+  settledLagUs,
 }: {
   /** Where a path's name or UUID is looked up. */
   catalog: Catalog;
   /** Opens the page cursors of this service. */
   cursors: CursorCodec;
-  /** Epoch µs: where a relative start (`since`) counts back from. */
+  /** Epoch µs: where a relative start (`since`) counts back from, and a time range's default end. */
   now: () => bigint;
+  /** How late records still arrive (µs): a time range that ended before now − it never changes. */
+  settledLagUs: bigint;
 }): EndpointRequests {
   const validParams = paramsValidator(cursors);
   return {
@@ -49,10 +54,15 @@ export function endpointRequests({
         request.queryLog.endpoint = endpoint.name;
         annotateRequestSpan(request, endpoint.name);
       }
-      const own = request.query as RawQuery;
+      // A kind that takes the endpoint's parameters takes `time_format` too, as a presentation
+      // of the answer: neither the scope nor the endpoint's validator sees it.
+      const { query: own, given } = kind.params
+        ? { query: request.query as RawQuery, given: undefined }
+        : withoutTimeFormat(request.query as RawQuery);
       const asked = narrow ? narrow(own, endpoint) : own;
       const { credential } = request;
       const query = granted(authorize(credential, endpoint, kind.params ? NOTHING : asked));
+      const timeFormat = timeFormatOf(given);
       let params: SqlParams;
       if (kind.params) {
         params = parseParams(kind.params, own);
@@ -73,10 +83,15 @@ export function endpointRequests({
                 () => !(since in fixedFor(credential, endpoint, asked)),
               )
             : validated;
+        // A time range is resolved per request: its end defaults to now, and its buckets align.
+        if (endpoint.range) {
+          const at = now();
+          params = resolveRange(endpoint.range, params, at, at - settledLagUs);
+        }
       }
       // The request is otherwise valid; only now can its format be what fails it.
       const format = formatOf(kind, suffixed, request, reply);
-      return { endpoint, query, params, format };
+      return { endpoint, query, params, format, ...(timeFormat && { timeFormat }) };
     },
     list(kind, request, reply) {
       parseParams(kind.params, request.query);

@@ -12,6 +12,7 @@ import type { SqlParams } from "../engines/sql-params.ts";
 import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
 import { HttpError } from "./errors.ts";
 import type { MediaFormat } from "./formats/format.ts";
+import { presentTimes } from "./formats/time-format.ts";
 import {
   EVENT_STREAM,
   type FollowedEndpoint,
@@ -28,7 +29,7 @@ export const followHandler =
     let resume: StreamPosition | undefined;
     let settled = false;
     // The stream's own parameters are not the endpoint's: taken out before the scope sees them.
-    const { endpoint, query, params, format } = requests.enter(kind, request, reply, {
+    const { endpoint, query, params, format, timeFormat } = requests.enter(kind, request, reply, {
       narrow: ({ after, until, ...raw }, { paging }) => {
         refuseNotFollowed(paging, raw);
         resume = resumption(request, after, hub.options.cursors);
@@ -72,7 +73,11 @@ export const followHandler =
       from,
       {
         credential: request.credential.name,
-        deliver: (record, cursor) => stream.record(record, cursor),
+        deliver: (record, cursor) =>
+          stream.record(
+            timeFormat ? presentTimes(record, endpoint.timeColumns, timeFormat) : record,
+            cursor,
+          ),
         ready: () => stream.ready(),
         fail: (error) => {
           request.log.error({ err: error }, "follow stream could not catch up");

@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import type { Credential } from "../credentials/credential.ts";
 import { grantedParams } from "../credentials/scope-rule.ts";
 import type { Catalog, EndpointDefinition } from "../endpoints/catalog.ts";
+import { durationText, type RangeContract } from "../endpoints/time-range.ts";
 import { LISTING } from "./endpoint-request.ts";
 import { LISTING_SCHEMA } from "./openapi/service-schemas.ts";
 import type { EndpointRequests } from "./route-kind.ts";
@@ -61,7 +62,9 @@ function describeEndpoint(endpoint: EndpointDefinition) {
       ? { ttl_seconds: endpoint.cache.ttlSeconds, warming_seconds: endpoint.cache.warmingSeconds }
       : null,
     paths: listedPaths(endpoint),
+    time_columns: endpoint.timeColumns,
     example: `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`,
+    ...(endpoint.range && { range: describeRange(endpoint.range) }),
     ...(endpoint.paging && {
       paging: {
         page_size: endpoint.paging.pageSize,
@@ -72,3 +75,11 @@ function describeEndpoint(endpoint: EndpointDefinition) {
     }),
   };
 }
+
+/** How an endpoint answers any time range: what it stands in for, its buckets and its bounds. */
+const describeRange = ({ spanParam, ladder, maxPoints, maxRange }: RangeContract) => ({
+  ...(spanParam && { instead_of: spanParam }),
+  ladder: ladder.map(durationText),
+  max_points: maxPoints,
+  max_range: durationText(maxRange),
+});

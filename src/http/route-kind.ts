@@ -12,6 +12,7 @@ import type { RunEndpoint, WatchEndpoint } from "../endpoints/runner.ts";
 import type { SqlParams } from "../engines/sql-params.ts";
 import type { MediaFormat } from "./formats/format.ts";
 import type { Negotiation } from "./formats/negotiate.ts";
+import type { TimeFormat } from "./formats/time-format.ts";
 import type { ReservePlace } from "./streams/stream-places.ts";
 
 /** A kind of route: which endpoints have it, what it answers in, whose parameters it takes. */
@@ -43,6 +44,8 @@ export interface Entered<F extends MediaFormat, E extends EndpointDefinition> {
   query: RawQuery;
   params: SqlParams;
   format: F;
+  /** How its instants are written (`time_format`); absent: as the spec writes them. */
+  timeFormat?: TimeFormat;
 }
 
 /**

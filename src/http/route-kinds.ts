@@ -7,14 +7,18 @@
 // the entry routes are made anew per catalog instead.)
 import type { FastifyInstance } from "fastify";
 import type { EndpointDefinition } from "../endpoints/catalog.ts";
+import { NO_PARAMS } from "../endpoints/params.ts";
 import { answerHandler } from "./answer-route.ts";
 import { followHandler } from "./follow-route.ts";
 import type { Format, MediaFormat } from "./formats/format.ts";
+import { json } from "./formats/json.ts";
 import { ANSWER_FORMATS, negotiation } from "./formats/negotiate.ts";
+import { grafanaHandler } from "./grafana-route.ts";
 import {
   answerSchema,
   type DescribedEntry,
   followSchema,
+  grafanaSchema,
   watchSchema,
 } from "./openapi/entry-schemas.ts";
 import {
@@ -48,10 +52,18 @@ const WATCH: RouteKind<MediaFormat, CachedEndpoint> = {
   negotiation: negotiation([EVENT_STREAM]),
 };
 
+/** GET …/<name>/grafana: a Grafana dashboard of the endpoint, for the caller's credential. */
+const GRAFANA: RouteKind<Format> = {
+  path: "/grafana",
+  negotiation: negotiation([json]),
+  // None of the endpoint's: the scope judges the endpoint alone, and what it fixes is left out.
+  params: NO_PARAMS,
+};
+
 /** A kind of route an endpoint may have. */
 export interface KindRow {
   /** As its operation ids and summaries name it. */
-  readonly name: "query" | "follow" | "watch";
+  readonly name: "query" | "follow" | "watch" | "grafana";
   readonly kind: RouteKind<MediaFormat>;
   /** The formats a suffix on the endpoint's name asks for, at its name path. */
   readonly suffixes: readonly Format[];
@@ -92,6 +104,14 @@ export const ROUTE_KINDS = {
     suffixes: [],
     schema: watchSchema,
     handler: watchHandler(WATCH),
+  },
+  /** GET …/<name>/grafana: a dashboard of the endpoint for Grafana's Infinity datasource. */
+  grafana: {
+    name: "grafana",
+    kind: GRAFANA,
+    suffixes: [],
+    schema: grafanaSchema,
+    handler: grafanaHandler(GRAFANA),
   },
 } as const satisfies Record<string, KindRow>;
 

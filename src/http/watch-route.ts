@@ -4,6 +4,8 @@
 // request's (usually a hit), every later one is the key's warming, which watchers keep going.
 import type { CacheAnswer, CachePolicy } from "../cache/result-cache.ts";
 import type { MediaFormat } from "./formats/format.ts";
+import { json } from "./formats/json.ts";
+import { renditionFor } from "./formats/time-format.ts";
 import { cacheStatus } from "./reply.ts";
 import type { CachedEndpoint, KindHandler, RouteKind } from "./route-kind.ts";
 import { sendStream, sendStreamHead } from "./streams/stream-places.ts";
@@ -14,7 +16,9 @@ export const watchHandler =
   ({ run, watch, requests, reserve, watchStats: stats }) =>
     watch &&
     (async (request, reply) => {
-      const { endpoint, params, format } = requests.enter(kind, request, reply);
+      const { endpoint, params, format, timeFormat } = requests.enter(kind, request, reply);
+      // Each value as GET answers it in JSON, its instants in the time format asked for.
+      const presented = renditionFor(endpoint, json, timeFormat);
       const { credential } = request;
       const place = await reserve(request);
       // Told from before the first answer, so that no value stored meanwhile is missed.
@@ -53,7 +57,8 @@ export const watchHandler =
         sentComputedAt = answer.computedAt;
         if (answer.etag === sentEtag) return;
         sentEtag = answer.etag;
-        if (stream.event("result", answer.etag, answer.payload.body, freshness(answer, endpoint))) {
+        const body = (presented ? presented.render(answer.payload) : answer.payload).body;
+        if (stream.event("result", answer.etag, body, freshness(answer, endpoint))) {
           stats.eventsSent++;
         }
       };

@@ -15,7 +15,15 @@ import { startService } from "../support/service.ts";
 
 // Written out rather than read from the catalog, so that the oracle shares no code with the rule.
 const DECLARED: Readonly<Record<string, readonly string[]>> = {
-  "functions.invocation-stats": ["project", "function_id", "interval"],
+  "functions.invocation-stats": [
+    "project",
+    "function_id",
+    "interval",
+    "from",
+    "to",
+    "bucket",
+    "max_points",
+  ],
   "logs.all": [
     "project",
     "project_tier",
@@ -29,21 +37,31 @@ const DECLARED: Readonly<Record<string, readonly string[]>> = {
     "since",
     "cursor",
   ],
-  "usage.api-counts": ["project", "interval"],
+  "usage.api-counts": ["project", "interval", "from", "to", "bucket", "max_points"],
 };
-const ALL_PARAMS = [...new Set(Object.values(DECLARED).flat())];
+/**
+ * A presentation of the answer that every route of an endpoint's rows takes: the scope never sees
+ * it, so none fixes or forbids it (a `*` scope's fixed value of it applies to no endpoint).
+ */
+const PRESENTATION = ["time_format"];
+const ALL_PARAMS = [...new Set(Object.values(DECLARED).flat()), ...PRESENTATION];
 
 /** Two values per parameter: a scope fixes one of them, a request gives one, so they often meet. */
 const POOLS: Readonly<Record<string, readonly [string, string]>> = {
   project: ["acme", "globex"],
   function_id: ["fn-a", "fn-b"],
   interval: ["1hr", "hourly"],
+  from: ["1795219200000", "2026-11-21T00:00:00Z"],
+  to: ["1795240800000", "2026-11-21T06:00:00Z"],
+  bucket: ["1m", "1h"],
+  max_points: ["10", "300"],
   project_tier: ["FREE", "PRO"],
   iso_timestamp_start: ["2026-11-21T00:00:00Z", "2026-11-20T00:00:00Z"],
   iso_timestamp_end: ["2026-11-21T05:00:00Z", "2026-11-21T06:00:00Z"],
   status: ["5xx", "404"],
   method: ["GET", "POST"],
   since: ["15m", "1h"],
+  time_format: ["epoch_ms", "rfc3339"],
 };
 const poolOf = (param: string): readonly string[] => POOLS[param] ?? ["x", "y"];
 
@@ -131,10 +149,14 @@ const given = (param: string): fc.Arbitrary<string | string[] | undefined> =>
  * An endpoint's name (short in a counterexample) and a query string as the parser gives it, of the
  * parameters the route may be given (not those it refuses before the scope looks).
  */
-const requestOf = (names: readonly string[], refusedFirst: readonly string[] = []) =>
+const requestOf = (
+  names: readonly string[],
+  refusedFirst: readonly string[] = [],
+  presentation: readonly string[] = [],
+) =>
   fc.constantFrom(...names).chain((name) => {
     // "projct" is unknown to every endpoint: the rule passes it on, validation refuses it later.
-    const params = [...(DECLARED[name] ?? []), "projct"].filter(
+    const params = [...(DECLARED[name] ?? []), "projct", ...presentation].filter(
       (param) => !refusedFirst.includes(param),
     );
     return fc.tuple(...params.map(given)).map((values) => ({
@@ -224,25 +246,35 @@ const SECRET = "a-test-secret-of-at-least-32-bytes!!";
 
 /**
  * Each route kind: the endpoints that have it (written out, as DECLARED is), its URL, the parameters
- * it refuses before the scope looks, and whether the scope judges the endpoint alone (the alerts
- * listing takes no parameter of the endpoint's).
+ * it refuses before the scope looks, whether it takes the presentation parameters (which the scope
+ * never judges), and whether the scope judges the endpoint alone (the alerts listing takes no
+ * parameter of the endpoint's, nor does a Grafana dashboard).
  */
 const ROUTE_KINDS = [
   {
     kind: "answer",
     endpoints: Object.keys(DECLARED),
     url: (name: string, query: string) => `/api/endpoints/${name}?${query}`,
+    presentation: PRESENTATION,
   },
   {
     kind: "watch",
     endpoints: ["functions.invocation-stats", "usage.api-counts"],
     url: (name: string, query: string) => `/api/endpoints/query/${name}/watch?${query}`,
+    presentation: PRESENTATION,
   },
   {
     kind: "follow",
     endpoints: ["logs.all"],
     url: (name: string, query: string) => `/api/endpoints/${name}/follow?${query}`,
     refusedFirst: ["iso_timestamp_end", "cursor"],
+    presentation: PRESENTATION,
+  },
+  {
+    kind: "grafana",
+    endpoints: Object.keys(DECLARED),
+    url: (name: string) => `/api/endpoints/${name}/grafana`,
+    endpointAlone: true,
   },
   {
     kind: "alerts listing",
@@ -262,9 +294,11 @@ const grantableScopes = fc.array(
 const routeRequest = fc
   .constantFrom(...ROUTE_KINDS)
   .chain((route) =>
-    requestOf(route.endpoints, "refusedFirst" in route ? route.refusedFirst : []).map(
-      ({ name, query }) => ({ route, name, query }),
-    ),
+    requestOf(
+      route.endpoints,
+      "refusedFirst" in route ? route.refusedFirst : [],
+      "presentation" in route ? route.presentation : [],
+    ).map(({ name, query }) => ({ route, name, query })),
   );
 
 /** The query as the service parses its string: a value given once is text, not a list of one. */
@@ -275,6 +309,9 @@ const asParsed = (query: RawQuery): RawQuery =>
       Array.isArray(value) && value.length === 1 ? value[0] : value,
     ]),
   );
+
+const withoutPresentation = (query: RawQuery): RawQuery =>
+  Object.fromEntries(Object.entries(query).filter(([param]) => !PRESENTATION.includes(param)));
 
 const queryString = (query: RawQuery) =>
   new URLSearchParams(
@@ -299,7 +336,7 @@ describe("every route kind that names an endpoint", () => {
       fc.asyncProperty(grantableScopes, routeRequest, async (scopes, { route, name, ...asked }) => {
         const query = asParsed(asked.query);
         const endpoint = endpointNamed(name);
-        const judged = "endpointAlone" in route ? {} : query;
+        const judged = "endpointAlone" in route ? {} : withoutPresentation(query);
         const token = await new SignJWT({ sub: "tenant", scopes })
           .setProtectedHeader({ alg: "HS256" })
           .setExpirationTime("1h")

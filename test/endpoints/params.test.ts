@@ -115,11 +115,13 @@ describe("functions.invocation-stats params", () => {
       { param: "project", message: expect.stringMatching(/^required/) },
       {
         param: "projct",
-        message: "unknown parameter; this endpoint takes project, function_id, interval",
+        message:
+          "unknown parameter; this endpoint takes project, function_id, interval, from, to, bucket, max_points",
       },
       {
         param: "x",
-        message: "unknown parameter; this endpoint takes project, function_id, interval",
+        message:
+          "unknown parameter; this endpoint takes project, function_id, interval, from, to, bucket, max_points",
       },
     ]);
   });

@@ -210,13 +210,25 @@ describe("the three endpoints", () => {
       cache: { ttl_seconds: 900, warming_seconds: 300 },
       params: [
         { name: "project", type: "string", required: true },
+        // Required unless a time range stands in for it.
         {
           name: "interval",
           type: "string",
-          required: true,
+          required: false,
           allowed: ["minutely", "hourly", "daily"],
         },
+        ...["from", "to", "bucket", "max_points"].map((name) => ({
+          name,
+          type: "string",
+          required: false,
+        })),
       ],
+      range: {
+        instead_of: "interval",
+        ladder: "1s 5s 10s 30s 1m 5m 15m 30m 1h 3h 6h 12h 1d 7d".split(" "),
+        max_points: 300,
+        max_range: "90d",
+      },
     });
     expect(listed[1]?.cache).toBeNull();
     // A paged endpoint says how: what a client needs to page or follow it without knowing it.
@@ -227,6 +239,7 @@ describe("the three endpoints", () => {
       follow: true,
     });
     expect(listed[0]).not.toHaveProperty("paging");
+    expect(listed[1]).not.toHaveProperty("range");
   });
 });
 
@@ -311,7 +324,11 @@ describe("errors", () => {
             message: expect.stringContaining("not a valid RE2 regular expression"),
           },
           { param: "interval", message: "must be one of minutely, hourly, daily" },
-          { param: "projct", message: "unknown parameter; this endpoint takes project, interval" },
+          {
+            param: "projct",
+            message:
+              "unknown parameter; this endpoint takes project, interval, from, to, bucket, max_points",
+          },
         ],
       },
     });

@@ -202,7 +202,7 @@ describe("every route kind, asked the same bad question, answers it the same way
       message:
         "logs.all has no /watch path; its paths are /api/endpoints/logs.all, " +
         "/api/endpoints/query/c4e48f7a-e763-48a3-9217-93a065d845d8, /api/endpoints/query/logs.all, " +
-        "/api/endpoints/logs.all/follow.",
+        "/api/endpoints/logs.all/follow, /api/endpoints/logs.all/grafana.",
     });
     const followStats = await get(
       "/api/endpoints/query/301c3c3d-c4b3-4d6e-b0a1-e6310fabb99c/follow",
@@ -216,7 +216,8 @@ describe("every route kind, asked the same bad question, answers it the same way
         "/api/endpoints/functions.invocation-stats, " +
         "/api/endpoints/query/301c3c3d-c4b3-4d6e-b0a1-e6310fabb99c, " +
         "/api/endpoints/query/functions.invocation-stats, " +
-        "/api/endpoints/functions.invocation-stats/watch.",
+        "/api/endpoints/functions.invocation-stats/watch, " +
+        "/api/endpoints/functions.invocation-stats/grafana.",
     });
   });
 });

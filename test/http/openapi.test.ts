@@ -112,9 +112,14 @@ const followPathsOf = (endpoint: EndpointDefinition) =>
 const watchPathsOf = (endpoint: EndpointDefinition) =>
   endpoint.cache ? pathsOf(endpoint).map((path) => `${path}/watch`) : [];
 
+/** Every endpoint's Grafana dashboard, at each of its path forms. */
+const grafanaPathsOf = (endpoint: EndpointDefinition) =>
+  pathsOf(endpoint).map((path) => `${path}/grafana`);
+
 /** The paths beside the endpoints', for a caller who may read /metrics. */
 const SERVICE_PATHS = [
   "/api/endpoints",
+  "/api/grafana",
   "/api/alerts",
   "/health",
   "/ready",
@@ -137,6 +142,23 @@ const exampleUrl = (endpoint: EndpointDefinition) =>
   `/api/endpoints/${endpoint.name}?${new URLSearchParams(endpoint.example)}`;
 
 /** Whether validation refuses `query`, naming `param`. */
+/**
+ * An endpoint's row as the document declares it: its columns, each time column an epoch-ms
+ * integer too (what `time_format=epoch_ms` writes).
+ */
+const documentedRow = ({ columns, timeColumns }: EndpointDefinition) => ({
+  ...columns,
+  properties: {
+    ...columns.properties,
+    ...Object.fromEntries(
+      timeColumns.map((name) => [
+        name,
+        { anyOf: [columns.properties[name], { type: "integer", description: expect.any(String) }] },
+      ]),
+    ),
+  },
+});
+
 function refuses(endpoint: EndpointDefinition, query: Record<string, string>, param: string) {
   try {
     parseParams(endpoint.params, query);
@@ -166,6 +188,7 @@ describe("GET /openapi.json", () => {
         ...catalog.flatMap(suffixPathsOf),
         ...catalog.flatMap(followPathsOf),
         ...catalog.flatMap(watchPathsOf),
+        ...catalog.flatMap(grafanaPathsOf),
         ...SERVICE_PATHS,
       ].sort(),
     );
@@ -176,13 +199,17 @@ describe("GET /openapi.json", () => {
         // Swagger UI's "try it" cannot find an operation whose id has a dot in it.
         expect(operation.operationId).toMatch(/^\w+$/);
         const query = operation.parameters.filter((p) => p.in === "query");
-        expect(query.map((p) => p.name)).toEqual([...endpoint.paramNames]);
-        for (const parameter of query) {
+        // The endpoint's own, then the presentation every path of its rows takes.
+        expect(query.map((p) => p.name)).toEqual([...endpoint.paramNames, "time_format"]);
+        for (const parameter of query.filter((p) => p.name !== "time_format")) {
           const { name, schema } = parameter;
           const { [name]: _omitted, ...without } = endpoint.example;
+          // A span parameter a time range stands in for is refused missing, but not required.
+          const standsIn = endpoint.range?.spanParam === name;
           expect(parameter.required, `${endpoint.name} ${name}`).toBe(
-            refuses(endpoint, without, name),
+            !standsIn && refuses(endpoint, without, name),
           );
+          if (standsIn) expect(refuses(endpoint, without, name)).toBe(true);
           expect(schema.type).toBe("string");
           expect(parameter.description).toMatch(/\w/);
           // The endpoint's example first, the value Swagger UI's "try it" fills in.
@@ -223,7 +250,7 @@ describe("GET /openapi.json", () => {
     for (const endpoint of catalog) {
       const [byName, ...others] = pathsOf(endpoint).map((path) => paths[path]?.get as Operation);
       for (const other of others) expect(other.responses["200"]).toEqual(byName?.responses["200"]);
-      expect(document.components.schemas[`${endpoint.name}.row`]).toEqual(endpoint.columns);
+      expect(document.components.schemas[`${endpoint.name}.row`]).toEqual(documentedRow(endpoint));
       const ok = byName?.responses["200"] as Response;
 
       const response = await get(exampleUrl(endpoint), { "x-api-key": FULL_KEY });
@@ -361,7 +388,8 @@ describe("GET /openapi.json", () => {
         ...pathsOf(stats),
         ...suffixPathsOf(stats),
         ...watchPathsOf(stats),
-        ...["/api/endpoints", "/api/alerts", "/health", "/ready", "/openapi.json"],
+        ...grafanaPathsOf(stats),
+        ...["/api/endpoints", "/api/grafana", "/api/alerts", "/health", "/ready", "/openapi.json"],
       ].sort(),
     );
     expect(document.tags.map((tag) => tag.name)).toEqual(["catalog", STATS, "service"]);
@@ -375,7 +403,8 @@ describe("GET /openapi.json", () => {
         required: false,
         schema: { const: "default" },
       });
-      expect(parameters.find((p) => p.name === "interval")?.required).toBe(true);
+      // Required unless a time range stands in for it.
+      expect(parameters.find((p) => p.name === "interval")?.required).toBe(false);
     }
     const again = await get("/openapi.json", { "x-api-key": STATS_KEY });
     expect(again.json()).toEqual(document);
@@ -390,7 +419,7 @@ describe("GET /openapi.json", () => {
       Object.keys(document.paths)
         .filter((path) => path.startsWith("/api/endpoints/"))
         .sort(),
-    ).toEqual([...pathsOf(logs), ...suffixPathsOf(logs)].sort());
+    ).toEqual([...pathsOf(logs), ...suffixPathsOf(logs), ...grafanaPathsOf(logs)].sort());
     expect(document.components.schemas).not.toHaveProperty(["follow.end"]);
     const refused = await get(`/api/endpoints/${LOGS}/follow?project=default&project_tier=FREE`, {
       "x-api-key": PINNED_END_KEY,
@@ -421,17 +450,23 @@ describe("the document of the routes, made each endpoint's own paths", () => {
       (path) => path.includes(added.name) || path.includes(added.id),
     );
     expect(paths.sort()).toEqual(
-      [...pathsOf(added), ...suffixPathsOf(added), ...followPathsOf(added)].sort(),
+      [
+        ...pathsOf(added),
+        ...suffixPathsOf(added),
+        ...followPathsOf(added),
+        ...grafanaPathsOf(added),
+      ].sort(),
     );
     expect(document.paths[`/api/endpoints/query/${added.id}`]?.get.operationId).toBe(
       "auth_failures_by_id",
     );
     const operation = document.paths[`/api/endpoints/${added.name}`]?.get;
     expect(operation?.tags).toEqual([added.name]);
-    expect(operation?.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual([
+    expect(operation?.parameters?.filter((p) => p.in === "query").map((p) => p.name)).toEqual([
       ...logs.paramNames,
+      "time_format",
     ]);
-    expect(document.components.schemas[`${added.name}.row`]).toEqual(added.columns);
+    expect(document.components.schemas[`${added.name}.row`]).toEqual(documentedRow(added));
     expect(JSON.stringify(operation?.responses)).toContain(
       `#/components/schemas/${added.name}.row`,
     );
@@ -495,6 +530,7 @@ describe("GET /openapi.json, beside the endpoints", () => {
           ...[...endpoint.paramNames].filter(
             (name) => !["iso_timestamp_end", "cursor"].includes(name),
           ),
+          "time_format",
           "after",
           "until",
         ]);
@@ -538,6 +574,7 @@ describe("GET /openapi.json, beside the endpoints", () => {
         expect(operation.operationId).toMatch(/^\w+_watch$/);
         expect(operation.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual([
           ...endpoint.paramNames,
+          "time_format",
         ]);
         expect(operation.parameters.filter((p) => p.in === "header")).toEqual([
           expect.objectContaining({ name: "Last-Event-ID", required: false }),

@@ -5,6 +5,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { EndpointDefinition } from "../../src/endpoints/catalog.ts";
+import { RANGE_PARAMS, RANGE_SETTLED } from "../../src/endpoints/time-range.ts";
 import type { QueryRequest } from "../../src/engines/engine.ts";
 import { catalog } from "../support/catalog.ts";
 import { edgeLog, functionCall, MINUTE, shift } from "../support/fixtures.ts";
@@ -89,18 +90,26 @@ function declared(endpoint: EndpointDefinition) {
   };
   const names = Object.keys(schema.properties);
   // A paged endpoint's SQL binds its cursor as the position it names, and `since` as the
-  // iso_timestamp_start it resolves to.
+  // iso_timestamp_start it resolves to. A time range binds its aligned bounds and bucket in place
+  // of max_points, and without `from` none of its parameters.
   const position = ["cursor_timestamp", "cursor_id"];
   const unbound = ["cursor", "since"];
+  const spanBound = names.filter((name) => !(RANGE_PARAMS as readonly string[]).includes(name));
   return {
     names,
-    bound: endpoint.paging
-      ? [...names.filter((name) => !unbound.includes(name)), ...position]
-      : names,
+    bound: (search: string) =>
+      endpoint.paging
+        ? [...names.filter((name) => !unbound.includes(name)), ...position]
+        : !endpoint.range
+          ? names
+          : new URLSearchParams(search).get("from")
+            ? names.filter((name) => name !== "max_points")
+            : spanBound,
     required: schema.required ?? [],
     timestamps: [
       ...names.filter((name) => schema.properties[name]?.format === "date-time"),
       "cursor_timestamp",
+      ...(endpoint.range ? ["from", "to"] : []),
     ],
   };
 }
@@ -205,8 +214,10 @@ describe.each(catalog.map((endpoint) => [endpoint.name, endpoint] as const))(
           expect(new Set(keys).size).toBe(keys.length);
           for (const key of keys) expect(names).toContain(key);
           for (const { params } of calls.slice(before)) {
-            expect(Object.keys(params).sort()).toEqual([...bound].sort());
-            for (const param of bound) {
+            // A settled range's mark keys its cache entry; the SQL never binds it.
+            const { [RANGE_SETTLED]: _settled, ...sent } = params;
+            expect(Object.keys(sent).sort()).toEqual([...bound(search)].sort());
+            for (const param of bound(search)) {
               const value = params[param];
               expect(value === null || typeof value === "string", param).toBe(true);
               if (required.includes(param)) expect(value, param).toMatch(/./s);

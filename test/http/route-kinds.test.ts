@@ -32,14 +32,20 @@ describe("the table of route kinds", () => {
     const routes = entryRoutes(catalog.entries);
     expect(await documentedPaths()).toEqual(routes.map(({ url }) => url));
     for (const { url, endpoint, row, format } of routes) {
+      // A kind with parameters of its own (a dashboard's: none) takes none of the endpoint's.
+      const query = row.kind.params ? "" : `?${new URLSearchParams(endpoint.example)}`;
       const answer = await app.inject({
         method: "HEAD",
-        url: `${url}?${new URLSearchParams(endpoint.example)}`,
+        url: `${url}${query}`,
         headers: { "x-api-key": "test-key-0123456789abcdef" },
       });
       expect(answer.statusCode, url).toBe(200);
       const expected =
-        row.name === "query" ? (format?.contentType ?? "application/json") : "text/event-stream";
+        row.name === "query"
+          ? (format?.contentType ?? "application/json")
+          : row.name === "grafana"
+            ? "application/json"
+            : "text/event-stream";
       expect(answer.headers["content-type"], url).toContain(expected.split(";")[0]);
     }
   });
@@ -51,23 +57,29 @@ describe("the table of route kinds", () => {
     const document = (await app.inject({ url: "/openapi.json" })).json();
     const routes = entryRoutes(catalog.entries);
     expect(routes.map(({ row }) => row.name)).toEqual(
-      expect.arrayContaining(["query", "follow", "watch"]),
+      expect.arrayContaining(["query", "follow", "watch", "grafana"]),
     );
     for (const { url, endpoint, row, schema, format } of routes) {
       const operation = document.paths[url].get;
       expect(operation.operationId, url).toBe(schema.operationId);
       const declared = schema.querystring as { properties: Record<string, object> };
-      const documented = operation.parameters.filter(
+      const documented = (operation.parameters ?? []).filter(
         ({ in: where }: { in: string }) => where === "query",
       );
       expect(
         documented.map(({ name }: { name: string }) => name),
         url,
       ).toEqual(Object.keys(declared.properties));
+      // A dashboard takes none of its endpoint's parameters, and answers a dashboard, not rows.
+      if (row.kind.params) {
+        expect(declared.properties, url).toEqual({});
+        continue;
+      }
       // What validates the query string: the endpoint's validator, as JSON Schema.
       const validated = z.toJSONSchema(endpoint.params, { io: "input", unrepresentable: "any" })
         .properties as Record<string, { examples?: unknown }>;
-      const own = row.name === "follow" ? ["after", "until"] : [];
+      // A follow stream's own, and the presentation every kind of an endpoint's rows takes.
+      const own = [...(row.name === "follow" ? ["after", "until"] : []), "time_format"];
       const unfollowed =
         row.name === "follow" && endpoint.paging ? notFollowed(endpoint.paging) : [];
       expect(Object.keys(declared.properties).sort(), url).toEqual(

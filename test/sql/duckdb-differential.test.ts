@@ -131,6 +131,29 @@ const invocationCase = (project: string, interval: string, functionId: string | 
   ];
 const usageCase = (project: string, interval: string) =>
   ["usage.api-counts", { project, interval }] as [string, Params];
+/** Bucket sizes of time ranges, in seconds: each path of the DuckDB SQL (raw rows, whole hours). */
+const RANGE_BUCKETS = [1n, 5n, 60n, 300n, 3_600n, 10_800n, 86_400n, 604_800n];
+/**
+ * A time range as the service binds it (src/endpoints/time-range.ts): its first and last bucket,
+ * `back` and `ahead` buckets from now's, aligned to the epoch by their size.
+ */
+function rangeOf(nowMicros: bigint, bucketSeconds: bigint, back: bigint, ahead: bigint): Params {
+  const size = bucketSeconds * SECOND;
+  const aligned = nowMicros - (((nowMicros % size) + size) % size);
+  return {
+    interval: null,
+    from: formatTimestamp(aligned - back * size),
+    to: formatTimestamp(aligned + ahead * size),
+    bucket: String(bucketSeconds),
+  };
+}
+const invocationRange = (project: string, functionId: string | null, range: Params) =>
+  ["functions.invocation-stats", { project, function_id: functionId, ...range }] as [
+    string,
+    Params,
+  ];
+const usageRange = (project: string, range: Params) =>
+  ["usage.api-counts", { project, ...range }] as [string, Params];
 /** A page position as logs.all binds its cursor. */
 type Position = { timestamp: string; id: string } | null;
 /** logs.all's filters as the service binds them: each absent (null) unless given. */
@@ -412,6 +435,25 @@ function casesArb(nowMicros: bigint, tables: Tables) {
       .map((c) => usageCase(c.project, c.interval)),
     fc
       .record({
+        project: fc.constantFrom(P, OTHER),
+        functionId: fc.constantFrom(...FUNCTION_IDS),
+        bucket: fc.constantFrom(...RANGE_BUCKETS),
+        back: fc.bigInt(0n, 60n),
+        ahead: fc.bigInt(-3n, 1n),
+      })
+      .map((c) =>
+        invocationRange(c.project, c.functionId, rangeOf(nowMicros, c.bucket, c.back, c.ahead)),
+      ),
+    fc
+      .record({
+        project: fc.constantFrom(...PROJECT_REGEXES),
+        bucket: fc.constantFrom(...RANGE_BUCKETS),
+        back: fc.bigInt(0n, 60n),
+        ahead: fc.bigInt(-3n, 1n),
+      })
+      .map((c) => usageRange(c.project, rangeOf(nowMicros, c.bucket, c.back, c.ahead))),
+    fc
+      .record({
         project: fc.constantFrom(P, OTHER, ""),
         tier: fc.constantFrom(...TIERS),
         start: bound,
@@ -544,6 +586,17 @@ describe("DuckDB SQL gives the BigQuery SQL's rows", () => {
       ),
       ...PROJECT_REGEXES.flatMap((project) =>
         USAGE_INTERVALS.map((interval) => usageCase(project, interval)),
+      ),
+      // Ranges reaching now, ended before it, and of one bucket.
+      ...RANGE_BUCKETS.flatMap((bucket) =>
+        [
+          rangeOf(nowMicros, bucket, 40n, 0n),
+          rangeOf(nowMicros, bucket, 40n, -3n),
+          rangeOf(nowMicros, bucket, 0n, 0n),
+        ].flatMap((range) => [
+          ...FUNCTION_IDS.map((functionId) => invocationRange(P, functionId, range)),
+          usageRange(PROJECT_REGEXES[0] as string, range),
+        ]),
       ),
       ...TIERS.flatMap((tier) => [
         logsCase(P, tier, null, null),

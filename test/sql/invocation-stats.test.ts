@@ -49,10 +49,27 @@ function quantile(sorted: number[], i: number): number | null {
   return sorted.length === 0 ? null : (sorted[Math.floor((i * (sorted.length - 1)) / 100)] ?? null);
 }
 
-function expectedStats(rows: Row[], params: Params): Row[] {
-  const { window, bucket } = WINDOWS.get(params.interval ?? "") ?? FALLBACK;
-  const first = micros(truncate(shift(NOW, -window), bucket));
-  const last = micros(truncate(NOW, bucket));
+/** The first and last bucket of an interval's window at NOW, and the bucket size. */
+function spanOf(interval: string | null | undefined) {
+  const { window, bucket } = WINDOWS.get(interval ?? "") ?? FALLBACK;
+  return {
+    first: truncate(shift(NOW, -window), bucket),
+    last: truncate(NOW, bucket),
+    bucket,
+  };
+}
+
+/**
+ * The rows of the buckets of `bucket` µs from `first` to `last` (an interval's, or a time range's
+ * aligned to its bucket) for `params`' project and function.
+ */
+function expectedStats(
+  rows: Row[],
+  params: Params,
+  { first: firstBucket, last: lastBucket, bucket } = spanOf(params.interval),
+): Row[] {
+  const first = micros(firstBucket);
+  const last = micros(lastBucket);
   const buckets = new Map<string, { ids: unknown[]; failed: boolean[]; ms: number[] }>();
   for (const row of rows) {
     const start = truncate(row.timestamp as string, bucket);
@@ -94,6 +111,57 @@ function counts(rows: Row[]): Row[] {
   return rows.map(({ timestamp, count, error_count }) => ({ timestamp, count, error_count }));
 }
 
+/** The rules of the buckets from `first` to `last`, of `bucket` µs each, that `params` ask for. */
+function bucketRules(
+  params: Params,
+  { first, last, bucket }: { first: string; last: string; bucket: bigint },
+) {
+  it("includes a record at exactly the first bucket, not one 1 µs before it", async () => {
+    const rows = [functionCall(first), functionCall(shift(first, -MICROSECOND))];
+    expect(counts(await invocationStats(rows, params))).toEqual([
+      { timestamp: first, count: 1, error_count: 0 },
+    ]);
+  });
+
+  it("counts records up to the end of the last bucket, none after", async () => {
+    const end = shift(last, bucket);
+    const rows = [
+      functionCall(last),
+      functionCall(shift(last, bucket / 2n)),
+      functionCall(shift(end, -MICROSECOND)),
+      functionCall(end),
+      functionCall(shift(NOW, DAY * 30n)),
+    ];
+    expect(counts(await invocationStats(rows, params))).toEqual([
+      { timestamp: last, count: 3, error_count: 0 },
+    ]);
+  });
+
+  it("truncates to the granularity, omits empty buckets and sorts ascending", async () => {
+    const second = shift(first, bucket);
+    const fourth = shift(first, 3n * bucket);
+    const rows = [
+      functionCall(shift(fourth, bucket / 2n)),
+      functionCall(shift(second, bucket - MICROSECOND)),
+      functionCall(second),
+      functionCall(shift(second, bucket / 3n)),
+    ];
+    expect(counts(await invocationStats(rows, params))).toEqual([
+      { timestamp: second, count: 3, error_count: 0 },
+      { timestamp: fourth, count: 1, error_count: 0 },
+    ]);
+  });
+
+  it("agrees with the model on a mixed workload", async () => {
+    const rows = mixedWorkload(first, bucket);
+    const actual = await invocationStats(rows, params);
+    expect(actual.length).toBeGreaterThan(2);
+    expect(actual).toEqual(
+      expectedStats(rows, { project: PROJECT, ...params }, { first, last, bucket }),
+    );
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 
 describe("functions.invocation-stats", () => {
@@ -124,52 +192,37 @@ describe("functions.invocation-stats", () => {
     ["", HOUR, "2026-11-20T05:00:00.000000Z", "2026-11-21T05:00:00.000000Z"],
     [null, HOUR, "2026-11-20T05:00:00.000000Z", "2026-11-21T05:00:00.000000Z"],
   ])("interval %j", (interval, bucket, first, last) => {
-    const params = { interval };
-
-    it("includes a record at exactly the first bucket, not one 1 µs before it", async () => {
-      const rows = [functionCall(first), functionCall(shift(first, -MICROSECOND))];
-      expect(counts(await invocationStats(rows, params))).toEqual([
-        { timestamp: first, count: 1, error_count: 0 },
-      ]);
-    });
-
-    it("counts records up to the end of the last bucket trunc(now), none after", async () => {
-      const end = shift(last, bucket);
-      const rows = [
-        functionCall(last),
-        functionCall(NOW),
-        functionCall(shift(end, -MICROSECOND)),
-        functionCall(end),
-        functionCall(shift(NOW, DAY * 30n)),
-      ];
-      expect(counts(await invocationStats(rows, params))).toEqual([
-        { timestamp: last, count: 3, error_count: 0 },
-      ]);
-    });
-
-    it("truncates to the granularity, omits empty buckets and sorts ascending", async () => {
-      const second = shift(first, bucket);
-      const fourth = shift(first, 3n * bucket);
-      const rows = [
-        functionCall(shift(fourth, bucket / 2n)),
-        functionCall(shift(second, bucket - MICROSECOND)),
-        functionCall(second),
-        functionCall(shift(second, bucket / 3n)),
-      ];
-      expect(counts(await invocationStats(rows, params))).toEqual([
-        { timestamp: second, count: 3, error_count: 0 },
-        { timestamp: fourth, count: 1, error_count: 0 },
-      ]);
-    });
-
-    it("agrees with the model on a mixed workload", async () => {
-      const rows = mixedWorkload(first, bucket);
-      const actual = await invocationStats(rows, params);
-      expect(actual.length).toBeGreaterThan(2);
-      expect(actual).toEqual(expectedStats(rows, { project: PROJECT, ...params }));
-    });
+    bucketRules({ interval }, { first, last, bucket });
   });
 
+  // A time range as the service binds it (src/endpoints/time-range.ts): its first and last bucket,
+  // aligned to the epoch by their size, which is any whole number of seconds.
+  describe.each([
+    [
+      "5 s, the last bucket trunc(now)",
+      5n * SECOND,
+      "2026-11-21T05:10:00.000000Z",
+      "2026-11-21T05:17:40.000000Z",
+    ],
+    [
+      "5 min, ended yesterday",
+      5n * MINUTE,
+      "2026-11-20T20:00:00.000000Z",
+      "2026-11-20T23:55:00.000000Z",
+    ],
+    ["3 h over days", 3n * HOUR, "2026-11-17T00:00:00.000000Z", "2026-11-21T03:00:00.000000Z"],
+    [
+      "7 days from the epoch's Thursdays",
+      7n * DAY,
+      truncate("2026-10-01T00:00:00Z", 7n * DAY),
+      truncate(NOW, 7n * DAY),
+    ],
+  ])("a time range of %s", (_, bucket, first, last) => {
+    bucketRules(
+      { interval: null, from: first, to: last, bucket: String(bucket / SECOND) },
+      { first, last, bucket },
+    );
+  });
   describe("function_id", () => {
     const at = shift(NOW, -MINUTE);
     const rows = [

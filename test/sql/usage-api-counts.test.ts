@@ -41,12 +41,24 @@ const WINDOWS = new Map([
   ["daily", { window: 7n * DAY, bucket: DAY }],
 ]);
 
-function expectedUsage(rows: Row[], interval: string, urlPattern: RegExp): Row[] {
-  const { window, bucket } = WINDOWS.get(interval) ?? { window: 0n, bucket: 1n };
-  const start = micros(shift(NOW, -window));
+/**
+ * The rows of an interval's window (from now − its length, no upper bound), or of a time range's
+ * `first` bucket to the end of its `last`, in buckets of `bucket` µs.
+ */
+function expectedUsage(
+  rows: Row[],
+  interval: string | null,
+  urlPattern: RegExp,
+  range?: { first: string; last: string; bucket: bigint },
+): Row[] {
+  const span = WINDOWS.get(interval ?? "") ?? { window: 0n, bucket: 1n };
+  const bucket = range?.bucket ?? span.bucket;
+  const start = micros(range?.first ?? shift(NOW, -span.window));
+  const end = range ? micros(range.last) + bucket : undefined;
   const buckets = new Map<string, Row>();
   for (const row of rows) {
-    if (micros(row.timestamp as string) < start) continue;
+    const at = micros(row.timestamp as string);
+    if (at < start || (end !== undefined && at >= end)) continue;
     const key = truncate(row.timestamp as string, bucket);
     for (const m of row.metadata as Row[]) {
       for (const r of m.request as Row[]) {
@@ -147,6 +159,48 @@ describe("usage.api-counts", () => {
       const actual = await usage(rows, params);
       expect(actual.length).toBeGreaterThan(2);
       expect(actual).toEqual(expectedUsage(rows, interval, new RegExp(PROJECT_REGEX)));
+    });
+  });
+
+  // A time range as the service binds it (src/endpoints/time-range.ts): its first and last bucket,
+  // aligned to the epoch by their size, which is any whole number of seconds.
+  describe.each([
+    [
+      "1 min, the last bucket trunc(now)",
+      MINUTE,
+      "2026-11-21T04:00:00.000000Z",
+      "2026-11-21T05:17:00.000000Z",
+    ],
+    [
+      "5 min, ended yesterday",
+      5n * MINUTE,
+      "2026-11-20T20:00:00.000000Z",
+      "2026-11-20T23:55:00.000000Z",
+    ],
+    ["3 h over days", 3n * HOUR, "2026-11-17T00:00:00.000000Z", "2026-11-21T03:00:00.000000Z"],
+    ["1 day", DAY, "2026-11-01T00:00:00.000000Z", "2026-11-21T00:00:00.000000Z"],
+  ])("a time range of %s", (_, bucket, first, last) => {
+    const params = { interval: null, from: first, to: last, bucket: String(bucket / 1_000_000n) };
+    const rest = (at: string) => edgeRequests(at, request("/rest/v1/todos"));
+
+    it("counts from exactly its first bucket, not 1 µs before", async () => {
+      const rows = [rest(first), rest(shift(first, -MICROSECOND)), rest(shift(first, 1n))];
+      expect(await usage(rows, params)).toEqual([totalsAt(first, { rest: 2 })]);
+    });
+
+    it("counts up to the end of its last bucket, none after", async () => {
+      const end = shift(last, bucket);
+      const rows = [rest(last), rest(shift(end, -MICROSECOND)), rest(end), rest(shift(NOW, DAY))];
+      expect(await usage(rows, params)).toEqual([totalsAt(last, { rest: 2 })]);
+    });
+
+    it("agrees with the model on a mixed workload", async () => {
+      const rows = mixedWorkload(first, bucket);
+      const actual = await usage(rows, params);
+      expect(actual.length).toBeGreaterThan(2);
+      expect(actual).toEqual(
+        expectedUsage(rows, null, new RegExp(PROJECT_REGEX), { first, last, bucket }),
+      );
     });
   });
 

@@ -21,6 +21,7 @@ export interface Grant {
 
 /** A fixed parameter may only be omitted or equal. */
 function withFixed(operation: Operation, fixed: Callable["fixed"]): Operation {
+  if (!operation.parameters) return operation;
   return {
     ...operation,
     parameters: operation.parameters.map((parameter) => {

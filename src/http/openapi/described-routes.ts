@@ -8,9 +8,15 @@ import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { STREAM_SCHEMAS } from "./entry-schemas.ts";
 import { ERROR_SCHEMAS } from "./responses.ts";
-import { ALERT_ENTRY, CATALOG_ENTRY } from "./service-schemas.ts";
+import { ALERT_ENTRY, CATALOG_ENTRY, GRAFANA_DASHBOARD } from "./service-schemas.ts";
 
-const SHARED_SCHEMAS = [...ERROR_SCHEMAS, CATALOG_ENTRY, ALERT_ENTRY, ...STREAM_SCHEMAS];
+const SHARED_SCHEMAS = [
+  ...ERROR_SCHEMAS,
+  CATALOG_ENTRY,
+  ALERT_ENTRY,
+  GRAFANA_DASHBOARD,
+  ...STREAM_SCHEMAS,
+];
 
 const accept = () => () => true;
 const asJson = () => (data: unknown) => JSON.stringify(data);

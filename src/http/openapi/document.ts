@@ -11,7 +11,8 @@ export interface Operation {
   operationId: string;
   summary: string;
   description: string;
-  parameters: (Json & { name: string; in: string })[];
+  /** Absent on an operation that takes none (a Grafana dashboard's). */
+  parameters?: (Json & { name: string; in: string })[];
   responses: Record<string, Json>;
   security?: unknown[];
 }

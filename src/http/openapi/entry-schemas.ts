@@ -9,6 +9,7 @@ import { csv } from "../formats/csv.ts";
 import type { Format } from "../formats/format.ts";
 import { json as jsonFormat } from "../formats/json.ts";
 import { ndjson } from "../formats/ndjson.ts";
+import { TIME_FORMAT_PARAM, TIME_FORMATS } from "../formats/time-format.ts";
 import type { EndReason } from "../streams/outbound-stream.ts";
 import {
   ANY_REQUEST_ERRORS,
@@ -20,15 +21,31 @@ import {
   RATE_LIMIT,
   STRING,
 } from "./responses.ts";
+import { DASHBOARD_RESPONSE } from "./service-schemas.ts";
 
 /** The name of `endpoint`'s row among the document's schemas. */
 export const rowName = (endpoint: EndpointDefinition) => `${endpoint.name}.row`;
 
 /** `endpoint`'s row, as the schemas below refer to it. */
-export const rowSchemaOf = (endpoint: EndpointDefinition): Json => ({
-  $id: rowName(endpoint),
-  ...endpoint.columns,
-});
+export const rowSchemaOf = (endpoint: EndpointDefinition): Json => {
+  const { columns, timeColumns } = endpoint;
+  return {
+    $id: rowName(endpoint),
+    ...columns,
+    properties: {
+      ...columns.properties,
+      ...Object.fromEntries(
+        timeColumns.map((column) => [column, { anyOf: [columns.properties[column], EPOCH_MS] }]),
+      ),
+    },
+  };
+};
+
+/** A time column with `time_format=epoch_ms` (with `rfc3339`, a string its own schema takes). */
+const EPOCH_MS = {
+  type: "integer",
+  description: "Epoch milliseconds: the column's value with time_format=epoch_ms.",
+};
 
 const rowOf = (endpoint: EndpointDefinition) => ({ $ref: `${rowName(endpoint)}#` });
 
@@ -114,17 +131,40 @@ function queryStringOf(endpoint: EndpointDefinition, omitted: readonly string[] 
   const taken = (name: string) => !omitted.includes(name);
   return {
     type: "object",
-    properties: Object.fromEntries(
-      Object.entries(properties)
-        .filter(([name]) => taken(name))
-        .map(([name, property]) => {
-          const example = endpoint.example[name];
-          if (example === undefined) return [name, property];
-          const others = (property.examples ?? []).filter((value) => value !== example);
-          return [name, { ...property, examples: [example, ...others] }];
-        }),
-    ),
+    properties: {
+      ...Object.fromEntries(
+        Object.entries(properties)
+          .filter(([name]) => taken(name))
+          .map(([name, property]) => {
+            const example = endpoint.example[name];
+            if (example === undefined) return [name, property];
+            const others = (property.examples ?? []).filter((value) => value !== example);
+            return [name, { ...property, examples: [example, ...others] }];
+          }),
+      ),
+      [TIME_FORMAT_PARAM]: timeFormatParam(endpoint),
+    },
     required: required.filter(taken),
+  };
+}
+
+/**
+ * `time_format`, which every path of an endpoint's rows takes, and the columns it rewrites
+ * (`x-time-columns`, as the listing's `time_columns`).
+ */
+function timeFormatParam({ timeColumns }: EndpointDefinition): Json {
+  const columns = timeColumns.length
+    ? `its time columns (${timeColumns.join(", ")})`
+    : "its time columns (it has none: the rows are as without it)";
+  return {
+    type: "string",
+    enum: [...TIME_FORMATS],
+    description:
+      `How ${columns} are written: \`epoch_ms\` as JSON numbers of epoch milliseconds, ` +
+      "`rfc3339` as RFC 3339 strings in UTC ending in `Z` (a DATETIME is UTC). In every format " +
+      "and stream; absent, as the row's schema gives them. A presentation of the same answer: " +
+      "it is cached once, and a credential's scope neither fixes nor forbids it.",
+    "x-time-columns": [...timeColumns],
   };
 }
 
@@ -406,6 +446,28 @@ export function watchSchema(entry: DescribedEntry) {
         },
       },
       ...errorResponses(ENDPOINT_ERRORS),
+    },
+  };
+}
+
+/** GET …/<name>/grafana: the endpoint's Grafana dashboard for the caller's credential. */
+export function grafanaSchema(entry: DescribedEntry) {
+  const { endpoint, naming } = entry;
+  return {
+    tags: [endpoint.name],
+    operationId: operationIdOf(entry, "grafana"),
+    summary: `${endpoint.name} as a Grafana dashboard, ${naming.summary}`,
+    description:
+      "A dashboard JSON for Grafana's Infinity datasource, for this credential: one panel of the " +
+      "endpoint (a time series when its columns are one time and numbers, else a table), the " +
+      "dashboard's time range in its URL, every column typed (`time_format=epoch_ms`), a " +
+      "variable per required parameter the credential's scope does not fix, and a refresh no " +
+      "faster than the endpoint's warming. It holds no credential: the datasource does " +
+      "(docs/grafana.md). Takes no parameters.",
+    querystring: { type: "object", properties: {} },
+    response: {
+      200: DASHBOARD_RESPONSE,
+      ...errorResponses([400, 401, 403, 404, 406, 429, 503, ...ANY_REQUEST_ERRORS]),
     },
   };
 }

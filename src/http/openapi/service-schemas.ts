@@ -53,6 +53,7 @@ export const CATALOG_ENTRY: Json = {
     "paths",
     "example",
     "fixed_params",
+    "time_columns",
   ],
   properties: {
     name: STRING,
@@ -73,10 +74,37 @@ export const CATALOG_ENTRY: Json = {
     },
     paths: { ...STRINGS, description: "Where it answers; a followable one's follow stream too." },
     example: { ...STRING, description: "A valid request: path and query string." },
+    time_columns: {
+      ...STRINGS,
+      description:
+        "The columns that hold an instant (TIMESTAMP, or DATETIME in UTC), which `time_format` " +
+        "writes as epoch milliseconds or RFC 3339.",
+    },
     fixed_params: {
       type: "object",
       additionalProperties: STRING,
       description: "What the credential's scope fixes: omit these, or send exactly these values.",
+    },
+    range: {
+      type: "object",
+      description:
+        "Only on an endpoint whose definition declares time buckets: it answers any time range, " +
+        "`from` and `to` (epoch milliseconds or RFC 3339) in place of its span parameter, in " +
+        "buckets aligned to their size.",
+      required: ["ladder", "max_points", "max_range"],
+      properties: {
+        instead_of: { ...STRING, description: "The span parameter a range stands in for." },
+        ladder: {
+          ...STRINGS,
+          description:
+            "The bucket sizes, smallest first: without `bucket`, the smallest that gives at most `max_points` buckets.",
+        },
+        max_points: {
+          ...INTEGER,
+          description: "The most buckets an answer holds without `max_points`.",
+        },
+        max_range: { ...STRING, description: "How far back from now `from` may be." },
+      },
     },
     paging: {
       type: "object",
@@ -99,6 +127,27 @@ export const CATALOG_ENTRY: Json = {
         follow: { type: "boolean", description: "Its new rows can be streamed at …/follow." },
       },
     },
+  },
+};
+
+/** A Grafana dashboard JSON (Grafana's own schema describes the rest of it). */
+export const GRAFANA_DASHBOARD: Json = {
+  $id: "grafana.dashboard",
+  type: "object",
+  description:
+    "A Grafana dashboard (schemaVersion 42) whose panels query this service through the Infinity " +
+    "datasource the `datasource` variable picks.",
+  required: ["uid", "title", "schemaVersion", "refresh", "templating", "panels"],
+  properties: {
+    uid: STRING,
+    title: STRING,
+    schemaVersion: INTEGER,
+    refresh: {
+      ...STRING,
+      description: "How often it refreshes: no faster than its endpoints' warming; empty, never.",
+    },
+    templating: { type: "object" },
+    panels: { type: "array", items: { type: "object" } },
   },
 };
 
@@ -329,5 +378,26 @@ export const OPENAPI_SCHEMA = {
       type: "null",
     },
     ...errorResponses([401, 429, 503, ...ANY_REQUEST_ERRORS]),
+  },
+};
+
+/** The 200 of a Grafana dashboard's GET, one endpoint's or every endpoint's. */
+export const DASHBOARD_RESPONSE = {
+  description: "The dashboard, to import into Grafana or provision.",
+  headers: headers("X-Request-Id", ...RATE_LIMIT),
+  content: json({ $ref: "grafana.dashboard#" }),
+};
+
+export const GRAFANA_SCHEMA = {
+  operationId: "grafanaDashboard",
+  tags: [CATALOG_TAG.name],
+  summary: "A Grafana dashboard of every endpoint this credential may call",
+  description:
+    "One dashboard for Grafana's Infinity datasource with a panel per endpoint the credential " +
+    "may call, as each endpoint's `…/grafana` gives it, its variables named by endpoint. Takes " +
+    "no parameters.",
+  response: {
+    200: DASHBOARD_RESPONSE,
+    ...errorResponses([400, 401, 406, 429, 503, ...ANY_REQUEST_ERRORS]),
   },
 };
