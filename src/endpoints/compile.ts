@@ -91,6 +91,7 @@ export function compileEndpoint(
         name,
         name === spanParam ? { ...param, required: false } : param,
         definition.example[name],
+        name === spanParam,
       ),
     ]),
   );
@@ -161,9 +162,19 @@ function revisionOf(definition: EndpointDefinitionFile, sqlFiles: SqlFiles): str
 /** A parameter's validator: the text given (absent: null), as the SQL binds it. */
 type ParamSchema = z.ZodType<string | null, unknown>;
 
-/** The validator of one parameter, from the pieces of params.ts. */
-function paramSchema(name: string, param: ParamDefinition, endpointExample?: string): ParamSchema {
+/**
+ * The validator of one parameter, from the pieces of params.ts. `absentStays`: its `default` is
+ * documented but not applied (a time range's schema applies it only when no range is given).
+ */
+function paramSchema(
+  name: string,
+  param: ParamDefinition,
+  endpointExample?: string,
+  absentStays = false,
+): ParamSchema {
   const { description } = param;
+  const withDefault = (schema: ParamSchema, { default: fallback }: ParamDefinition) =>
+    fallback === undefined || absentStays ? schema : schema.transform((value) => value ?? fallback);
   const example = param.example ?? endpointExample;
   const hint = example === undefined ? undefined : `${name}=${example}`;
   // The examples a type shows when the definition gives none.
@@ -241,12 +252,6 @@ function paramSchema(name: string, param: ParamDefinition, endpointExample?: str
       );
     }
   }
-}
-
-/** An optional parameter's `default` stands for its absence. */
-function withDefault(schema: ParamSchema, param: ParamDefinition): ParamSchema {
-  const fallback = param.default;
-  return fallback === undefined ? schema : schema.transform((value) => value ?? fallback);
 }
 
 /** BigQuery table-schema columns as the JSON Schema of one row (columns.ts). */
@@ -378,6 +383,7 @@ function rangeContract(
     maxPoints: Math.min(DEFAULT_MAX_POINTS, definition.max_rows),
     maxRows: definition.max_rows,
     spanParam: definition.window?.param,
+    spanDefault: definition.window && definition.params[definition.window.param]?.default,
   };
 }
 

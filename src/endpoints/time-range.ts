@@ -61,6 +61,8 @@ export interface RangeContract {
   maxRows: number;
   /** The parameter a range stands in for (the window's), if the endpoint has one. */
   spanParam?: string | undefined;
+  /** What it takes when absent without a range, if it declares a default. */
+  spanDefault?: string | undefined;
 }
 
 /** Epoch milliseconds (Grafana's ${__from}), or an RFC 3339 instant: µs, as RFC 3339 text. */
@@ -113,7 +115,7 @@ export function rangedParamsOf<T extends z.ZodRawShape>(
   contract: RangeContract,
   missing?: string,
 ) {
-  const { spanParam } = contract;
+  const { spanParam, spanDefault } = contract;
   return paramsOf({ ...shape, ...rangeShape(contract) })
     .superRefine((params: Record<string, unknown>, ctx) => {
       const issue = (param: string, message: string) =>
@@ -137,6 +139,8 @@ export function rangedParamsOf<T extends z.ZodRawShape>(
       const params = parsed as SqlParams;
       if (params.from != null) return params;
       const { from: _f, to: _t, bucket: _b, max_points: _m, ...span } = params;
+      // The span parameter's default, which stands for its absence only without a range.
+      if (spanParam !== undefined && spanDefault !== undefined) span[spanParam] ??= spanDefault;
       return span;
     });
 }

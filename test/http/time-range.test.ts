@@ -4,7 +4,7 @@
 // their bucket, a settled one kept a day and never warmed. The service's clock (where `to` defaults
 // and what is settled) is pinned to NOW; the cache's is a variable the tests move.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { cachedService } from "../support/cached-service.ts";
+import { cachedBigQueryService, cachedService } from "../support/cached-service.ts";
 import {
   edgeRequests,
   functionCall,
@@ -142,5 +142,35 @@ describe("a time range", () => {
     const later = await s.get(settled);
     expect(later.headers.etag).toBe(kept.headers.etag);
     expect(later.headers["x-cache"]).toBe("HIT");
+  });
+});
+
+describe("a time range on BigQuery", () => {
+  it("is one job, bound to its aligned bounds, the partitioning column compared with them", async () => {
+    const { service: s } = await cachedBigQueryService(NOW, TABLES, undefined, {
+      follow: { clock: () => micros(NOW) },
+    });
+    const answer = await s.get(
+      `${STATS}&from=2026-11-21T00:10:00Z&to=2026-11-21T04:50:00Z&bucket=1h`,
+    );
+    expect(answer.statusCode).toBe(200);
+    expect(timestamps(answer.body)).toEqual(
+      Array.from({ length: 5 }, (_, i) => shift("2026-11-21T00:00:00.000000Z", BigInt(i) * HOUR)),
+    );
+    expect(s.standIn.queryCalls).toHaveLength(1);
+    const parameters = (s.standIn.queryCalls[0]?.body.queryParameters ?? []) as {
+      name: string;
+      parameterValue: { value: unknown };
+    }[];
+    const sent = Object.fromEntries(
+      parameters.map(({ name, parameterValue }) => [name, parameterValue.value]),
+    );
+    expect(sent).toMatchObject({
+      interval: null,
+      window_start: "2026-11-21T00:00:00.000000Z",
+      last_bucket: "2026-11-21T04:00:00.000000Z",
+      window_end: "2026-11-21T04:59:59.999999Z",
+      bucket_seconds: "3600",
+    });
   });
 });
