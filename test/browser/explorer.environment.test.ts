@@ -1269,6 +1269,33 @@ describe("the explorer page", () => {
     await page.context().close();
   });
 
+  it("takes a time column whose schema allows more than one form, a table for a row of anything else", async () => {
+    const { page } = await openExplorer();
+    const TIME = { type: "string", format: "date-time" };
+    const rows = {
+      // A time that may also come as epoch milliseconds, and a nullable count.
+      series: { at: { anyOf: [TIME, { type: "integer" }] }, hits: { type: ["integer", "null"] } },
+      twoTimes: { at: TIME, until: TIME, hits: { type: "integer" } },
+      text: { at: TIME, hits: { type: "integer" }, path: { type: "string" } },
+      noTime: { hits: { type: "integer" } },
+    };
+    // The page's own module, imported in the page (a string: vitest would rewrite an import()).
+    const plans = await page.evaluate(`
+      import("/explorer/time-series.js").then(({ timeSeriesOf }) => Object.fromEntries(
+        Object.entries(${JSON.stringify(rows)}).map(([name, properties]) =>
+          [name, timeSeriesOf({ properties })])))`);
+    expect(plans).toEqual({
+      series: {
+        time: "at",
+        charts: [{ title: "hits", unit: "hits", columns: ["hits"], statistics: false }],
+      },
+      twoTimes: null,
+      text: null,
+      noTime: null,
+    });
+    await page.context().close();
+  });
+
   it("names no endpoint in its source: what it draws comes from the listing and the document", async () => {
     const folder = new URL("../../src/http/explorer/page/", import.meta.url).pathname;
     const sources = await Promise.all(

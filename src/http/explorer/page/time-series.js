@@ -7,8 +7,13 @@ const TIME_FORMATS = ["date-time", "date-time-local"];
 /** A column's JSON type, nullability aside. */
 const typeOf = (column) => (Array.isArray(column.type) ? column.type[0] : column.type);
 
-const isTime = (column) => typeOf(column) === "string" && TIME_FORMATS.includes(column.format);
-const isNumber = (column) => ["integer", "number"].includes(typeOf(column));
+/** The forms a column's schema allows: one, or each of its anyOf/oneOf (a time also as a number). */
+const formsOf = (column) => column.anyOf ?? column.oneOf ?? [column];
+
+const isTime = (column) =>
+  formsOf(column).some((form) => typeOf(form) === "string" && TIME_FORMATS.includes(form.format));
+const isNumber = (column) =>
+  !isTime(column) && formsOf(column).every((form) => ["integer", "number"].includes(typeOf(form)));
 
 // Statistics of one quantity (min_execution_time … p99_execution_time): their tail (p99, max) would
 // flatten the rest on a linear axis.
