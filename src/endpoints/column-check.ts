@@ -4,7 +4,7 @@
 // running it (ResultColumn); whether a column can be NULL only running it shows, so nullability is
 // left to the tests of the SQL.
 import type { ResultColumn } from "../engines/engine.ts";
-import { type ColumnSchema, DATETIME, type RowSchema } from "./columns.ts";
+import { type ColumnSchema, DATETIME, type RowSchema, TIMESTAMP } from "./columns.ts";
 
 /** What is wrong with the columns `given` for the row `declared`, a short clause each; empty: nothing. */
 export function columnMismatches(declared: RowSchema, given: readonly ResultColumn[]): string[] {
@@ -86,8 +86,7 @@ function typeName(schema: ColumnSchema): string {
     case "boolean":
       return "BOOL";
     default:
-      if (schema.format === "date-time") return "TIMESTAMP";
-      // DATETIME and STRING are both plain strings on the wire; only DATETIME's description differs.
-      return schema.description === DATETIME.description ? "DATETIME" : "STRING";
+      if (schema.format === TIMESTAMP.format) return "TIMESTAMP";
+      return schema.format === DATETIME.format ? "DATETIME" : "STRING";
   }
 }

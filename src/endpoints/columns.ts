@@ -31,8 +31,11 @@ export const TIMESTAMP: ColumnSchema = {
   format: "date-time",
   description: "RFC 3339 UTC with microseconds, e.g. 2026-11-21T05:00:00.000000Z",
 };
+// date-time-local, the OpenAPI Format Registry's RFC 3339 date-time without an offset: what tells a
+// client (the explorer's charts among them) that the column is a time, read as UTC by the spec.
 export const DATETIME: ColumnSchema = {
   type: "string",
+  format: "date-time-local",
   description: "UTC date and time without a zone, e.g. 2026-11-21T05:00:00",
 };
 

@@ -8,7 +8,7 @@
 // Streams: the stats panels watch and logs.all's Live toggle follows. What they receive comes from a
 // service over LOCAL_DATA exports the test writes (`exportsService`), so that the test decides when
 // a value changes or a record arrives.
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
@@ -178,6 +178,63 @@ async function api(path: string, key = KEY): Promise<{ status: number; body: Env
   return { status: response.status, body: (await response.json()) as Envelope };
 }
 
+/**
+ * The endpoint's answer `url` asked for: a request the page made, its GET or its watch (whose
+ * values are the GET's answers).
+ */
+const answered = (url: string) => {
+  const answer = new URL(url);
+  answer.pathname = answer.pathname.replace(/\/watch$/, "");
+  return answer;
+};
+
+/** The rows the service answers the test for the query of `url`, a request the page made. */
+async function rowsAt(url: string): Promise<Record<string, unknown>[]> {
+  const response = await fetch(answered(url), { headers: { "x-api-key": KEY } });
+  expect(response.status).toBe(200);
+  return ((await response.json()) as Envelope).result;
+}
+
+/**
+ * examples/endpoints/auth.failures-per-hour in a folder of its own, made to answer any time range
+ * (`buckets`, in place of its `period`, which loses its default): its DuckDB SQL counts per bucket
+ * of the range's size (an hour without one) up to the range's end. The folder, for ENDPOINTS_DIR.
+ */
+async function rangedOperatorEndpoint(): Promise<string> {
+  const examples = new URL("../../examples/endpoints/", import.meta.url).pathname;
+  const folder = await mkdtemp(join(tmpdir(), "explorer-range-"));
+  closers.push(() => rm(folder, { recursive: true, force: true }));
+  const endpoint = join(folder, "auth.failures-per-hour");
+  await cp(join(examples, "auth.failures-per-hour"), endpoint, { recursive: true });
+  // The embedded engine's SQL only: the service serves it there.
+  await rm(join(endpoint, "bigquery.sql"));
+  const definition = join(endpoint, "endpoint.yaml");
+  await writeFile(
+    definition,
+    `${(await readFile(definition, "utf8"))
+      .replace("    default: day\n", "")
+      .replace("  project: default\n", "  project: default\n  period: day\n")}\nbuckets: {}\n`,
+  );
+  const sql = join(endpoint, "duckdb.sql");
+  await writeFile(
+    sql,
+    (await readFile(sql, "utf8"))
+      .replace(
+        "date_trunc('hour', t.timestamp) AS hour",
+        "to_timestamp(floor(epoch(t.timestamp) / b.seconds) * b.seconds) AS hour",
+      )
+      .replace(
+        "FROM edge_logs AS t",
+        "FROM edge_logs AS t, (SELECT coalesce(CAST($bucket_seconds AS BIGINT), 3600) AS seconds) AS b",
+      )
+      .replace(
+        "AND t.timestamp >= CAST($window_start AS TIMESTAMPTZ)",
+        "AND t.timestamp >= CAST($window_start AS TIMESTAMPTZ)\n  AND t.timestamp <= CAST($window_end AS TIMESTAMPTZ)",
+      ),
+  );
+  return folder;
+}
+
 interface Opened {
   page: Page;
   requests: Request[];
@@ -185,11 +242,19 @@ interface Opened {
 }
 
 /**
- * The page in a fresh browser context (empty sessionStorage), `width` px wide, with its requests,
- * errors and charts recorded.
+ * The page in a fresh browser context (empty sessionStorage), `width` px wide, in the browser's
+ * time zone `timezoneId` (the machine's when absent), with its requests, errors and charts recorded.
  */
-async function openExplorer(query = "", origin = base, width = 1280): Promise<Opened> {
-  const context = await browser.newContext({ viewport: { width, height: 900 } });
+async function openExplorer(
+  query = "",
+  origin = base,
+  width = 1280,
+  timezoneId?: string,
+): Promise<Opened> {
+  const context = await browser.newContext({
+    viewport: { width, height: 900 },
+    ...(timezoneId && { timezoneId }),
+  });
   await context.addInitScript(recordPlots);
   await context.addInitScript(recordCanvasText);
   const page = await context.newPage();
@@ -203,6 +268,32 @@ async function openExplorer(query = "", origin = base, width = 1280): Promise<Op
   await page.goto(`${origin}/${query}`);
   return { page, requests, consoleErrors };
 }
+
+/** Each chart of `panel`: its series' labels and its x values (epoch seconds), as uPlot holds them. */
+function plotted(page: Page, panel: string): Promise<{ series: string[]; x: number[] }[]> {
+  return page.evaluate((selector) => {
+    interface Plot {
+      root: { parentElement: unknown };
+      series: { label: string }[];
+      data: number[][];
+    }
+    const page = globalThis as unknown as {
+      plots: Plot[];
+      document: { querySelectorAll(selector: string): Iterable<unknown> };
+    };
+    return [...page.document.querySelectorAll(`${selector} .chart`)].map((chart) => {
+      const plot = page.plots.find((candidate) => candidate.root.parentElement === chart);
+      if (!plot) throw new Error(`no chart recorded for ${selector}`);
+      return { series: plot.series.slice(1).map((each) => each.label), x: plot.data[0] ?? [] };
+    });
+  }, panel);
+}
+
+/** A request for data, with the key: under /api, or the document (the rows' columns). */
+const callsApi = (request: Request) => {
+  const { pathname } = new URL(request.url());
+  return pathname.startsWith("/api") || pathname === "/openapi.json";
+};
 
 async function enterKey(page: Page, key = KEY) {
   await page.fill("#api-key", key);
@@ -389,9 +480,7 @@ describe("the explorer page", () => {
     expect(served.headers.get("content-security-policy")).toMatch(
       /^default-src 'none'; script-src 'self'; style-src 'self';.* connect-src 'self';/,
     );
-    expect(requests.some((request) => new URL(request.url()).pathname.startsWith("/api"))).toBe(
-      false,
-    );
+    expect(requests.some(callsApi)).toBe(false);
 
     await enterKey(page);
     await page.waitForSelector(`${STATS} .chart[data-points]`);
@@ -423,7 +512,7 @@ describe("the explorer page", () => {
     );
 
     // The key travels as a header from sessionStorage, never in a URL.
-    const calls = requests.filter((request) => new URL(request.url()).pathname.startsWith("/api"));
+    const calls = requests.filter(callsApi);
     expect(calls.length).toBeGreaterThanOrEqual(4);
     for (const call of calls) {
       expect(call.url()).not.toContain(KEY);
@@ -436,7 +525,7 @@ describe("the explorer page", () => {
 
     // What the page itself weighs: every non-API response, headers and body as transferred.
     let weight = 0;
-    for (const request of requests.filter((r) => !new URL(r.url()).pathname.startsWith("/api"))) {
+    for (const request of requests.filter((r) => !callsApi(r))) {
       const sizes = await request.sizes();
       weight += sizes.responseHeadersSize + sizes.responseBodySize;
     }
@@ -575,7 +664,7 @@ describe("the explorer page", () => {
           plots: { root: { parentElement: unknown }; data: number[][] }[];
           document: { querySelector(selector: string): unknown };
         };
-        const chart = page.document.querySelector(`${selector} .chart`);
+        const chart = page.document.querySelector(`${selector} .chart[data-title^="count "]`);
         return page.plots.find((plot) => plot.root.parentElement === chart)?.data[1];
       }, STATS);
     expect(await drawnCounts()).toEqual([1]);
@@ -861,7 +950,7 @@ describe("the explorer page", () => {
     await enterKey(page, "");
     await page.waitForSelector("#key-note:not([hidden])");
     expect(await page.locator("#key-note").textContent()).toBe("No key entered.");
-    const apiCalls = () => requests.filter((r) => new URL(r.url()).pathname.startsWith("/api"));
+    const apiCalls = () => requests.filter(callsApi);
     expect(apiCalls()).toEqual([]);
 
     await enterKey(page);
@@ -969,7 +1058,7 @@ describe("the explorer page", () => {
     await page.context().close();
   });
 
-  it("shows an operator's endpoint (ENDPOINTS_DIR) as a panel of its own, its form from its definition", async () => {
+  it("shows an operator's endpoint (ENDPOINTS_DIR) as a panel of its own, its form from its definition, its hourly series as a chart", async () => {
     const examples = new URL("../../examples/endpoints/", import.meta.url).pathname;
     const operators = await otherService(
       {},
@@ -977,7 +1066,7 @@ describe("the explorer page", () => {
         catalog: loadCatalog([BUILT_IN_ENDPOINTS, examples]),
       },
     );
-    const { page } = await openExplorer("", operators);
+    const { page, requests } = await openExplorer("", operators);
     await enterKey(page, KEY);
     const panel = '[data-endpoint="auth.failures-per-hour"]';
     await page.waitForSelector(`${panel}:not([data-draws="0"])`);
@@ -985,6 +1074,103 @@ describe("the explorer page", () => {
     await expect(
       page.locator(`${panel} select[name="period"] option`).allTextContents(),
     ).resolves.toEqual(expect.arrayContaining(["day", "week"]));
+    // One time column and a count: a chart of it, one point per row of what the page asked.
+    const asked = requests.find((r) => r.url().includes("/api/endpoints/auth.failures-per-hour"));
+    const rows = await rowsAt(asked?.url() ?? "");
+    expect(rows.length).toBeGreaterThan(0);
+    await expect(page.locator(`${panel} .table`).count()).resolves.toBe(0);
+    await expect(page.locator(`${panel} .chart`).count()).resolves.toBe(1);
+    expect(await attribute(page, `${panel} .chart`, "data-points")).toBe(String(rows.length));
+    await expect(plotted(page, panel)).resolves.toEqual([
+      {
+        series: ["failures"],
+        x: rows.map((row) => Date.parse(String(row.hour)) / 1000),
+      },
+    ]);
+    await page.context().close();
+  });
+
+  it("draws a range picked on an operator's endpoint that takes one, sent as from/to in place of its span, a last-hours one moving with now", async () => {
+    // Watched: its cache is on, a cache of its own.
+    const operators = await otherService(
+      { cache: CACHE },
+      { cache: {}, catalog: loadCatalog([BUILT_IN_ENDPOINTS, await rangedOperatorEndpoint()]) },
+    );
+    const { page, requests, consoleErrors } = await openExplorer("?refresh=1", operators);
+    await enterKey(page, KEY);
+    const panel = '[data-endpoint="auth.failures-per-hour"]';
+    await page.waitForSelector(`${panel}:not([data-draws="0"])`);
+    const asked = (since: number) =>
+      requests
+        .slice(since)
+        .map((request) => answered(request.url()))
+        .filter((url) => url.pathname === "/api/endpoints/auth.failures-per-hour");
+    /** Picks `range` and runs the form; the query it sent, once its answer is drawn. */
+    const pick = async (range: string, fill?: () => Promise<void>) => {
+      const since = requests.length;
+      const draws = Number(await attribute(page, panel, "data-draws"));
+      await page.selectOption(`${panel} select.range-picker`, range);
+      await fill?.();
+      await page.click(`${panel} button[type="submit"]`);
+      await page.waitForSelector(`${panel}[data-draws="${draws + 1}"]`);
+      const [url] = asked(since);
+      if (!url) throw new Error(`no request for ${range}`);
+      // The points drawn are the rows of the answer to that query.
+      const rows = await rowsAt(url.href);
+      expect(await attribute(page, `${panel} .chart`, "data-points")).toBe(String(rows.length));
+      return url.searchParams;
+    };
+
+    const SIX_HOURS = 6 * 3_600_000;
+    const before = Date.now();
+    const last = await pick(String(SIX_HOURS));
+    expect([...last.keys()].sort()).toEqual(["from", "project", "to"]);
+    const to = Number(last.get("to"));
+    expect(to).toBeGreaterThanOrEqual(before);
+    expect(to - Number(last.get("from"))).toBe(SIX_HOURS);
+    // A range that moves with now is polled (a watch keeps one query), each time ending then.
+    await expect(page.locator(`${panel} [data-field="mode"]`).textContent()).resolves.toBe(
+      "polling every 1 s: the range moves with now",
+    );
+    await expect
+      .poll(() => asked(0).some((url) => Number(url.searchParams.get("to")) > to), {
+        timeout: 10_000,
+      })
+      .toBe(true);
+    for (const url of asked(0).filter((each) => each.searchParams.has("from"))) {
+      const { searchParams: moved } = url;
+      expect(Number(moved.get("to")) - Number(moved.get("from"))).toBe(SIX_HOURS);
+    }
+
+    const custom = ["2026-11-28T06:00", "2026-11-28T18:30:15"].map((day) =>
+      // The same wall times as yesterday's, read as UTC: within the endpoint's 90 days.
+      new Date(Date.now() - 86_400_000).toISOString().slice(0, 10).concat(day.slice(10)),
+    );
+    const fixed = await pick("custom", async () => {
+      await page.fill(`${panel} [data-param="from"] input`, custom[0] ?? "");
+      await page.fill(`${panel} [data-param="to"] input`, custom[1] ?? "");
+    });
+    expect(Object.fromEntries(fixed)).toEqual({
+      project: "default",
+      from: String(Date.parse(`${custom[0]}:00Z`)),
+      to: String(Date.parse(`${custom[1]}Z`)),
+    });
+
+    // A range the service refuses: its 400 beside the bound it names, what is drawn kept.
+    await page.fill(`${panel} [data-param="from"] input`, custom[1] ?? "");
+    await page.fill(`${panel} [data-param="to"] input`, custom[0] ?? "");
+    await page.click(`${panel} button[type="submit"]`);
+    await expect
+      .poll(() => page.locator(`${panel} [data-error-for="from"]`).textContent())
+      .toMatch(/^must be before to/);
+    await expect(page.locator(`${panel} .chart`).count()).resolves.toBe(1);
+
+    // No range: the span parameter again, as the endpoint answers without one.
+    const none = await pick("");
+    expect(Object.fromEntries(none)).toEqual({ project: "default", period: "day" });
+    // The browser reports the refused range, and nothing else.
+    expect(consoleErrors.length).toBeGreaterThan(0);
+    for (const error of consoleErrors) expect(error).toMatch(/status of 400/);
     await page.context().close();
   });
 
@@ -1064,6 +1250,79 @@ describe("the explorer page", () => {
     // Started from the newest row drawn (demo data has 5xx records), by its own start parameter.
     expect(params.sort()).toEqual(["from", "plan", "project"]);
     await page.context().close();
+  });
+
+  it("charts the built-in series by their columns, a DATETIME read as UTC in any browser's zone", async () => {
+    const { page, consoleErrors } = await openExplorer("", base, 1280, "America/New_York");
+    await enterKey(page);
+    await page.waitForSelector(`${STATS} .chart[data-points]`);
+    await page.waitForSelector(`${USAGE} .chart[data-points]`);
+    // Grouped by the last word of the columns' names: the execution-time statistics, the counts.
+    const stats = (await api(`/api/endpoints/functions.invocation-stats?${STATS_QUERY}`)).body;
+    await expect(plotted(page, STATS)).resolves.toEqual(
+      [
+        ["min", "max", "avg", "p95", "p99"].map((stat) => `${stat}_execution_time`),
+        ["count", "error_count"],
+      ].map((series) => ({
+        series,
+        x: stats.result.map((row) => Date.parse(String(row.timestamp)) / 1000),
+      })),
+    );
+    // usage.api-counts' bucket is a DATETIME, UTC without a zone: New York's wall time would put
+    // every point five hours later.
+    const usage = (await api("/api/endpoints/usage.api-counts?project=default&interval=hourly"))
+      .body;
+    await expect(plotted(page, USAGE)).resolves.toEqual([
+      {
+        series: ["rest", "storage", "auth", "realtime"].map((area) => `total_${area}_requests`),
+        x: usage.result.map((row) => Date.parse(`${row.timestamp}Z`) / 1000),
+      },
+    ]);
+    expect(consoleErrors).toEqual([]);
+    await page.context().close();
+  });
+
+  it("takes a time column whose schema allows more than one form, a table for a row of anything else", async () => {
+    const { page } = await openExplorer();
+    const TIME = { type: "string", format: "date-time" };
+    const rows = {
+      // A time that may also come as epoch milliseconds, and a nullable count.
+      series: { at: { anyOf: [TIME, { type: "integer" }] }, hits: { type: ["integer", "null"] } },
+      twoTimes: { at: TIME, until: TIME, hits: { type: "integer" } },
+      text: { at: TIME, hits: { type: "integer" }, path: { type: "string" } },
+      noTime: { hits: { type: "integer" } },
+    };
+    // The page's own module, imported in the page (a string: vitest would rewrite an import()).
+    const plans = await page.evaluate(`
+      import("/explorer/time-series.js").then(({ timeSeriesOf }) => Object.fromEntries(
+        Object.entries(${JSON.stringify(rows)}).map(([name, properties]) =>
+          [name, timeSeriesOf({ properties })])))`);
+    expect(plans).toEqual({
+      series: {
+        time: "at",
+        charts: [{ title: "hits", unit: "hits", columns: ["hits"], statistics: false }],
+      },
+      twoTimes: null,
+      text: null,
+      noTime: null,
+    });
+    await page.context().close();
+  });
+
+  it("names no endpoint in its source: what it draws comes from the listing and the document", async () => {
+    const folder = new URL("../../src/http/explorer/page/", import.meta.url).pathname;
+    const sources = await Promise.all(
+      (await readdir(folder)).map(async (name) => ({
+        name,
+        text: await readFile(join(folder, name), "utf8"),
+      })),
+    );
+    const names = loadCatalog([BUILT_IN_ENDPOINTS]).entries.map((endpoint) => endpoint.name);
+    expect(names.length).toBeGreaterThan(0);
+    for (const { name, text } of sources) {
+      for (const endpoint of names)
+        expect(text, `${name} names ${endpoint}`).not.toContain(endpoint);
+    }
   });
 
   it("lists logs.all newest first, and a record's metadata expands", async () => {

@@ -40,8 +40,9 @@ function expectedShape(type: TypeProto): Shape {
     case "TYPE_DOUBLE":
       return { type: "number" };
     case "TYPE_STRING":
-    case "TYPE_DATETIME":
       return { type: "string" };
+    case "TYPE_DATETIME":
+      return { type: "string", format: "date-time-local" };
     case "TYPE_TIMESTAMP":
       return { type: "string", format: "date-time" };
     case "TYPE_ARRAY":

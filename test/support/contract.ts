@@ -4,10 +4,10 @@
 // declares none), the JSON body against its schema and each declared header's value.
 import { createHash } from "node:crypto";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import formats from "ajv-formats";
 import type { FastifyInstance } from "fastify";
 import { type Document, OpenAPIBackend, SetMatchType } from "openapi-backend";
 import type { OpenApiDocument } from "../../src/http/openapi/document.ts";
+import { withFormats } from "./json-schema.ts";
 
 /** An answer as a test holds it: from `inject`, or a fetch's status, headers and text. */
 export interface Answer {
@@ -37,9 +37,7 @@ export async function contractOf(document: OpenApiDocument): Promise<Contract> {
     quick: true,
     // Its options (type coercion for headers) on the 2020-12 dialect, with the formats checked.
     customizeAjv: (_draft07, options) => {
-      const ajv = new Ajv2020({ ...options, allErrors: true, strict: false });
-      formats.default(ajv);
-      return ajv as never;
+      return withFormats(new Ajv2020({ ...options, allErrors: true, strict: false })) as never;
     },
   });
   await api.init();

@@ -76,6 +76,22 @@ export async function get(path, etag) {
 }
 
 /**
+ * The OpenAPI document as the stored key sees it (its endpoints' rows among its schemas); null
+ * when it cannot be had, and then the page knows no row and shows tables.
+ */
+export async function getDocument() {
+  try {
+    const response = await fetch("/openapi.json", {
+      headers: { "X-API-KEY": storedKey(), Accept: "application/json" },
+      cache: "no-store",
+    });
+    return response.ok ? await response.json() : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * Opens the event stream at `path` (a watch or a follow) with the stored key; `lastEventId`, when
  * given, says where a reconnect resumes. `signal` aborts it, reading included. Resolves to
  * { status, requestId, retryAfter } plus `body` (the stream's bytes, once open) or `error` (the

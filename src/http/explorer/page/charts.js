@@ -1,6 +1,6 @@
-// The dashboards' time series, drawn with uPlot (index.html loads its build as the global `uPlot`):
-// functions.invocation-stats as counts and execution times, usage.api-counts as areas stacked per
-// API area. Axes and legends are in UTC. Each chart element carries data-points (the points drawn).
+// Time series drawn with uPlot (index.html loads its build as the global `uPlot`): any endpoint
+// whose row is one time and numbers (time-series.js), a chart per group of its columns. Axes and
+// legends are in UTC. Each chart element carries data-points (the points drawn).
 import { h } from "./dom.js";
 
 const { uPlot } = globalThis;
@@ -74,14 +74,17 @@ function widestTimeLabel() {
   );
 }
 
-// Counts are drawn from 0: an axis starting higher would misstate the areas under them.
-const FROM_ZERO = { range: (_plot, _min, max) => uPlot.rangeNum(0, max, 0.1, true) };
+// Values are drawn from 0 (or from below it, when some are negative): an axis starting higher would
+// misstate the areas under them.
+const FROM_ZERO = {
+  range: (_plot, min, max) => uPlot.rangeNum(Math.min(0, min), max, 0.1, true),
+};
 
 /**
  * One uPlot chart, made on its first draw and given new data after that. `y`: the y axis's options
- * (its label at least), `yScale`: the y scale's, `bands`: areas between series.
+ * (its label at least), `yScale`: the y scale's.
  */
-function chart(title, series, { y, yScale = FROM_ZERO, bands = [] }) {
+function chart(title, series, { y, yScale = FROM_ZERO }) {
   const element = h("div", { class: "chart", "data-title": title });
   let plot;
   const resize = new ResizeObserver(() =>
@@ -117,7 +120,6 @@ function chart(title, series, { y, yScale = FROM_ZERO, bands = [] }) {
           { size: 60, ...y },
         ],
         series: [{ label: "UTC", value: "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}" }, ...series],
-        bands,
       },
       data,
       element,
@@ -126,82 +128,56 @@ function chart(title, series, { y, yScale = FROM_ZERO, bands = [] }) {
   return { element, draw };
 }
 
-const line = (label, stroke, extra = {}) => ({ label, stroke, width: 1.5, ...extra });
-
 // Execution times have a long tail (p99, max) that flattens the rest on a linear axis. asinh is
 // log-like and takes 0; ticks at 0 and the powers of ten, the top at the next one.
 const POWERS_OF_TEN = [0, 1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7];
-const TIMES_SCALE = {
+const LOG_LIKE_SCALE = {
   distr: 4,
   range: (_plot, _min, max) => [0, POWERS_OF_TEN.find((power) => power >= max) ?? max],
 };
-const TIMES_AXIS = {
-  label: "ms (asinh scale)",
+const LOG_LIKE_AXIS = {
   splits: (_plot, _axis, _min, max) => POWERS_OF_TEN.filter((power) => power <= max),
   // Every power labelled: uPlot's log-axis default would label only some of them.
   filter: (_plot, splits) => splits,
 };
 
-/** functions.invocation-stats: invocations and errors; min/avg/p95/p99/max execution time. */
-export function statsView() {
-  const counts = chart(
-    "Invocations per bucket",
-    [line("count", "#2563eb", { fill: "rgba(37, 99, 235, 0.08)" }), line("error_count", "#dc2626")],
-    { y: { label: "invocations" } },
-  );
-  const times = chart(
-    "Execution time",
-    [
-      line("min", "#16a34a"),
-      line("avg", "#2563eb"),
-      line("p95", "#d97706"),
-      line("p99", "#dc2626"),
-      line("max", "#7c3aed", { dash: [4, 4] }),
-    ],
-    { y: TIMES_AXIS, yScale: TIMES_SCALE },
-  );
-  const element = h("div", { class: "charts" }, counts.element, times.element);
-  const draw = (rows) => {
-    const x = rows.map((row) => epochSeconds(row.timestamp));
-    const column = (name) => rows.map((row) => row[name]);
-    counts.draw([x, column("count"), column("error_count")]);
-    times.draw([
-      x,
-      ...["min", "avg", "p95", "p99", "max"].map((stat) => column(`${stat}_execution_time`)),
-    ]);
-  };
-  return { element, draw };
-}
-
-const AREAS = [
-  ["rest", "#2563eb"],
-  ["storage", "#16a34a"],
-  ["auth", "#d97706"],
-  ["realtime", "#7c3aed"],
+// One colour per series of a chart, in column order; a ninth series takes the first again.
+const COLOURS = [
+  "#2563eb",
+  "#dc2626",
+  "#16a34a",
+  "#d97706",
+  "#7c3aed",
+  "#0891b2",
+  "#db2777",
+  "#4b5563",
 ];
 
-/** usage.api-counts: requests per bucket, one area per API area, stacked (legend: each area's own count). */
-export function usageView() {
-  let counts = [];
-  const series = AREAS.map(([area, color], index) => ({
-    label: area,
-    stroke: color,
-    fill: `${color}55`,
-    width: 1,
-    // The legend shows the area's own count, not the running sum drawn.
-    value: (_plot, _sum, _series, i) => (i == null ? "--" : counts[index][i]),
-  }));
-  // Each area fills down to the one below it; the first down to zero.
-  const bands = AREAS.slice(1).map((_, index) => ({ series: [index + 2, index + 1] }));
-  const stacked = chart("API requests per bucket, stacked by area", series, {
-    y: { label: "requests" },
-    bands,
+/**
+ * A time series (time-series.js's `timeSeriesOf`): one chart per group of its numeric columns,
+ * each column a line (the first filled), x its time column read as UTC.
+ */
+export function timeSeriesView({ time, charts }) {
+  const drawn = charts.map(({ title, unit, columns, statistics }) => {
+    const series = columns.map((column, i) => ({
+      label: column,
+      stroke: COLOURS[i % COLOURS.length],
+      width: 1.5,
+      ...(i === 0 && columns.length > 1 && { fill: `${COLOURS[0]}14` }),
+    }));
+    // The y axis says the unit only, one word: a longer label may not fit the axis's height.
+    const options = statistics
+      ? { y: { label: unit, ...LOG_LIKE_AXIS }, yScale: LOG_LIKE_SCALE }
+      : { y: { label: unit } };
+    const heading = `${title} per bucket${statistics ? " (asinh scale)" : ""}`;
+    return { columns, chart: chart(heading, series, options) };
   });
+  const element = h("div", { class: "charts" }, ...drawn.map(({ chart }) => chart.element));
   const draw = (rows) => {
-    counts = AREAS.map(([area]) => rows.map((row) => row[`total_${area}_requests`]));
-    const sums = rows.map(() => 0);
-    const cumulative = counts.map((values) => values.map((value, i) => (sums[i] += value)));
-    stacked.draw([rows.map((row) => epochSeconds(row.timestamp)), ...cumulative]);
+    const x = rows.map((row) => epochSeconds(row[time]));
+    for (const { columns, chart } of drawn) {
+      chart.draw([x, ...columns.map((column) => rows.map((row) => row[column]))]);
+    }
   };
-  return { element: h("div", { class: "charts" }, stacked.element), draw };
+  return { element, draw };
 }

@@ -2,18 +2,15 @@
 // allowed (or suggested) values as selects, timestamps as datetime inputs (UTC). It
 // does not validate: the service does, and its 400 details are shown beside the fields they name.
 import { h } from "./dom.js";
+import { rangePicker } from "./range.js";
+import { asInputTimestamp, asUtcTimestamp } from "./utc-input.js";
 import { visibleString, visibleText } from "./visible-text.js";
-
-// datetime-local gives "2026-11-21T05:00" or "2026-11-21T05:00:30"; the page reads it as UTC.
-const asUtcTimestamp = (value) => `${value.length === 16 ? `${value}:00` : value}Z`;
-const asInputTimestamp = (iso) => iso.replace(/(\.\d+)?(Z|[+-]\d\d:\d\d)$/, "");
 
 function input(param, value, fieldId) {
   const common = { id: fieldId, name: param.name, required: param.required };
-  // Allowed values are the only ones: a select. A required parameter's suggested values too: the
-  // one there is, invocation-stats' interval, reads any other value as 1day, so the list loses
-  // nothing. An optional one's suggestions (logs.all's filters) are offered as a datalist, and any
-  // other value may be typed.
+  // Allowed values are the only ones: a select. A required parameter's suggested values too (a
+  // span that reads any other value as its longest loses nothing by it). An optional one's
+  // suggestions (a log's filters) are offered as a datalist, and any other value may be typed.
   const choices = param.allowed ?? (param.required ? param.examples : undefined);
   if (param.examples && !choices) {
     const listId = `${fieldId}.suggestions`;
@@ -46,16 +43,28 @@ function input(param, value, fieldId) {
   return [field];
 }
 
+// A range's own parameters besides from and to, which the picker gives: sent with a range only.
+const RANGE_OPTIONS = ["bucket", "max_points"];
+
 /**
- * The form of `endpoint`, filled with its example values. `query()` gives the query string to send
- * (fixed params are left to the service, empty optional ones left out); `showDetails(details)`
- * puts each 400 detail beside its field and returns those that name no field.
+ * The form of `endpoint`, filled with its example values. `query(now)` gives the query string to
+ * send (fixed params are left to the service, empty optional ones left out; a range picked, its
+ * from and to at `now` in place of the span parameter); `moving()`, whether the range picked moves
+ * with now; `showDetails(details)` puts each 400 detail beside its field and returns those that
+ * name no field.
  */
 export function endpointForm(endpoint) {
   const example = new URLSearchParams(endpoint.example.split("?")[1] ?? "");
   const fixed = endpoint.fixed_params ?? {};
+  const range = endpoint.range ? rangePicker(endpoint) : undefined;
   // A page cursor comes from an answer's Link header, for scripts; the page shows the first page.
-  const params = endpoint.params.filter((param) => param.name !== "cursor");
+  // A range's from and to come from its picker. The span parameter a range stands in for is
+  // optional only for a range: without one, the form asks for it as the endpoint always has.
+  const params = endpoint.params
+    .filter((param) => param.name !== "cursor" && !(range && ["from", "to"].includes(param.name)))
+    .map((param) =>
+      param.name === endpoint.range?.instead_of ? { ...param, required: true } : param,
+    );
   const fields = params.map((param) => {
     const fieldId = `${endpoint.name}.${param.name}`;
     const label = h(
@@ -81,10 +90,30 @@ export function endpointForm(endpoint) {
     "form",
     { class: "params", novalidate: true },
     ...fields,
+    ...(range?.elements ?? []),
     h("button", { type: "submit" }, "Run"),
   );
 
-  const query = () => {
+  // A range stands in for the span parameter, and bucket and max_points go with it only: the ones
+  // not sent are greyed out (those the scope fixes stay so).
+  const showRange = () => {
+    const ranged = range.picked();
+    const { instead_of: span } = endpoint.range;
+    const toggled = [
+      ...(span ? [[span, ranged]] : []),
+      ...RANGE_OPTIONS.map((name) => [name, !ranged]),
+    ];
+    for (const [name, off] of toggled) {
+      const field = form.elements.namedItem(name);
+      if (field && !(name in fixed)) field.disabled = off;
+    }
+  };
+  if (range) {
+    range.onChange(showRange);
+    showRange();
+  }
+
+  const query = (now = Date.now()) => {
     const search = new URLSearchParams();
     for (const param of params) {
       const field = form.elements.namedItem(param.name);
@@ -93,8 +122,10 @@ export function endpointForm(endpoint) {
         field.type === "datetime-local" && field.value ? asUtcTimestamp(field.value) : field.value;
       if (value !== "" || param.required) search.set(param.name, value);
     }
+    for (const [name, value] of range?.params(now) ?? []) search.set(name, value);
     return search.toString();
   };
+  const moving = () => range?.moving() ?? false;
 
   const clearDetails = () => {
     for (const error of form.querySelectorAll(".field-error")) error.textContent = "";
@@ -104,8 +135,9 @@ export function endpointForm(endpoint) {
   const showDetails = (details) => {
     clearDetails();
     return details.filter(({ param, message }) => {
+      // A hidden field (a custom range's bound, when a "last" one is picked) is no place for it.
       const field = form.querySelector(`.field[data-param="${CSS.escape(param)}"]`);
-      if (!field) return true;
+      if (!field || field.hidden) return true;
       field.classList.add("invalid");
       const error = field.querySelector(".field-error");
       error.textContent = error.textContent ? `${error.textContent}; ${message}` : message;
@@ -113,5 +145,5 @@ export function endpointForm(endpoint) {
     });
   };
 
-  return { form, query, showDetails, clearDetails };
+  return { form, query, moving, showDetails, clearDetails };
 }

@@ -2,7 +2,7 @@
 // call and gives each a panel (panel.js), which keeps itself current until the auto-refresh box is
 // cleared, the key changes or the page is left. `?refresh=<seconds>` in the page's URL sets the
 // refresh interval (default 10 s, at least 1 s).
-import { describeError, forgetKey, get, storedKey, storeKey } from "./api.js";
+import { describeError, forgetKey, get, getDocument, storedKey, storeKey } from "./api.js";
 import { panel } from "./panel.js";
 
 const REFRESH_SECONDS = Math.max(
@@ -38,7 +38,8 @@ async function start() {
   keyMessage.hidden = true;
   keyNote.hidden = true;
   stopPanels();
-  const answer = await get("/api/endpoints");
+  // The document gives each endpoint's row (its columns' types), which says how it is drawn.
+  const [answer, openApi] = await Promise.all([get("/api/endpoints"), getDocument()]);
   if (answer.error) {
     // A key the service does not know is not kept; one that is only throttled, or a service that
     // is down, is.
@@ -53,7 +54,8 @@ async function start() {
   keyInput.placeholder = "key in use (enter another to replace it)";
   noKey.hidden = true;
   const options = { refreshSeconds: REFRESH_SECONDS, active: () => autoRefresh.checked };
-  panels = answer.result.map((endpoint) => panel(endpoint, options));
+  const rows = openApi?.components?.schemas ?? {};
+  panels = answer.result.map((endpoint) => panel(endpoint, rows[`${endpoint.name}.row`], options));
   endpoints.replaceChildren(...panels.map((p) => p.section));
   for (const p of panels) p.run();
 }

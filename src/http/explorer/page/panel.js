@@ -1,18 +1,18 @@
-// One endpoint's section: its form, the view of its rows and a status line that says first how the
-// view is kept current. A cached endpoint is watched: the service sends each new value as it
-// stores it. A followable one (logs.all) with Live on is followed: each new record is added to the
-// table. Anything
-// else is polled, with If-None-Match, and so is a stream the service would not open (the status
-// line says why). An error leaves what is drawn dimmed and marked not current.
+// One endpoint's section: its form, the view of its rows (charts when its row is a time series,
+// else a table) and a status line that says first how the view is kept current. A cached endpoint
+// is watched: the service sends each new value as it stores it. A followable one with Live on is
+// followed: each new record is added to the table. Anything else is polled, with If-None-Match, and
+// so is a stream the service would not open (the status line says why), and a range that moves
+// with now (a watch keeps one query). An error leaves what is drawn dimmed and marked not current.
 import { describeError, get, isRefusal } from "./api.js";
-import { statsView, usageView } from "./charts.js";
+import { timeSeriesView } from "./charts.js";
 import { h } from "./dom.js";
 import { endpointForm } from "./form.js";
+import { movedRange } from "./range.js";
 import { keepOpen } from "./sse.js";
 import { tableView } from "./table.js";
+import { timeSeriesOf } from "./time-series.js";
 import { visibleText } from "./visible-text.js";
-
-const VIEWS = { "functions.invocation-stats": statsView, "usage.api-counts": usageView };
 
 const WATCHING = ["watching", "watching (live)"];
 const FOLLOWING = ["following", "live: following new records"];
@@ -45,13 +45,15 @@ function statusLine(mode, shown) {
 }
 
 /**
- * The section of `endpoint`. `run()` sends its form, then keeps the view current while `active()`
- * (auto-refresh on); `pause()` stops that and `resume()` takes it up again; `stop()` ends it.
- * `refreshSeconds`: how often it polls, and how long it waits before reopening a stream.
+ * The section of `endpoint`, whose rows have the JSON Schema `row` (undefined: unknown, a table).
+ * `run()` sends its form, then keeps the view current while `active()` (auto-refresh on);
+ * `pause()` stops that and `resume()` takes it up again; `stop()` ends it. `refreshSeconds`: how
+ * often it polls, and how long it waits before reopening a stream.
  */
-export function panel(endpoint, { refreshSeconds, active }) {
-  const { form, query, showDetails, clearDetails } = endpointForm(endpoint);
-  const view = (VIEWS[endpoint.name] ?? tableView)();
+export function panel(endpoint, row, { refreshSeconds, active }) {
+  const { form, query, moving, showDetails, clearDetails } = endpointForm(endpoint);
+  const series = timeSeriesOf(row);
+  const view = series ? timeSeriesView(series) : tableView();
   const status = h("p", { class: "status", "aria-live": "polite" });
   const message = h("p", { class: "error", role: "alert", hidden: true });
   const staleLabel = h("p", { class: "stale-label", hidden: true });
@@ -85,6 +87,8 @@ export function panel(endpoint, { refreshSeconds, active }) {
   // How the view is kept current (first in the status line, and data-mode), and the last answer.
   let mode = "";
   let shown;
+  // Whether the range asked for moves with now, as the form said at Run.
+  let movingRange = false;
 
   const path = (suffix, search) =>
     `/api/endpoints/${encodeURIComponent(endpoint.name)}${suffix}?${search}`;
@@ -144,9 +148,12 @@ export function panel(endpoint, { refreshSeconds, active }) {
     return answer;
   }
 
+  // What is asked again: the query shown, a moving range ending at the time of asking.
+  const again = () => (movingRange ? movedRange(last.search, Date.now()) : last.search);
+
   const schedule = (seconds) => {
     clearTimeout(timer);
-    if (active()) timer = setTimeout(() => poll(last.search, last.etag), seconds * 1000);
+    if (active()) timer = setTimeout(() => poll(again(), last.etag), seconds * 1000);
   };
 
   /** Asks now, then again every interval; an error not before Retry-After, a refusal not at all. */
@@ -256,6 +263,10 @@ export function panel(endpoint, { refreshSeconds, active }) {
 
   /** Keeps `search` current, the way this panel does. */
   const keepCurrent = (search, etag) => {
+    if (movingRange) {
+      polling("the range moves with now");
+      return poll(search, etag);
+    }
     if (watchable) return watch(search, etag);
     if (live?.checked) return follow(search);
     polling();
@@ -266,6 +277,7 @@ export function panel(endpoint, { refreshSeconds, active }) {
     halt();
     cursor = undefined;
     received = 0;
+    movingRange = moving();
     const search = query();
     if (active()) return keepCurrent(search, null);
     say("paused", "paused");
@@ -287,7 +299,7 @@ export function panel(endpoint, { refreshSeconds, active }) {
     },
     resume: () => {
       halt();
-      if (last.search !== undefined) keepCurrent(last.search, last.etag);
+      if (last.search !== undefined) keepCurrent(again(), last.etag);
     },
     stop: halt,
   };

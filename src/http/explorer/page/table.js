@@ -1,4 +1,4 @@
-// Rows as a table, newest first when they have a timestamp; nested values (logs.all's metadata)
+// Rows as a table, newest first when they have a timestamp; nested values (a log record's metadata)
 // collapsed in an expandable cell. Cells opened stay open when the table is redrawn, or when
 // records a live tail receives are added to it. Text shows its bidi controls rather than obeying them.
 import { h } from "./dom.js";
