@@ -35,13 +35,25 @@ export const rowSchemaOf = (endpoint: EndpointDefinition): Json => {
     properties: {
       ...columns.properties,
       ...Object.fromEntries(
-        timeColumns.map((column) => [column, { anyOf: [columns.properties[column], EPOCH_MS] }]),
+        timeColumns.map((column) => {
+          const own = columns.properties[column];
+          // A DATETIME (date-time-local) with time_format=rfc3339 gains its `Z`: a date-time.
+          const forms = own?.format === "date-time" ? [own, EPOCH_MS] : [own, RFC3339, EPOCH_MS];
+          return [column, { anyOf: forms }];
+        }),
       ),
     },
   };
 };
 
-/** A time column with `time_format=epoch_ms` (with `rfc3339`, a string its own schema takes). */
+/** A DATETIME column with `time_format=rfc3339`: UTC, so an RFC 3339 date-time ending in Z. */
+const RFC3339 = {
+  type: "string",
+  format: "date-time",
+  description: "RFC 3339 with Z: the column's value with time_format=rfc3339.",
+};
+
+/** A time column with `time_format=epoch_ms`. */
 const EPOCH_MS = {
   type: "integer",
   description: "Epoch milliseconds: the column's value with time_format=epoch_ms.",
