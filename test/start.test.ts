@@ -176,7 +176,7 @@ describe("npm start", () => {
     );
     expect(await startAndExit({ API_KEYS: KEY, ALERT_RULES_FILE: rules })).toEqual({
       code: 1,
-      stderr: `Configuration error: ALERT_RULES_FILE ${rules}: rule 1 ("typo"): params.functon_id: unknown parameter; this endpoint takes project, function_id, interval\n`,
+      stderr: `Configuration error: ALERT_RULES_FILE ${rules}: rule 1 ("typo"): params.functon_id: unknown parameter; this endpoint takes project, function_id, interval, from, to, bucket, max_points\n`,
     });
   });
 

@@ -146,15 +146,24 @@ const exampleUrl = (endpoint: EndpointDefinition) =>
  * An endpoint's row as the document declares it: its columns, each time column an epoch-ms
  * integer too (what `time_format=epoch_ms` writes).
  */
+/**
+ * The row a document declares: each time column in its own form, or as time_format writes it:
+ * epoch milliseconds, and for a DATETIME (date-time-local) RFC 3339 with Z.
+ */
 const documentedRow = ({ columns, timeColumns }: EndpointDefinition) => ({
   ...columns,
   properties: {
     ...columns.properties,
     ...Object.fromEntries(
-      timeColumns.map((name) => [
-        name,
-        { anyOf: [columns.properties[name], { type: "integer", description: expect.any(String) }] },
-      ]),
+      timeColumns.map((name) => {
+        const own = columns.properties[name];
+        const epochMs = { type: "integer", description: expect.any(String) };
+        const rfc3339 = { type: "string", format: "date-time", description: expect.any(String) };
+        return [
+          name,
+          { anyOf: own?.format === "date-time" ? [own, epochMs] : [own, rfc3339, epochMs] },
+        ];
+      }),
     ),
   },
 });
