@@ -8,6 +8,7 @@ import { z } from "zod";
 import type { Catalog, EndpointDefinition, PagingContract } from "../endpoints/catalog.ts";
 import { builtInCatalog } from "../endpoints/load-catalog.ts";
 import { InvalidParamsError, parseParams, withWindowStart } from "../endpoints/params.ts";
+import { RANGE_PARAMS } from "../endpoints/time-range.ts";
 import type { SqlParams } from "../engines/sql-params.ts";
 import { jsonErrorPlace } from "../json-syntax.ts";
 import { SettingsFileError } from "../watched-file.ts";
@@ -135,6 +136,15 @@ function ruleOf(catalog: Catalog, entry: z.infer<typeof ruleSchema>): AlertRule 
     if (given.length > 0) {
       throw new Error(`params.${given[0]}: not taken by a rule, which counts records from now on`);
     }
+  }
+  // A rule watches a value as it moves with now; a range is resolved per request, and fixed once made.
+  const ranged = endpoint.range
+    ? RANGE_PARAMS.filter((param) => entry.params[param] !== undefined)
+    : [];
+  if (ranged.length > 0) {
+    throw new Error(
+      `params.${ranged[0]}: not taken by a rule, which watches its endpoint's value as its ${endpoint.range?.spanParam ?? "span"} gives it`,
+    );
   }
   let params: SqlParams;
   try {

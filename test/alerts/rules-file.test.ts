@@ -117,6 +117,10 @@ describe("ALERT_RULES_FILE", () => {
       expect.stringContaining("webhook.secret"),
     ],
     [{ extra: 1 }, expect.stringContaining("extra")],
+    [
+      { params: { project: "default", from: "2026-11-21T00:00:00Z" } },
+      "params.from: not taken by a rule, which watches its endpoint's value as its interval gives it",
+    ],
   ])("refuses %j, naming the rule: %s", (change, problem) => {
     expect(problemOf({ ...STATS_RULE, ...change })).toEqual(problem);
   });
