@@ -157,8 +157,8 @@ export function resolveRange(
   now: bigint,
   settledBefore: bigint,
 ): SqlParams {
+  if (params.from == null) return params;
   const { from, to, bucket, max_points: maxPoints, ...rest } = params;
-  if (from == null) return params;
   const refuse = (param: string, message: string): never => {
     throw new InvalidParamsError([{ param, message }]);
   };

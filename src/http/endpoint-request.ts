@@ -84,7 +84,8 @@ export function endpointRequests({
               )
             : validated;
         // A time range is resolved per request: its end defaults to now, and its buckets align.
-        if (endpoint.range) {
+        // Without one (a dashboard's span, a cached hit's usual path) nothing is read or made.
+        if (endpoint.range && params.from != null) {
           const at = now();
           params = resolveRange(endpoint.range, params, at, at - settledLagUs);
         }
