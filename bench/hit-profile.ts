@@ -11,8 +11,11 @@
 // to a stage (library internals go to the stage that called them); µs of server CPU per request.
 // The profiler costs the services CPU the bare route does not pay (1–3 µs of a hit's 19–22 here):
 // --without-profiler runs them without it, for the ratios alone.
+// On Linux with two cores or more, the servers are pinned to the last core and this process (the
+// load) to the others (taskset), so that a server and the load never take turns on one core; a
+// shared machine still moves a round's req/s by up to 20 % here, pinned or not. --no-pin: unpinned.
 // Run: node bench/hit-profile.ts [--before <commit>] [--rounds N] [--round-seconds S]
-// [--without-profiler]. Prints
+// [--without-profiler] [--no-pin]. Prints
 // markdown for docs/benchmarks.md.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -131,11 +134,30 @@ const { values } = parseArgs({
     rounds: { type: "string", default: "5" },
     "round-seconds": { type: "string", default: "3" },
     "without-profiler": { type: "boolean", default: false },
+    pin: { type: "boolean", default: true },
   },
+  allowNegative: true,
 });
 const ROUNDS = Number(values.rounds);
 const ROUND_SECONDS = Number(values["round-seconds"]);
 const PROFILED = !values["without-profiler"];
+const PIN_TO = values.pin && cpus().length >= 2 && hasTaskset() ? cpus().length - 1 : undefined;
+
+function hasTaskset(): boolean {
+  try {
+    execFileSync("taskset", ["-p", String(process.pid)], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A server's command, on the servers' core when pinning. */
+function serverCommand(args: string[]): [string, string[]] {
+  return PIN_TO === undefined
+    ? [process.execPath, args]
+    : ["taskset", ["-c", String(PIN_TO), process.execPath, ...args]];
+}
 
 /** What is loaded in turns: its URL, its load windows, its requests and req/s per round. */
 interface Target {
@@ -166,8 +188,10 @@ async function startService(name: string, tree: string): Promise<Target> {
   const profileDir = PROFILED ? mkdtempSync(join(tmpdir(), "hit-profile-")) : undefined;
   const port = await freePort();
   const child = spawn(
-    process.execPath,
-    [...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "src/main.ts"],
+    ...serverCommand([
+      ...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []),
+      "src/main.ts",
+    ]),
     {
       cwd: tree,
       env: {
@@ -210,8 +234,7 @@ async function startBareRoute(service: Target): Promise<Target> {
   const port = await freePort();
   const path = KEY_PATH.split("?")[0] as string;
   const child = spawn(
-    process.execPath,
-    [join(root, "bench/bare-route.ts"), String(port), path, answerFile],
+    ...serverCommand([join(root, "bench/bare-route.ts"), String(port), path, answerFile]),
     { stdio: ["ignore", "ignore", "inherit"] },
   );
   const url = `http://127.0.0.1:${port}${KEY_PATH}`;
@@ -267,6 +290,12 @@ async function profileOf(target: Target): Promise<Profile> {
   return profile;
 }
 
+// The load on the other cores: every thread of this process, autocannon's included.
+if (PIN_TO !== undefined) {
+  execFileSync("taskset", ["-a", "-c", "-p", `0-${PIN_TO - 1}`, String(process.pid)], {
+    stdio: "ignore",
+  });
+}
 const loadBefore = loadavg()[0] as number;
 const before = await startService(
   `before (${values.before.slice(0, 7)})`,
@@ -310,7 +339,7 @@ const names = [...STAGES.map(([name]) => name), ...new Set(Object.values(NATIVE)
 const perRequest = (name: string) =>
   charged.map(({ stages, requests }) => (stages.get(name) ?? 0) / requests);
 console.log(
-  `${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, ${platform()}, Node ${process.versions.node}, load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)}; ${ROUNDS} rounds of ${ROUND_SECONDS} s, ${CONNECTIONS} connections\n`,
+  `${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, ${platform()}, Node ${process.versions.node}, load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)}; ${PIN_TO === undefined ? "not pinned" : `servers on core ${PIN_TO}, load on the others`}; ${ROUNDS} rounds of ${ROUND_SECONDS} s, ${CONNECTIONS} connections\n`,
 );
 if (PROFILED) {
   console.log(`| stage | µs per request, ${services.map((s) => s.name).join(" | ")} |`);
