@@ -4,6 +4,9 @@
 // tree at --before (extracted from git, see tree-at.ts), beside a bare Fastify route replaying the
 // same answer in a process of its own (bare-route.ts). One warm-up request each, then rounds of 20
 // connections from this process, the three taking turns, so that both trees meet the same machine.
+// Each runs in --processes processes (default 3), loaded in turn and counted together: two
+// processes of one tree differ by up to 13 % here (what V8 made of the same code), which one
+// process each would read as a difference between the trees.
 // Besides req/s, each process's own CPU time in its rounds (Linux's /proc): on a shared machine a
 // process that loses the scheduler for a round loses req/s, not CPU per request, so the CPU ratio
 // reads the code where the req/s ratio reads the code and the machine's load.
@@ -11,9 +14,11 @@
 // to a stage (library internals go to the stage that called them); µs of server CPU per request.
 // The profiler costs the services CPU the bare route does not pay (1–3 µs of a hit's 19–22 here):
 // --without-profiler runs them without it, for the ratios alone.
+// On Linux with two cores or more, the servers are pinned to the last core and this process (the
+// load) to the others (taskset), so that a server and the load never take turns on one core; a
+// shared machine still moves a round's req/s by up to 20 % here, pinned or not. --no-pin: unpinned.
 // Run: node bench/hit-profile.ts [--before <commit>] [--rounds N] [--round-seconds S]
-// [--without-profiler]. Prints
-// markdown for docs/benchmarks.md.
+// [--processes N] [--without-profiler] [--no-pin]. Prints markdown for docs/benchmarks.md.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, platform, tmpdir, totalmem } from "node:os";
@@ -129,26 +134,62 @@ const { values } = parseArgs({
   options: {
     before: { type: "string", default: LAST_BEFORE_ISSUE_36 },
     rounds: { type: "string", default: "5" },
+    processes: { type: "string", default: "3" },
     "round-seconds": { type: "string", default: "3" },
     "without-profiler": { type: "boolean", default: false },
+    pin: { type: "boolean", default: true },
   },
+  allowNegative: true,
 });
 const ROUNDS = Number(values.rounds);
 const ROUND_SECONDS = Number(values["round-seconds"]);
+const PROCESSES = Number(values.processes);
 const PROFILED = !values["without-profiler"];
+const PIN_TO = values.pin && cpus().length >= 2 && hasTaskset() ? cpus().length - 1 : undefined;
 
-/** What is loaded in turns: its URL, its load windows, its requests and req/s per round. */
-interface Target {
-  name: string;
+function hasTaskset(): boolean {
+  try {
+    execFileSync("taskset", ["-p", String(process.pid)], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A server's command, on the servers' core when pinning. */
+function serverCommand(args: string[]): [string, string[]] {
+  return PIN_TO === undefined
+    ? [process.execPath, args]
+    : ["taskset", ["-c", String(PIN_TO), process.execPath, ...args]];
+}
+
+/** One process of a target: its URL, its load windows, where its CPU profile is written. */
+interface Instance {
   url: string;
   process: ChildProcess;
   windows: [number, number][];
+  profileDir?: string;
+}
+
+/** What is loaded in turns: its processes, its requests and req/s per process and round. */
+interface Target {
+  name: string;
+  instances: Instance[];
   requests: number;
   perRound: number[];
-  /** CPU seconds the process spent in its rounds (user and system), when /proc tells. */
+  /** CPU seconds its processes spent in their rounds (user and system), when /proc tells. */
   cpuSeconds: number;
-  /** Where a service's CPU profile is written when it exits. */
-  profileDir?: string;
+}
+
+/** `count` processes of one target, started one after another. */
+async function started(
+  name: string,
+  count: number,
+  start: () => Promise<Instance>,
+): Promise<Target> {
+  const instances: Instance[] = [];
+  for (let i = 0; i < count; i++) instances.push(await start());
+  return { name, instances, requests: 0, perRound: [], cpuSeconds: 0 };
 }
 
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -162,12 +203,14 @@ async function untilAnswered(url: string, headers: Record<string, string> = {}):
 }
 
 /** The service of `tree` as `npm start` runs it, under the CPU profiler unless told, warmed with one request. */
-async function startService(name: string, tree: string): Promise<Target> {
+async function startService(tree: string): Promise<Instance> {
   const profileDir = PROFILED ? mkdtempSync(join(tmpdir(), "hit-profile-")) : undefined;
   const port = await freePort();
   const child = spawn(
-    process.execPath,
-    [...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "src/main.ts"],
+    ...serverCommand([
+      ...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []),
+      "src/main.ts",
+    ]),
     {
       cwd: tree,
       env: {
@@ -183,20 +226,11 @@ async function startService(name: string, tree: string): Promise<Target> {
   await untilAnswered(`http://127.0.0.1:${port}/ready`);
   const url = `http://127.0.0.1:${port}${KEY_PATH}`;
   await untilAnswered(url, { "x-api-key": API_KEY });
-  return {
-    name,
-    url,
-    process: child,
-    windows: [],
-    requests: 0,
-    perRound: [],
-    cpuSeconds: 0,
-    ...(profileDir && { profileDir }),
-  };
+  return { url, process: child, windows: [], ...(profileDir && { profileDir }) };
 }
 
-/** The bare route, replaying the cached hit `service` answers (its body and headers). */
-async function startBareRoute(service: Target): Promise<Target> {
+/** The file of the cached hit `service` answers (its body and headers), for the bare route to replay. */
+async function answerFileOf(service: Instance): Promise<string> {
   const hit = await fetch(service.url, { headers: { "x-api-key": API_KEY } });
   const headers = Object.fromEntries(
     [...hit.headers].filter(
@@ -207,24 +241,20 @@ async function startBareRoute(service: Target): Promise<Target> {
   process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
   const answerFile = join(dir, "answer.json");
   writeFileSync(answerFile, JSON.stringify({ body: await hit.text(), headers }));
+  return answerFile;
+}
+
+/** The bare route, replaying the answer in `answerFile`. */
+async function startBareRoute(answerFile: string): Promise<Instance> {
   const port = await freePort();
   const path = KEY_PATH.split("?")[0] as string;
   const child = spawn(
-    process.execPath,
-    [join(root, "bench/bare-route.ts"), String(port), path, answerFile],
+    ...serverCommand([join(root, "bench/bare-route.ts"), String(port), path, answerFile]),
     { stdio: ["ignore", "ignore", "inherit"] },
   );
   const url = `http://127.0.0.1:${port}${KEY_PATH}`;
   await untilAnswered(url);
-  return {
-    name: "bare Fastify route, same bytes and headers",
-    url,
-    process: child,
-    windows: [],
-    requests: 0,
-    perRound: [],
-    cpuSeconds: 0,
-  };
+  return { url, process: child, windows: [] };
 }
 
 const TICKS_PER_SECOND = existsSync("/proc/self/stat")
@@ -232,54 +262,66 @@ const TICKS_PER_SECOND = existsSync("/proc/self/stat")
   : undefined;
 
 /** A process's CPU seconds so far (utime + stime, /proc/<pid>/stat fields 14 and 15); 0 without /proc. */
-function cpuSecondsOf(target: Target): number {
+function cpuSecondsOf(instance: Instance): number {
   if (TICKS_PER_SECOND === undefined) return 0;
-  const stat = readFileSync(`/proc/${target.process.pid}/stat`, "utf8");
+  const stat = readFileSync(`/proc/${instance.process.pid}/stat`, "utf8");
   // Fields after the command's closing parenthesis, the first of them the state (field 3).
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
+/** A round of each of the target's processes, one after another. */
 async function loadRound(target: Target): Promise<void> {
-  const cpuFrom = cpuSecondsOf(target);
-  const from = nowUs();
-  const result = await autocannon({
-    url: target.url,
-    headers: { "x-api-key": API_KEY },
-    connections: CONNECTIONS,
-    duration: ROUND_SECONDS,
-  });
-  target.windows.push([from, nowUs()]);
-  target.cpuSeconds += cpuSecondsOf(target) - cpuFrom;
-  target.requests += result.requests.total;
-  target.perRound.push(result.requests.total / ROUND_SECONDS);
+  for (const instance of target.instances) {
+    const cpuFrom = cpuSecondsOf(instance);
+    const from = nowUs();
+    const result = await autocannon({
+      url: instance.url,
+      headers: { "x-api-key": API_KEY },
+      connections: CONNECTIONS,
+      duration: ROUND_SECONDS,
+    });
+    instance.windows.push([from, nowUs()]);
+    target.cpuSeconds += cpuSecondsOf(instance) - cpuFrom;
+    target.requests += result.requests.total;
+    target.perRound.push(result.requests.total / ROUND_SECONDS);
+  }
 }
 
 /** Stops a service and reads the profile it wrote on its way out. */
-async function profileOf(target: Target): Promise<Profile> {
-  const exited = new Promise((resolve) => target.process.once("exit", resolve));
-  target.process.kill("SIGTERM");
+async function profileOf(instance: Instance): Promise<Profile> {
+  const exited = new Promise((resolve) => instance.process.once("exit", resolve));
+  instance.process.kill("SIGTERM");
   await exited;
-  const dir = target.profileDir as string;
+  const dir = instance.profileDir as string;
   const file = readdirSync(dir).find((name) => name.endsWith(".cpuprofile")) as string;
   const profile = JSON.parse(readFileSync(join(dir, file), "utf8")) as Profile;
   rmSync(dir, { recursive: true, force: true });
   return profile;
 }
 
+// The load on the other cores: every thread of this process, autocannon's included.
+if (PIN_TO !== undefined) {
+  execFileSync("taskset", ["-a", "-c", "-p", `0-${PIN_TO - 1}`, String(process.pid)], {
+    stdio: "ignore",
+  });
+}
 const loadBefore = loadavg()[0] as number;
-const before = await startService(
-  `before (${values.before.slice(0, 7)})`,
-  treeAt(values.before, "hit-profile-before"),
+const beforeTree = treeAt(values.before, "hit-profile-before");
+const before = await started(`before (${values.before.slice(0, 7)})`, PROCESSES, () =>
+  startService(beforeTree),
 );
-const after = await startService("after (this tree)", root);
-const bare = await startBareRoute(after);
+const after = await started("after (this tree)", PROCESSES, () => startService(root));
+const answerFile = await answerFileOf(after.instances[0] as Instance);
+const bare = await started("bare Fastify route, same bytes and headers", PROCESSES, () =>
+  startBareRoute(answerFile),
+);
 const targets = [before, after, bare];
 try {
   // One unmeasured round each, then the measured ones, taking turns.
-  for (const target of targets)
+  for (const { url } of targets.flatMap((target) => target.instances))
     await autocannon({
-      url: target.url,
+      url,
       headers: { "x-api-key": API_KEY },
       connections: CONNECTIONS,
       duration: 1,
@@ -290,19 +332,21 @@ try {
     for (const target of order) await loadRound(target);
   }
 } finally {
-  bare.process.kill("SIGKILL");
+  for (const instance of bare.instances) instance.process.kill("SIGKILL");
 }
 const services = [before, after];
 const charged: { stages: Map<string, number>; requests: number }[] = [];
 for (const service of services) {
   if (!PROFILED) {
-    service.process.kill("SIGTERM");
+    for (const instance of service.instances) instance.process.kill("SIGTERM");
     continue;
   }
-  charged.push({
-    stages: chargeStages(await profileOf(service), service.windows),
-    requests: service.requests,
-  });
+  const stages = new Map<string, number>();
+  for (const instance of service.instances) {
+    for (const [name, us] of chargeStages(await profileOf(instance), instance.windows))
+      stages.set(name, (stages.get(name) ?? 0) + us);
+  }
+  charged.push({ stages, requests: service.requests });
 }
 const loadAfter = loadavg()[0] as number;
 
@@ -310,7 +354,7 @@ const names = [...STAGES.map(([name]) => name), ...new Set(Object.values(NATIVE)
 const perRequest = (name: string) =>
   charged.map(({ stages, requests }) => (stages.get(name) ?? 0) / requests);
 console.log(
-  `${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, ${platform()}, Node ${process.versions.node}, load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)}; ${ROUNDS} rounds of ${ROUND_SECONDS} s, ${CONNECTIONS} connections\n`,
+  `${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, ${platform()}, Node ${process.versions.node}, load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)}; ${PIN_TO === undefined ? "not pinned" : `servers on core ${PIN_TO}, load on the others`}; ${PROCESSES} processes each, ${ROUNDS} rounds of ${ROUND_SECONDS} s each, ${CONNECTIONS} connections\n`,
 );
 if (PROFILED) {
   console.log(`| stage | µs per request, ${services.map((s) => s.name).join(" | ")} |`);
@@ -327,10 +371,10 @@ if (PROFILED) {
     `| **total busy CPU per request** | **${cells(totals).replaceAll(" | ", "** | **")}** |`,
   );
 }
-const rate = (target: Target) => target.requests / (ROUNDS * ROUND_SECONDS);
+const rate = (target: Target) => target.requests / (ROUNDS * ROUND_SECONDS * PROCESSES);
 const cpuPerRequest = (target: Target) => (target.cpuSeconds * 1e6) / target.requests;
 console.log(
-  "\n| route | req/s | req/s per round | ÷ bare route | CPU µs per request | ÷ bare route, by CPU |\n| --- | ---: | ---: | ---: | ---: | ---: |",
+  "\n| route | req/s | req/s per process and round | ÷ bare route | CPU µs per request | ÷ bare route, by CPU |\n| --- | ---: | ---: | ---: | ---: | ---: |",
 );
 for (const target of targets) {
   const rounds = `${Math.min(...target.perRound).toFixed(0)}–${Math.max(...target.perRound).toFixed(0)}`;

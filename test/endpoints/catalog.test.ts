@@ -224,6 +224,15 @@ describe("what the loader reads of an endpoint folder", () => {
       expect.stringMatching(/^echo\.project\/endpoint\.yaml: Excessive alias count/),
     ]);
   });
+
+  it("names the file of a YAML alias that holds itself, in one line", () => {
+    const dir = endpointsDir({
+      "echo.project": { "endpoint.yaml": `${ECHO}loop: &loop [1, *loop]\n`, ...ECHO_SQL },
+    });
+    expect(problemsOf([dir])).toEqual([
+      "echo.project/endpoint.yaml: Converting circular structure to JSON",
+    ]);
+  });
 });
 
 describe("a list parameter's term pattern", () => {
