@@ -44,7 +44,10 @@ const LISTING = JSON.stringify({
     {
       name: "logs.all",
       description: HOSTILE,
-      params: [{ name: "project", required: true, description: HOSTILE }],
+      params: [
+        { name: "project", required: true, description: HOSTILE },
+        { name: "tier", required: false, description: "tier", default: HOSTILE },
+      ],
       paths: ["/api/endpoints/logs.all", "/api/endpoints/logs.all/follow"],
     },
   ],
@@ -199,11 +202,11 @@ describe("log-query's text from a hostile server", () => {
     );
   });
 
-  it("endpoints shows descriptions with their control characters escaped", async () => {
+  it("endpoints shows descriptions and defaults with their control characters escaped", async () => {
     const ran = await run(["endpoints", "--url", url]);
     expect(ran).toEqual({
       code: 0,
-      stdout: `logs.all (followable): ${HOSTILE_SHOWN}\n  project (required)  ${HOSTILE_SHOWN}\n`,
+      stdout: `logs.all (followable): ${HOSTILE_SHOWN}\n  project (required)  ${HOSTILE_SHOWN}\n  tier (default ${HOSTILE_SHOWN})  tier\n`,
       stderr: "",
     });
   });

@@ -67,6 +67,7 @@ describe("log-query query and endpoints", () => {
     expect(listed.code).toBe(0);
     expect(listed.stdout).toMatch(/^logs\.all \(followable\): /m);
     expect(listed.stdout).toMatch(/^ {2}project \(required\)/m);
+    expect(listed.stdout).toMatch(/^ {2}max_points \(default 300\) {2}the most buckets/m);
   });
 
   it("says what went wrong in one line, with an exit code per kind", async () => {

@@ -27,7 +27,12 @@ export const listingSchema = z.object({
       name: z.string(),
       description: z.string(),
       params: z.array(
-        z.object({ name: z.string(), required: z.boolean(), description: z.string().optional() }),
+        z.object({
+          name: z.string(),
+          required: z.boolean(),
+          description: z.string().optional(),
+          default: z.unknown().optional(),
+        }),
       ),
       fixed_params: z.record(z.string(), z.string()).optional(),
       paths: z.array(z.string()),

@@ -1,6 +1,7 @@
-// `log-query endpoints`: the catalog the key may call, a line per endpoint and one per parameter,
-// control characters escaped, or the service's JSON as it sent it with --format json. Either is
-// written only once the whole listing is read and of the shape it should be.
+// `log-query endpoints`: the catalog the key may call, a line per endpoint and one per parameter
+// (required, fixed by the key, or its default), control characters escaped, or the service's JSON
+// as it sent it with --format json. Either is written only once the whole listing is read and of
+// the shape it should be.
 import { answerOf, listingSchema } from "./answers.ts";
 import { EXIT } from "./cli-error.ts";
 import { type Connection, get } from "./client.ts";
@@ -27,9 +28,15 @@ export async function listEndpoints(connection: Connection, values: Options): Pr
           ? ` = ${fixed} (fixed by your key)`
           : param.required
             ? " (required)"
-            : "";
+            : param.default !== undefined
+              ? ` (default ${defaultShown(param.default)})`
+              : "";
       writeLine(`  ${param.name}${mark}  ${param.description ?? ""}`);
     }
   }
   return EXIT.ok;
 }
+
+/** A default as a query string would give it: a string as it is, anything else as JSON. */
+const defaultShown = (value: unknown) =>
+  typeof value === "string" ? value : JSON.stringify(value);

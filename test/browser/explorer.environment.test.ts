@@ -1071,9 +1071,13 @@ describe("the explorer page", () => {
     const panel = '[data-endpoint="auth.failures-per-hour"]';
     await page.waitForSelector(`${panel}:not([data-draws="0"])`);
     await expect(page.locator(`${panel} [name="project"]`).inputValue()).resolves.toBe("default");
+    // An optional parameter left empty means its default, which the empty choice or field shows.
     await expect(
       page.locator(`${panel} select[name="period"] option`).allTextContents(),
-    ).resolves.toEqual(expect.arrayContaining(["day", "week"]));
+    ).resolves.toEqual(["default (day)", "day", "week"]);
+    await expect(
+      page.locator(`${STATS} input[name="max_points"]`).getAttribute("placeholder"),
+    ).resolves.toBe("300");
     // One time column and a count: a chart of it, one point per row of what the page asked.
     const asked = requests.find((r) => r.url().includes("/api/endpoints/auth.failures-per-hour"));
     const rows = await rowsAt(asked?.url() ?? "");
@@ -1188,6 +1192,7 @@ describe("the explorer page", () => {
         .replace("Failed sign-ins", "Failed \u202esni-ngis")
         .replace("description: project ref", 'description: "project \u2066ref"')
         .replace("values: [day, week]", 'values: [day, "\u202eweek"]')
+        .replace("default: day", 'default: "\u202eweek"')
         .replace("    week: {", '    "\u202eweek": {'),
     );
     const operators = await otherService(
@@ -1201,9 +1206,9 @@ describe("the explorer page", () => {
     const description = panel.locator(".description");
     await expect(description.locator(".bidi-control").textContent()).resolves.toBe("⟨U+202E⟩");
     await expect(description.textContent()).resolves.toMatch(/^Failed ⟨U\+202E⟩sni-ngis /);
-    // An optional select's first option is "none".
+    // An optional select's first option is its default, which the empty choice leaves to the service.
     await expect(panel.locator('select[name="period"] option').allTextContents()).resolves.toEqual([
-      "—",
+      "default (⟨U+202E⟩week)",
       "day",
       "⟨U+202E⟩week",
     ]);

@@ -1,20 +1,33 @@
 // A form for one endpoint, built from its catalog entry (GET /api/endpoints): required marks,
-// allowed (or suggested) values as selects, timestamps as datetime inputs (UTC). It
+// allowed (or suggested) values as selects, timestamps as datetime inputs (UTC), what an optional
+// parameter left empty means (its default) in the empty field or choice. It
 // does not validate: the service does, and its 400 details are shown beside the fields they name.
 import { h } from "./dom.js";
 import { rangePicker } from "./range.js";
 import { asInputTimestamp, asUtcTimestamp } from "./utc-input.js";
 import { visibleString, visibleText } from "./visible-text.js";
 
+/** A default as a query string would give it: a string as it is, anything else as JSON. */
+const defaultText = (value) =>
+  visibleString(typeof value === "string" ? value : JSON.stringify(value));
+
 function input(param, value, fieldId) {
   const common = { id: fieldId, name: param.name, required: param.required };
+  // An empty field is left out of the query, so the service applies the default: shown in it.
+  const unset = param.default === undefined ? undefined : defaultText(param.default);
   // Allowed values are the only ones: a select. A required parameter's suggested values too (a
   // span that reads any other value as its longest loses nothing by it). An optional one's
   // suggestions (a log's filters) are offered as a datalist, and any other value may be typed.
   const choices = param.allowed ?? (param.required ? param.examples : undefined);
   if (param.examples && !choices) {
     const listId = `${fieldId}.suggestions`;
-    const field = h("input", { ...common, type: "text", spellcheck: "false", list: listId });
+    const field = h("input", {
+      ...common,
+      type: "text",
+      spellcheck: "false",
+      list: listId,
+      ...(unset !== undefined && { placeholder: unset }),
+    });
     field.value = value;
     const suggestions = h(
       "datalist",
@@ -28,7 +41,13 @@ function input(param, value, fieldId) {
     const select = h(
       "select",
       common,
-      ...options.map((v) => h("option", { value: v }, visibleString(v) || "—")),
+      ...options.map((v) =>
+        h(
+          "option",
+          { value: v },
+          v === "" && unset !== undefined ? `default (${unset})` : visibleString(v) || "—",
+        ),
+      ),
     );
     select.value = value;
     return [select];
@@ -38,7 +57,12 @@ function input(param, value, fieldId) {
     field.value = value && asInputTimestamp(value);
     return [field, h("span", { class: "unit" }, "UTC")];
   }
-  const field = h("input", { ...common, type: "text", spellcheck: "false" });
+  const field = h("input", {
+    ...common,
+    type: "text",
+    spellcheck: "false",
+    ...(unset !== undefined && { placeholder: unset }),
+  });
   field.value = value;
   return [field];
 }
