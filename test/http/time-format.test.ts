@@ -201,10 +201,14 @@ describe("time_format", () => {
     });
     follow.close();
 
-    const stats = `project=${PROJECT}&interval=1hr&time_format=rfc3339`;
+    // epoch_ms: a TIMESTAMP in RFC 3339 is written as it always is, which would not tell.
+    const stats = `project=${PROJECT}&interval=1hr&time_format=epoch_ms`;
     const watch = await open(`${base}/api/endpoints/functions.invocation-stats/watch?${stats}`);
     await watch.until(() => watch.events.some((event) => event.event === "result"));
     const value = watch.events.find((event) => event.event === "result");
+    const watched = JSON.parse(value?.data ?? "{}") as { result: Row[] };
+    expect(watched.result.length).toBeGreaterThan(0);
+    for (const row of watched.result) expect(row.timestamp).toEqual(expect.any(Number));
     const get = await app.inject({
       url: `/api/endpoints/functions.invocation-stats?${stats}`,
       headers: { "x-api-key": API_KEY },
