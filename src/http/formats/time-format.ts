@@ -18,15 +18,25 @@ export const TIME_FORMAT_PARAM = "time_format";
 export const TIME_FORMATS = ["epoch_ms", "rfc3339"] as const;
 export type TimeFormat = (typeof TIME_FORMATS)[number];
 
+/** A query string's frozen object (query-string.ts) without `time_format`, made once. */
+const withoutByQuery = new WeakMap<RawQuery, { query: RawQuery; given: unknown }>();
+
 /**
  * The query string without `time_format`, and the value it gave (unchecked: the scope refuses
- * before a bad value does). The query is returned as it is when it has none, so that the same text
- * keeps finding the same frozen object (query-string.ts).
+ * before a bad value does). The same text keeps finding the same frozen object (query-string.ts),
+ * so that what is derived from it (validated parameters) is found by identity: the query is
+ * returned as it is when it has none, and made once per frozen query when it has one (a Grafana
+ * panel always sends it).
  */
 export function withoutTimeFormat(query: RawQuery): { query: RawQuery; given: unknown } {
   if (!(TIME_FORMAT_PARAM in query)) return { query, given: undefined };
-  const { [TIME_FORMAT_PARAM]: given, ...rest } = query;
-  return { query: rest, given };
+  let without = withoutByQuery.get(query);
+  if (without === undefined) {
+    const { [TIME_FORMAT_PARAM]: given, ...rest } = query;
+    without = { query: Object.freeze(rest), given };
+    if (Object.isFrozen(query)) withoutByQuery.set(query, without);
+  }
+  return without;
 }
 
 /** The time format a request asked for: undefined when it gave none (or an empty one); else 400. */
