@@ -156,7 +156,7 @@ const bucketsDefinition = z
       .min(1)
       .optional()
       .describe(
-        "the bucket sizes a range may take, smallest first; default 1s 5s 10s 30s 1m 5m 15m 30m 1h 3h 6h 12h 1d 7d",
+        "the bucket sizes a range is answered in without bucket, smallest first; a bucket given may be any size up to the last; default 1s 5s 10s 30s 1m 5m 15m 30m 1h 3h 6h 12h 1d 7d",
       ),
     max_range: duration
       .optional()

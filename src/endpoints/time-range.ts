@@ -6,7 +6,7 @@
 // range that ended before the settled horizon is marked so, to be kept long and never warmed.
 import { z } from "zod";
 import type { SqlParams, WindowBinding } from "../engines/sql-params.ts";
-import { formatTimestamp, parseIsoTimestamp } from "../time.ts";
+import { formatTimestamp, inTimestampRange, parseIsoTimestamp } from "../time.ts";
 import {
   durationValue,
   InvalidParamsError,
@@ -68,7 +68,8 @@ export interface RangeContract {
 /** Epoch milliseconds (Grafana's ${__from}), or an RFC 3339 instant: µs, as RFC 3339 text. */
 const instantValue: ValueCheck = (value, ctx) => {
   const micros = /^[0-9]{1,15}$/.test(value) ? BigInt(value) * 1_000n : parseIsoTimestamp(value);
-  if (micros !== undefined) return formatTimestamp(micros);
+  // Epoch ms reach past the year 9999 that a TIMESTAMP (and RFC 3339's form) ends with.
+  if (micros !== undefined && inTimestampRange(micros)) return formatTimestamp(micros);
   ctx.addIssue({
     code: "custom",
     message:
@@ -176,6 +177,12 @@ export function resolveRange(
   let size: bigint;
   if (bucket != null) {
     size = BigInt(bucket) * SECOND;
+    // A range starts at the bucket `from` falls in: a larger bucket than the ladder's would take it
+    // back past max_range, to the epoch for a century's bucket.
+    const largest = contract.ladder.at(-1) as bigint;
+    if (size > largest) {
+      refuse("bucket", `must be at most ${durationText(largest)}, the largest this endpoint takes`);
+    }
     if (points(size) > most) {
       refuse(
         "bucket",
