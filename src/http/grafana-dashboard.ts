@@ -204,9 +204,18 @@ function duration(seconds: number): string {
   return `${seconds}s`;
 }
 
+/**
+ * The endpoint's time range, unless the scope fixes the parameter a range stands in for: that
+ * scope takes no range (the two would name different times), only its fixed span.
+ */
+function rangeOf({ endpoint: { range }, fixed }: Charted) {
+  return range && !(range.spanParam !== undefined && range.spanParam in fixed) ? range : undefined;
+}
+
 /** How the dashboard's time range reaches an endpoint: the parameters it takes for it. */
-function rangeParamsOf({ range, paging }: EndpointDefinition): Record<string, string> {
-  if (range) {
+function rangeParamsOf(charted: Charted): Record<string, string> {
+  const { paging } = charted.endpoint;
+  if (rangeOf(charted)) {
     // `${__from}`/`${__to}`: the range's ends in epoch milliseconds, which the endpoint takes.
     return { [FROM]: macro("__from"), [TO]: macro("__to") };
   }
@@ -220,7 +229,7 @@ function rangeParamsOf({ range, paging }: EndpointDefinition): Record<string, st
 }
 
 /** The parameters the dashboard's own variables fill in: the range's bucket and point count. */
-const bucketParamsOf = ({ range }: EndpointDefinition) => (range ? [BUCKET, MAX_POINTS] : []);
+const bucketParamsOf = (charted: Charted) => (rangeOf(charted) ? [BUCKET, MAX_POINTS] : []);
 
 /** Whether the endpoint is a time series: one time column and numbers in every other. */
 function isTimeSeries({ columns, timeColumns }: EndpointDefinition): boolean {
@@ -243,12 +252,13 @@ function columnType(name: string, column: ColumnSchema, endpoint: EndpointDefini
 }
 
 /** The parameters a variable fills in: required ones the scope does not fix and no range gives. */
-function variableParamsOf({ endpoint, fixed }: Charted): string[] {
+function variableParamsOf(charted: Charted): string[] {
+  const { endpoint, fixed } = charted;
   const required = endpoint.paramsJsonSchema.required ?? [];
-  const ranged = rangeParamsOf(endpoint);
+  const ranged = rangeParamsOf(charted);
   return [
     ...required.filter((param) => !(param in fixed) && !(param in ranged)),
-    ...bucketParamsOf(endpoint).filter((param) => !(param in fixed)),
+    ...bucketParamsOf(charted).filter((param) => !(param in fixed)),
   ];
 }
 
@@ -264,10 +274,7 @@ function variablesOf(
     const description = property?.description;
     const values = property?.enum;
     // An empty bucket is an absent one: the endpoint picks it from its ladder.
-    const initial =
-      endpoint.example[param] ??
-      property?.default ??
-      (param === MAX_POINTS ? String(endpoint.range?.maxPoints) : "");
+    const initial = endpoint.example[param] ?? property?.default ?? "";
     const current = { text: initial, value: initial };
     const common = {
       name,
@@ -293,7 +300,7 @@ function panelOf(
 ): GrafanaPanel {
   const { endpoint } = charted;
   const params = [
-    ...Object.entries(rangeParamsOf(endpoint)).filter(([param]) => !(param in charted.fixed)),
+    ...Object.entries(rangeParamsOf(charted)).filter(([param]) => !(param in charted.fixed)),
     ...variableParamsOf(charted).map((param) => [param, macro(variableName(param, endpoint))]),
     // Instants as epoch milliseconds, which Infinity types as time without a format string.
     [TIME_FORMAT_PARAM, "epoch_ms" satisfies TimeFormat],
