@@ -85,6 +85,17 @@ export function grantedParams(
   return scope && fixedParams(scope, endpoint);
 }
 
+/** The endpoints of `entries` the credential may call, each with the params its scope fixes. */
+export function callableBy<E extends EndpointDefinition>(
+  credential: Credential,
+  entries: readonly E[],
+): { endpoint: E; fixed: Readonly<Record<string, string>> }[] {
+  return entries.flatMap((endpoint) => {
+    const fixed = grantedParams(credential, endpoint);
+    return fixed ? [{ endpoint, fixed }] : [];
+  });
+}
+
 /** Whether the credential may see what concerns every endpoint and tenant, such as /metrics. */
 export function hasFullAccess(credential: Credential): boolean {
   return credential.scopes.some(

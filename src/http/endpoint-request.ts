@@ -1,5 +1,5 @@
 // The one way in for every route that names an endpoint — its answer (GET), a watch, a follow
-// stream, the alerts listing: the endpoint the request names (404), what the credential's scopes
+// stream, its Grafana dashboard, the alerts listing — and for the listings (`list`): the endpoint the request names (404), what the credential's scopes
 // grant (403), the parameters (400), then the format (406). In that order and with the same
 // messages whatever the route, so a client learns one set of answers. The credential itself was
 // checked before any route ran (auth.ts).

@@ -1,7 +1,7 @@
 // GET /api/grafana: one Grafana dashboard with a panel for each endpoint the caller's credential may
 // call, each leaving out what its scope fixes (docs/grafana.md).
 import type { FastifyInstance } from "fastify";
-import { grantedParams } from "../credentials/scope-rule.ts";
+import { callableBy } from "../credentials/scope-rule.ts";
 import type { Catalog } from "../endpoints/catalog.ts";
 import { LISTING } from "./endpoint-request.ts";
 import { catalogDashboard } from "./grafana-dashboard.ts";
@@ -14,10 +14,7 @@ export async function catalogDashboardRoute(
 ) {
   app.get("/api/grafana", { schema: GRAFANA_SCHEMA }, async (request, reply) => {
     const format = requests.list(LISTING, request, reply);
-    const charted = catalog.entries.flatMap((endpoint) => {
-      const fixed = grantedParams(request.credential, endpoint);
-      return fixed ? [{ endpoint, fixed }] : [];
-    });
+    const charted = callableBy(request.credential, catalog.entries);
     return reply.type(format.contentType).send(JSON.stringify(catalogDashboard(charted)));
   });
 }

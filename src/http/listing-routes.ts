@@ -2,7 +2,7 @@
 // parameters, paths, cache and paging.
 import type { FastifyInstance } from "fastify";
 import type { Credential } from "../credentials/credential.ts";
-import { grantedParams } from "../credentials/scope-rule.ts";
+import { callableBy } from "../credentials/scope-rule.ts";
 import type { Catalog, EndpointDefinition } from "../endpoints/catalog.ts";
 import { durationText, type RangeContract } from "../endpoints/time-range.ts";
 import { LISTING } from "./endpoint-request.ts";
@@ -26,10 +26,10 @@ export async function catalogListing(
     }
     let listing = ofCatalog.get(credential);
     if (listing === undefined) {
-      const callable = entries.flatMap((endpoint) => {
-        const fixed = grantedParams(credential, endpoint);
-        return fixed ? [{ ...describeEndpoint(endpoint), fixed_params: fixed }] : [];
-      });
+      const callable = callableBy(credential, entries).map(({ endpoint, fixed }) => ({
+        ...describeEndpoint(endpoint),
+        fixed_params: fixed,
+      }));
       listing = JSON.stringify({ result: callable });
       ofCatalog.set(credential, listing);
     }

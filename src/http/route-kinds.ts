@@ -1,7 +1,7 @@
 // The kinds of route an endpoint has, in one table, and every path each entry of a catalog answers
-// at, made from it, each with the schema it declares. The routes register their generic paths from
-// the table, a request finds its entry among the entry routes and is checked by what that entry
-// declares, and the document is written from those same entry routes (openapi/entry-document.ts):
+// at, made from it, each declaring the schema its row makes of it. The routes register their generic paths from
+// the table, a request finds its entry among the entry routes and is checked by the endpoint's
+// validator, whose JSON Schema that entry declares, and the document is written from those same entry routes (openapi/entry-document.ts):
 // a new kind is one row, and a URL shape is written here only. (The serving routes stay generic,
 // `:nameOrId`, because Fastify takes no route once it listens and a reload replaces the catalog:
 // the entry routes are made anew per catalog instead.)
@@ -165,14 +165,14 @@ export const serves = (app: FastifyInstance, row: KindRow): boolean =>
   app.hasRoute({ method: "GET", url: genericPaths(row)[0] as string });
 
 /**
- * One path of one endpoint: the endpoint, its kind of route, how it is named, the suffix's format,
- * and the schema it declares.
+ * One path of one endpoint: the endpoint, its kind of route, how it is named, the suffix's format.
+ * The schema it declares is `row.schema(route)`, made where the document is written: serving,
+ * listing and naming paths need none of it.
  */
 export interface EntryRoute extends DescribedEntry {
   readonly url: string;
   readonly row: KindRow;
   readonly naming: Naming;
-  readonly schema: EntrySchema;
 }
 
 /** Where a request of a kind finds its entry by the name or id in its path. */
@@ -200,10 +200,13 @@ export function routesOfEndpoint(endpoint: EndpointDefinition): EntryRoute[] {
     NAMINGS.flatMap((naming) => {
       const named = `${naming.under}/${endpoint[naming.by]}`;
       const suffixes = naming.by === "name" ? row.suffixes : [];
-      const route = (url: string, format?: Format): EntryRoute => {
-        const described = { endpoint, naming, ...(format && { format }) };
-        return { ...described, url, row, schema: row.schema(described) };
-      };
+      const route = (url: string, format?: Format): EntryRoute => ({
+        endpoint,
+        naming,
+        ...(format && { format }),
+        url,
+        row,
+      });
       return [
         route(`${named}${row.kind.path}`),
         ...suffixes.map((format) => route(`${named}.${format.suffix}${row.kind.path}`, format)),

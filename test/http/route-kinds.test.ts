@@ -59,7 +59,9 @@ describe("the table of route kinds", () => {
     expect(routes.map(({ row }) => row.name)).toEqual(
       expect.arrayContaining(["query", "follow", "watch", "grafana"]),
     );
-    for (const { url, endpoint, row, schema, format } of routes) {
+    for (const route of routes) {
+      const { url, endpoint, row, format } = route;
+      const schema = row.schema(route);
       const operation = document.paths[url].get;
       expect(operation.operationId, url).toBe(schema.operationId);
       const declared = schema.querystring as { properties: Record<string, object> };

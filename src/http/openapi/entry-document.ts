@@ -31,7 +31,7 @@ export async function describeEntries(
       // A copy: @fastify/swagger moves examples and descriptions out of the schemas it is given.
       app.get(
         route.url,
-        { schema: structuredClone(route.schema), exposeHeadRoute: false },
+        { schema: structuredClone(route.row.schema(route)), exposeHeadRoute: false },
         noAnswer,
       );
     }

@@ -24,7 +24,7 @@ import {
 import { DASHBOARD_RESPONSE } from "./service-schemas.ts";
 
 /** The name of `endpoint`'s row among the document's schemas. */
-export const rowName = (endpoint: EndpointDefinition) => `${endpoint.name}.row`;
+const rowName = (endpoint: EndpointDefinition) => `${endpoint.name}.row`;
 
 /** `endpoint`'s row, as the schemas below refer to it. */
 export const rowSchemaOf = (endpoint: EndpointDefinition): Json => {
@@ -86,7 +86,7 @@ const NOT_MODIFIED_HEADERS: HeaderName[] = [
 const OK_HEADERS: HeaderName[] = [...NOT_MODIFIED_HEADERS, "X-Result-Truncated", "Link"];
 
 /** How each format writes the rows; `row` names the row's schema. */
-export const FORMAT_BODIES = new Map<Format, (row: string) => string>([
+const FORMAT_BODIES = new Map<Format, (row: string) => string>([
   [
     jsonFormat,
     () =>

@@ -15,7 +15,7 @@ import fp from "fastify-plugin";
 import { LRUCache } from "lru-cache";
 import { sha256Hex } from "../../credentials/authenticate.ts";
 import type { Credential } from "../../credentials/credential.ts";
-import { grantedParams, hasFullAccess } from "../../credentials/scope-rule.ts";
+import { callableBy, hasFullAccess } from "../../credentials/scope-rule.ts";
 import type { Catalog, EndpointDefinition } from "../../endpoints/catalog.ts";
 import type { AnonymousLimit } from "../anonymous-limit.ts";
 import { FixedBody } from "../fixed-body.ts";
@@ -73,13 +73,15 @@ function documents(app: FastifyInstance, entries: () => readonly EndpointDefinit
         withEntryPaths(own, await describeEntries(endpoints, (row) => serves(app, row))),
       ),
     );
-    last = {
+    const document: Made = {
       entries: endpoints,
       everything,
       body: new FixedBody(JSON.stringify(everything), JSON_TYPE),
       views: new LRUCache({ max: 1_000 }),
     };
-    return last;
+    // An older catalog's document finished late is not the last one made.
+    if (madeFor === endpoints) last = document;
+    return document;
   };
   const current = (): Promise<Made> => {
     const endpoints = entries();
@@ -103,9 +105,11 @@ function documents(app: FastifyInstance, entries: () => readonly EndpointDefinit
     },
     /** What `credential` may see; null: everything. */
     async bodyFor(credential: Credential | null): Promise<FixedBody> {
-      const { everything, body, views } = await current();
+      // The grant of the catalog the document was made of: a reload while it was made must not
+      // pair one catalog's document with another's grant (and keep that view).
+      const { entries: endpoints, everything, body, views } = await current();
       if (!credential) return body;
-      const grant = grantOf(credential, entries());
+      const grant = grantOf(credential, endpoints);
       const key = JSON.stringify([
         grant.metrics,
         grant.callable.map(({ endpoint, fixed }) => [endpoint.name, fixed]),
@@ -123,10 +127,7 @@ function documents(app: FastifyInstance, entries: () => readonly EndpointDefinit
 /** What `credential` may call, with its fixed params. */
 function grantOf(credential: Credential, entries: readonly EndpointDefinition[]): Grant {
   return {
-    callable: entries.flatMap((endpoint) => {
-      const fixed = grantedParams(credential, endpoint);
-      return fixed ? [{ endpoint, fixed }] : [];
-    }),
+    callable: callableBy(credential, entries),
     metrics: hasFullAccess(credential),
   };
 }
