@@ -63,7 +63,7 @@ const STAGES: [string, RegExp][] = [
   ],
   [
     "route handler (endpoint lookup, format, cache headers)",
-    /\/src\/(http\/(answer-route|endpoint-request|route-kinds?|reply|formats\/[\w-]+)|endpoints\/catalog)\.ts$/,
+    /\/src\/(http\/(answer-route|endpoint-routes?|endpoint-request|route-kinds?|reply|formats\/[\w-]+)|endpoints\/catalog)\.ts$/,
   ],
   ["request id, request shape, shutdown and other hooks", /\/src\/(app|http\/[\w-]+)\.ts$/],
   [

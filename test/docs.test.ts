@@ -208,8 +208,9 @@ describe("the paging loop of docs/scripts.md, run as written", () => {
 
   it("writes every record of the window once, newest first, sleeping through a 429 as Retry-After says", async () => {
     // Five pages at five requests a minute, counted in Redis as replicas count them, where other
-    // replicas have spent this minute, three seconds from its end: the first ask is refused until the
-    // minute is over (a minute spent here would make the test wait most of one).
+    // replicas have spent this minute, six seconds from its end: the first ask is refused until the
+    // minute is over (a minute spent here would make the test wait most of one; a few seconds
+    // leave a loaded machine time to start the script before the minute ends).
     const { folder, ids } = exportOf(4 * PAGE + 50);
     const service = await start({
       API_KEYS: KEY,
@@ -221,7 +222,7 @@ describe("the paging loop of docs/scripts.md, run as written", () => {
     await vi.waitFor(() => expect(service.stdout()).toContain("Redis answers"));
     // The only key of API_KEYS is api-key-1; the rate limit counts it under "rate-limit:".
     const client = new Redis(redis.url);
-    await client.set("docs:rate-limit:api-key-1", "5", "PX", 3_000);
+    await client.set("docs:rate-limit:api-key-1", "5", "PX", 6_000);
     client.disconnect();
     const cwd = mkdtempSync(join(tmpdir(), "paging-"));
     const { code, stderr } = await runShell(
