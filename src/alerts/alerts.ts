@@ -4,11 +4,10 @@
 // rule fires when its condition becomes true and resolves when it becomes false; each change is
 // told once, across replicas, to its webhook, which is delivered in the background and never holds
 // a request or a refresh up.
-import type { CachePolicy } from "../cache/result-cache.ts";
 import { resultRows } from "../cache/serialized-result.ts";
 import type { Credential } from "../credentials/credential.ts";
 import { authorize, type RawQuery } from "../credentials/scope-rule.ts";
-import type { EndpointDefinition } from "../endpoints/catalog.ts";
+import type { CachedEndpoint, EndpointDefinition } from "../endpoints/catalog.ts";
 import type { FollowHub } from "../endpoints/follow.ts";
 import type { WatchEndpoint } from "../endpoints/runner.ts";
 import { startingAt } from "../endpoints/stream-position.ts";
@@ -158,7 +157,7 @@ export class Alerts {
     const { condition, endpoint, params } = rule;
     if (condition.kind === "rows") {
       active.stop = this.#deps.watch(
-        endpoint as typeof endpoint & { cache: CachePolicy },
+        endpoint as CachedEndpoint,
         params,
         (answer) => {
           const rows = resultRows(answer.payload);

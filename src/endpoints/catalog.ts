@@ -90,6 +90,9 @@ export interface EndpointDefinition {
   folder?: string;
 }
 
+/** An endpoint whose answers are cached: what a watch watches and the cache keeps. */
+export type CachedEndpoint = EndpointDefinition & { cache: CachePolicy };
+
 /** The endpoints a service serves: built at startup, replaced whole on a reload. */
 export interface Catalog {
   readonly entries: readonly EndpointDefinition[];

@@ -17,7 +17,7 @@ import {
 } from "../engines/engine.ts";
 import type { SqlParams } from "../engines/sql-params.ts";
 import { inSpan, isTracing } from "../telemetry/tracing.ts";
-import type { EndpointDefinition, PagingContract } from "./catalog.ts";
+import type { CachedEndpoint, EndpointDefinition, PagingContract } from "./catalog.ts";
 import { type CursorCodec, KEPT_PAGE_PARAM, keptPageOf } from "./cursor.ts";
 import { RANGE_SETTLED } from "./time-range.ts";
 
@@ -60,7 +60,7 @@ export type RunEndpoint = (
  * the key's warming, and a first load when nothing is held.
  */
 export type WatchEndpoint = (
-  endpoint: EndpointDefinition & { cache: CachePolicy },
+  endpoint: CachedEndpoint,
   params: SqlParams,
   listener: ValueListener,
   tellHeld?: boolean,
@@ -229,7 +229,7 @@ export function createRunner(deps: {
 
   async function looked(
     cache: ResultCache,
-    endpoint: EndpointDefinition & { cache: CachePolicy },
+    endpoint: CachedEndpoint,
     params: SqlParams,
     key: string,
     credential?: string,
@@ -290,7 +290,7 @@ export function createRunner(deps: {
     if (fresh) return answerOf(fresh, policyOf(endpoint as CachedEndpoint, params));
     return looked(
       cache,
-      endpoint as EndpointDefinition & { cache: CachePolicy },
+      endpoint as CachedEndpoint,
       params,
       key,
       credential,
@@ -301,8 +301,6 @@ export function createRunner(deps: {
   };
   return { run, watch };
 }
-
-type CachedEndpoint = EndpointDefinition & { cache: CachePolicy };
 
 /** A time range that ended before the settled horizon never changes: kept a day, never warmed. */
 const SETTLED: CachePolicy = { ttlSeconds: 86_400, warmingSeconds: 0 };

@@ -3,7 +3,6 @@
 // needs only this, so neither imports the other.
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
 import type { RefreshBudget } from "../cache/refresh-budget.ts";
-import type { CachePolicy } from "../cache/result-cache.ts";
 import type { RawQuery } from "../credentials/scope-rule.ts";
 import type { EndpointDefinition, PagingContract } from "../endpoints/catalog.ts";
 import type { FollowHub } from "../endpoints/follow.ts";
@@ -31,7 +30,6 @@ export interface RouteKind<
   readonly pages?: true;
 }
 
-export type CachedEndpoint = EndpointDefinition & { cache: CachePolicy };
 export type FollowedEndpoint = EndpointDefinition & { paging: PagingContract };
 
 /** Server-Sent Events: what a watch gives, and a follow stream by default. */

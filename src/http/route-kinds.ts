@@ -6,7 +6,7 @@
 // `:nameOrId`, because Fastify takes no route once it listens and a reload replaces the catalog:
 // the entry routes are made anew per catalog instead.)
 import type { FastifyInstance } from "fastify";
-import type { EndpointDefinition } from "../endpoints/catalog.ts";
+import type { CachedEndpoint, EndpointDefinition } from "../endpoints/catalog.ts";
 import { NO_PARAMS } from "../endpoints/params.ts";
 import { answerHandler } from "./answer-route.ts";
 import { followHandler } from "./follow-route.ts";
@@ -22,7 +22,6 @@ import {
   watchSchema,
 } from "./openapi/entry-schemas.ts";
 import {
-  type CachedEndpoint,
   EVENT_STREAM,
   type FollowedEndpoint,
   type KindHandler,

@@ -3,11 +3,12 @@
 // ends, it reads too slowly or the service closes. Watching queries nothing: the first answer is a
 // request's (usually a hit), every later one is the key's warming, which watchers keep going.
 import type { CacheAnswer, CachePolicy } from "../cache/result-cache.ts";
+import type { CachedEndpoint } from "../endpoints/catalog.ts";
 import type { MediaFormat } from "./formats/format.ts";
 import { json } from "./formats/json.ts";
 import { renditionFor } from "./formats/time-format.ts";
 import { cacheStatus } from "./reply.ts";
-import type { CachedEndpoint, KindHandler, RouteKind } from "./route-kind.ts";
+import type { KindHandler, RouteKind } from "./route-kind.ts";
 import { sendStream, sendStreamHead } from "./streams/stream-places.ts";
 
 /** The watch's handler, for `kind`; none without a cache to watch. */
