@@ -101,7 +101,7 @@ export function compileEndpoint(
       ? rangedParamsOf(shape, range, spanMissing(definition, spanParam))
       : paramsOf(shape);
   const window = windowBinding(definition, paging, range, problems);
-  const sql = sqlOf(definition, paging, window.binds, sqlFiles, problems);
+  const sql = sqlOf(definition, paging, range !== undefined, window.binds, sqlFiles, problems);
   for (const name of Object.keys(definition.example)) {
     if (!(name in definition.params)) {
       problems.push({ field: `example.${name}`, message: "is not a declared parameter" });
@@ -445,11 +445,13 @@ function spanBinding(
 /**
  * The SQL per engine and use, each file's parameters matched against what is bound: the declared
  * ones (less those only the window reads), the window's, and a paged query's cursor or a window
- * query's resume position. A use a paged or followable endpoint needs and lacks is a problem.
+ * query's resume position. A use a paged or followable endpoint needs and lacks is a problem, and
+ * so is a bucketed endpoint's query that reads neither its bucket size nor its range's end.
  */
 function sqlOf(
   definition: EndpointDefinitionFile,
   paging: PagingContract | undefined,
+  bucketed: boolean,
   windowBinds: readonly string[],
   files: SqlFiles,
   problems: Problem[],
@@ -481,14 +483,27 @@ function sqlOf(
       }
       continue;
     }
-    const check = (file: string, text: string, extra: readonly string[]) => {
+    const mark = dialect === "bigquery" ? "@" : "$";
+    // Each group: one of its parameters must be read.
+    const check = (
+      file: string,
+      text: string,
+      extra: readonly string[],
+      needed: string[][] = [],
+    ) => {
       const bound = new Set([...declared, ...windowBinds, ...extra, ...ENGINE_PARAMS[dialect]]);
       const used = new Set(referencedParams(text, dialect));
+      for (const group of needed.filter((group) => !group.some((name) => used.has(name)))) {
+        problems.push({
+          field: file,
+          message: `${group.map((name) => mark + name).join(" or ")} is not used: an endpoint with buckets answers a range in buckets of ${mark}bucket_seconds, up to its end (${mark}window_end, or ${mark}last_bucket's bucket) (docs/endpoints.md)`,
+        });
+      }
       for (const name of used) {
         if (!bound.has(name)) {
           problems.push({
             field: file,
-            message: `${dialect === "bigquery" ? "@" : "$"}${name} is neither a declared parameter nor one the engine binds (${[...bound].join(", ")})`,
+            message: `${mark}${name} is neither a declared parameter nor one the engine binds (${[...bound].join(", ")})`,
           });
         }
       }
@@ -498,7 +513,12 @@ function sqlOf(
         }
       }
     };
-    check(`${dialect}.sql`, query, paging ? CURSOR_PARAMS : []);
+    check(
+      `${dialect}.sql`,
+      query,
+      paging ? CURSOR_PARAMS : [],
+      bucketed ? [["bucket_seconds"], ["window_end", "last_bucket"]] : [],
+    );
     if (paging && rest === undefined) {
       problems.push({
         field: `rest.${dialect}.sql`,

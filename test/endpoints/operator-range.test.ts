@@ -143,4 +143,25 @@ describe("an operator's endpoint with buckets", () => {
     expect(error).toBeInstanceOf(CatalogError);
     expect(String((error as Error).message)).toMatch(problem);
   });
+  it("refuses SQL that does not bucket by the range, naming each file", () => {
+    // The example's own SQL, hourly buckets to now, under `buckets:`: a range would be answered
+    // by the hour, past its end.
+    const dir = mkdtempSync(join(tmpdir(), "ranged-endpoint-"));
+    const folder = join(dir, NAME);
+    cpSync(EXAMPLE, folder, { recursive: true });
+    writeFileSync(
+      join(folder, "endpoint.yaml"),
+      `${readFileSync(join(folder, "endpoint.yaml"), "utf8")}${BUCKETS}`,
+    );
+    let error: unknown;
+    try {
+      loadCatalog([dir]);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(CatalogError);
+    const message = String((error as Error).message);
+    expect(message).toMatch(/bigquery\.sql: @bucket_seconds is not used/);
+    expect(message).toMatch(/duckdb\.sql: \$bucket_seconds is not used/);
+  });
 });
