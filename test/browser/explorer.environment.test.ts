@@ -1287,21 +1287,25 @@ describe("the explorer page", () => {
     await page.context().close();
   });
 
-  it("takes a time column whose schema allows more than one form, a table for a row of anything else", async () => {
+  it("charts the listing's one time column and numbers, and gives a table for a row of anything else", async () => {
     const { page } = await openExplorer();
     const TIME = { type: "string", format: "date-time" };
+    // Each row's columns, and its time columns as the listing names them.
     const rows = {
       // A time that may also come as epoch milliseconds, and a nullable count.
-      series: { at: { anyOf: [TIME, { type: "integer" }] }, hits: { type: ["integer", "null"] } },
-      twoTimes: { at: TIME, until: TIME, hits: { type: "integer" } },
-      text: { at: TIME, hits: { type: "integer" }, path: { type: "string" } },
-      noTime: { hits: { type: "integer" } },
+      series: [
+        { at: { anyOf: [TIME, { type: "integer" }] }, hits: { type: ["integer", "null"] } },
+        ["at"],
+      ],
+      twoTimes: [{ at: TIME, until: TIME, hits: { type: "integer" } }, ["at", "until"]],
+      text: [{ at: TIME, hits: { type: "integer" }, path: { type: "string" } }, ["at"]],
+      noTime: [{ hits: { type: "integer" } }, []],
     };
     // The page's own module, imported in the page (a string: vitest would rewrite an import()).
     const plans = await page.evaluate(`
       import("/explorer/time-series.js").then(({ timeSeriesOf }) => Object.fromEntries(
-        Object.entries(${JSON.stringify(rows)}).map(([name, properties]) =>
-          [name, timeSeriesOf({ properties })])))`);
+        Object.entries(${JSON.stringify(rows)}).map(([name, [properties, times]]) =>
+          [name, timeSeriesOf({ properties }, times)])))`);
     expect(plans).toEqual({
       series: {
         time: "at",

@@ -52,7 +52,7 @@ function statusLine(mode, shown) {
  */
 export function panel(endpoint, row, { refreshSeconds, active }) {
   const { form, query, moving, showDetails, clearDetails } = endpointForm(endpoint);
-  const series = timeSeriesOf(row);
+  const series = timeSeriesOf(row, endpoint.time_columns);
   const view = series ? timeSeriesView(series) : tableView();
   const status = h("p", { class: "status", "aria-live": "polite" });
   const message = h("p", { class: "error", role: "alert", hidden: true });

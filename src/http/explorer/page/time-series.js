@@ -1,19 +1,11 @@
-// Which endpoints are time series, from their row's schema in the OpenAPI document: one time column
-// (a TIMESTAMP, format date-time, or a DATETIME, format date-time-local: UTC without a zone) and
-// every other column a number. Nothing here knows an endpoint: a definition's columns decide.
-
-const TIME_FORMATS = ["date-time", "date-time-local"];
+// Which endpoints are time series: one time column, as the listing names them (`time_columns`), and
+// every other column a number, as the row's schema in the OpenAPI document types it. Nothing here
+// knows an endpoint: a definition's columns decide.
 
 /** A column's JSON type, nullability aside. */
 const typeOf = (column) => (Array.isArray(column.type) ? column.type[0] : column.type);
 
-/** The forms a column's schema allows: one, or each of its anyOf/oneOf (a time also as a number). */
-const formsOf = (column) => column.anyOf ?? column.oneOf ?? [column];
-
-const isTime = (column) =>
-  formsOf(column).some((form) => typeOf(form) === "string" && TIME_FORMATS.includes(form.format));
-const isNumber = (column) =>
-  !isTime(column) && formsOf(column).every((form) => ["integer", "number"].includes(typeOf(form)));
+const isNumber = (column) => ["integer", "number"].includes(typeOf(column));
 
 // Statistics of one quantity (min_execution_time … p99_execution_time): their tail (p99, max) would
 // flatten the rest on a linear axis.
@@ -36,16 +28,19 @@ function sharedEnding(columns) {
 }
 
 /**
- * How `row` (the JSON Schema of one row) is charted: `time`, its time column, and `charts`, its
+ * How `row` (the JSON Schema of one row, whose time columns are `timeColumns`) is charted: `time`,
+ * its time column, and `charts`, its
  * numeric columns grouped by the last word of their names, their `unit` (count and error_count,
  * the *_execution_time statistics, total_*_requests), each group a chart titled by the words its
  * columns end in alike, on a log-like axis when they are statistics of one quantity. Null when the
  * row is not one time and numbers: such an endpoint is shown as a table.
  */
-export function timeSeriesOf(row) {
+export function timeSeriesOf(row, timeColumns) {
   const columns = Object.entries(row?.properties ?? {});
-  const times = columns.filter(([, column]) => isTime(column));
-  const values = columns.filter(([, column]) => isNumber(column));
+  const times = columns.filter(([name]) => timeColumns.includes(name));
+  const values = columns.filter(
+    ([name, column]) => !timeColumns.includes(name) && isNumber(column),
+  );
   if (times.length !== 1 || values.length === 0 || values.length !== columns.length - 1) {
     return null;
   }
