@@ -46,16 +46,36 @@ GROUP BY hour
 ORDER BY hour
 `;
 
-/** The docs' example endpoint with `buckets:` added (and `definition` changed), in a folder of its own. */
-function rangedExample(definition = (yaml: string) => `${yaml}${BUCKETS}`): string {
+/**
+ * The docs' example endpoint with `buckets:` added (and `definition` changed), in a folder of its
+ * own, with the docs' ranged SQL (or, `ownSql`, the example's own).
+ */
+function rangedExample(
+  definition = (yaml: string) => `${yaml}${BUCKETS}`,
+  { ownSql = false } = {},
+): string {
   const dir = mkdtempSync(join(tmpdir(), "ranged-endpoint-"));
   const folder = join(dir, NAME);
   cpSync(EXAMPLE, folder, { recursive: true });
   const yaml = readFileSync(join(folder, "endpoint.yaml"), "utf8");
   writeFileSync(join(folder, "endpoint.yaml"), definition(yaml));
-  writeFileSync(join(folder, "bigquery.sql"), docsSql());
-  writeFileSync(join(folder, "duckdb.sql"), DUCKDB_SQL);
+  if (!ownSql) {
+    writeFileSync(join(folder, "bigquery.sql"), docsSql());
+    writeFileSync(join(folder, "duckdb.sql"), DUCKDB_SQL);
+  }
   return dir;
+}
+
+/** The problems loading the catalog of `dir` is refused with. */
+function refusal(dir: string): string {
+  let error: unknown;
+  try {
+    loadCatalog([dir]);
+  } catch (caught) {
+    error = caught;
+  }
+  expect(error).toBeInstanceOf(CatalogError);
+  return String((error as Error).message);
 }
 
 // Records of the project every 10 minutes of the last 6 hours; some of another project.
@@ -133,34 +153,13 @@ describe("an operator's endpoint with buckets", () => {
       /buckets\.ladder: must go from the smallest size up/,
     ],
   ])("refuses %s, naming the field", (_, definition, problem) => {
-    const dir = rangedExample(definition);
-    let error: unknown;
-    try {
-      loadCatalog([dir]);
-    } catch (caught) {
-      error = caught;
-    }
-    expect(error).toBeInstanceOf(CatalogError);
-    expect(String((error as Error).message)).toMatch(problem);
+    expect(refusal(rangedExample(definition))).toMatch(problem);
   });
+
   it("refuses SQL that does not bucket by the range, naming each file", () => {
     // The example's own SQL, hourly buckets to now, under `buckets:`: a range would be answered
     // by the hour, past its end.
-    const dir = mkdtempSync(join(tmpdir(), "ranged-endpoint-"));
-    const folder = join(dir, NAME);
-    cpSync(EXAMPLE, folder, { recursive: true });
-    writeFileSync(
-      join(folder, "endpoint.yaml"),
-      `${readFileSync(join(folder, "endpoint.yaml"), "utf8")}${BUCKETS}`,
-    );
-    let error: unknown;
-    try {
-      loadCatalog([dir]);
-    } catch (caught) {
-      error = caught;
-    }
-    expect(error).toBeInstanceOf(CatalogError);
-    const message = String((error as Error).message);
+    const message = refusal(rangedExample(undefined, { ownSql: true }));
     expect(message).toMatch(/bigquery\.sql: @bucket_seconds is not used/);
     expect(message).toMatch(/duckdb\.sql: \$bucket_seconds is not used/);
   });
